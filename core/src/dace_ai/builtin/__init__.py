@@ -1,0 +1,1 @@
+"""Built-in plugins, registered through the ``dace_ai`` entry-point group like any other."""

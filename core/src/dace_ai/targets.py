@@ -1,0 +1,77 @@
+"""Which hardware target the code is written for, and why.
+
+Detection runs once per process per target (cached); the ``target`` setting
+overrides it. Among the targets that match this machine and the node's kind
+(``gpu`` inside GPU kernels or over GPU data, else ``cpu``), the highest
+``priority`` wins; the built-in ``host`` target is the fallback.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from .context_types import TargetInfo
+from .errors import PluginError
+from .manager import PluginManager, get_plugin_manager
+from .registrations import Detection, Target
+from .settings import AISettings
+
+FALLBACK_TARGET = "host"
+
+_detections: dict[tuple[str, str], Detection] = {}
+_lock = threading.Lock()
+
+
+def detect(target: Target) -> Detection:
+    """The target's detection on this machine, cached; a crashing detector is reported as no match."""
+    key = (target.name, target.origin)
+    with _lock:
+        if key not in _detections:
+            try:
+                result = target.detect()
+                if not isinstance(result, Detection):
+                    raise TypeError(f"detect() returned {type(result).__name__}, not Detection")
+            except Exception as exc:
+                result = Detection(False, f"detection failed in {target.origin}: {type(exc).__name__}: {exc}")
+            _detections[key] = result
+        return _detections[key]
+
+
+def clear_detection_cache() -> None:
+    with _lock:
+        _detections.clear()
+
+
+def resolve_target(settings: AISettings, *, kind: str = "cpu",
+                   manager: PluginManager | None = None) -> tuple[Target, Detection, str]:
+    """(target, detection, reason) for code of ``kind`` ("cpu" or "gpu")."""
+    manager = manager or get_plugin_manager()
+    targets = manager.targets()
+    if settings.target:
+        target = manager.get("targets", settings.target)
+        return target, detect(target), f"configured by {settings.source('target')}"  # type: ignore[arg-type]
+    matched = [(t, detect(t)) for t in targets.values() if t.kind == kind]
+    matched = [(t, d) for t, d in matched if d.matched]
+    if matched:
+        target, detection = max(matched, key=lambda td: (td[0].priority, td[0].name))
+        return target, detection, f"detected: {detection.reason}"
+    if FALLBACK_TARGET not in targets:
+        raise PluginError(f"no {kind} target matches this machine and the built-in {FALLBACK_TARGET!r} "
+                          "target is not available (blocked?)")
+    target = targets[FALLBACK_TARGET]
+    return target, detect(target), f"fallback: no installed {kind} target matched this machine"
+
+
+def target_info(target: Target, detection: Detection, reason: str) -> TargetInfo:
+    """The prompt- and checker-facing description of a resolved target."""
+    return TargetInfo(
+        name=target.name,
+        kind=target.kind,
+        description=target.describe(detection),
+        guidance=target.guidance,
+        compiler=target.compiler,
+        flags=target.resolved_flags(detection),
+        reason=reason,
+        language=target.language,
+        provenance=target.origin,
+    )
