@@ -20,7 +20,6 @@ from .errors import (
     ProviderError,
     SettingsError,
 )
-from .settings import AISettings, resolve_settings
 
 __version__ = "0.1.0"
 
@@ -32,6 +31,8 @@ _LAZY: dict[str, str] = {
     "PluginManager": "dace_ai.manager",
     "Answer": "dace_ai.answer",
     "parse_answer": "dace_ai.answer",
+    "AISettings": "dace_ai.settings",
+    "resolve_settings": "dace_ai.settings",
 }
 
 
@@ -45,7 +46,6 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "AISettings",
     "AIUsageError",
     "AnswerError",
     "CheckFailed",
@@ -54,6 +54,5 @@ __all__ = [
     "PluginError",
     "ProviderError",
     "SettingsError",
-    "resolve_settings",
     *_LAZY,
 ]

@@ -13,25 +13,10 @@ from dace.config import Config
 
 DACE_VERSION = dace.__version__
 
-#: DaCe config schema types for our settings.
-_SCHEMA_TYPES = {bool: "bool", int: "int", float: "float", str: "str"}
-
-
-def _schema_entry(key: str, info: Any) -> dict[str, Any]:
-    default = info.default
-    annotation = info.annotation
-    kind = "str"
-    for py_type, name in _SCHEMA_TYPES.items():
-        if annotation is py_type:
-            kind = name
-    if default is None or isinstance(default, tuple):
-        default = ""
-    return {"type": kind, "default": default, "title": key, "description": info.description or key}
-
 
 def register_ai_config() -> None:
     """Register the ``ai`` category in DaCe's config schema so ``dace.Config.get('ai', key)`` works."""
-    from .settings import AISettings
+    from .setting_defs import SETTINGS
 
     required = Config._config_metadata.setdefault("required", {})
     if "ai" not in required:
@@ -39,7 +24,11 @@ def register_ai_config() -> None:
             "type": "dict",
             "title": "AI implementations (dace-ai)",
             "description": "Settings of dace-ai; see `dace-ai config`.",
-            "required": {key: _schema_entry(key, info) for key, info in AISettings.model_fields.items()},
+            "required": {
+                d.key: {"type": d.dace_type, "default": "" if d.default is None else d.default,
+                        "title": d.key, "description": d.description}
+                for d in SETTINGS
+            },
         }
     current = Config._config.setdefault("ai", {})
     for key, entry in required["ai"]["required"].items():
@@ -61,3 +50,366 @@ def dace_config_overrides() -> dict[str, Any]:
 def build_folder_root() -> str:
     """DaCe's build-folder root (``.dacecache`` by default)."""
     return Config.get("default_build_folder")
+
+
+# --------------------------------------------------------------------------------------------
+# The reserved 'ai' implementation and expansion hooks (DaCe 1.0.2).
+# --------------------------------------------------------------------------------------------
+
+def library_node_base() -> type:
+    """DaCe's library node base class."""
+    from dace.sdfg.nodes import LibraryNode
+
+    return LibraryNode
+
+
+def library_node_classes() -> list[type]:
+    """Every library node class defined so far (all subclasses, recursively)."""
+    base = library_node_base()
+    seen: list[type] = []
+    stack = list(base.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        if cls not in seen:
+            seen.append(cls)
+            stack.extend(cls.__subclasses__())
+    return seen
+
+
+def make_expansion_class(name: str, base: type, node_class: type) -> type:
+    """A per-node-class expansion class (DaCe matches expansions by ``_match_node``, one class each)."""
+    import dace.library
+
+    cls = type(name, (base,), {"environments": [], "__module__": base.__module__})
+    cls = dace.library.expansion(cls)
+    return cls
+
+
+def own_implementations(node_class: type) -> dict[str, Any]:
+    """The class's own implementations dict (a subclass without one would otherwise share its parent's)."""
+    if "implementations" not in node_class.__dict__:
+        node_class.implementations = dict(getattr(node_class, "implementations", {}) or {})
+    return node_class.implementations
+
+
+def register_node_implementation(node_class: type, name: str, expansion: type) -> None:
+    """``NodeClass.register_implementation`` (sets ``_match_node``); DaCe's module-level helper does not."""
+    own_implementations(node_class)
+    node_class.register_implementation(name, expansion)
+
+
+_subclass_hooks: list[Any] = []
+
+
+def on_library_node_class(callback: Any) -> None:
+    """Call ``callback(cls)`` for every existing library node class and for every one defined later.
+
+    Later classes are caught in ``LibraryNode.__init_subclass__``, which runs before
+    ``@dace.library.node`` rebuilds the implementations dict; the decorator then
+    re-registers what it finds, the callback's addition included.
+    """
+    base = library_node_base()
+    if not _subclass_hooks:
+        previous = base.__dict__.get("__init_subclass__")
+
+        def __init_subclass__(cls: type, **kwargs: Any) -> None:  # noqa: N807
+            if previous is not None:
+                previous.__func__(cls, **kwargs)
+            else:
+                super(base, cls).__init_subclass__(**kwargs)
+            for hook in list(_subclass_hooks):
+                hook(cls)
+
+        base.__init_subclass__ = classmethod(__init_subclass__)
+    _subclass_hooks.append(callback)
+    for cls in library_node_classes():
+        callback(cls)
+
+
+def is_unregistered_library_node(node_class: type) -> bool:
+    from dace.sdfg.nodes import UnregisteredLibraryNode
+
+    return issubclass(node_class, UnregisteredLibraryNode)
+
+
+_expand_patched = False
+
+
+def patch_expand_spellings() -> None:
+    """Let ``node.expand(state, 'ai')`` (the seed spelling) work next to DaCe's ``expand(sdfg, state)``.
+
+    The seed spelling passes the state first and an implementation name second;
+    the SDFG is the state's parent. The implementation is set for this call only.
+    """
+    global _expand_patched
+    if _expand_patched:
+        return
+    from dace.sdfg.state import SDFGState
+
+    base = library_node_base()
+    original = base.expand
+
+    def expand(self: Any, sdfg: Any, state: Any = None, *args: Any, **kwargs: Any) -> str:
+        if isinstance(sdfg, SDFGState) and (state is None or isinstance(state, str)):
+            implementation, state, sdfg = state, sdfg, sdfg.sdfg
+            if implementation is not None:
+                previous_impl = self.implementation
+                self.implementation = implementation
+                try:
+                    return original(self, sdfg, state, *args, **kwargs)
+                finally:
+                    self.implementation = previous_impl
+        return original(self, sdfg, state, *args, **kwargs)
+
+    expand.__doc__ = original.__doc__
+    expand.__wrapped__ = original  # type: ignore[attr-defined]
+    base.expand = expand
+    _expand_patched = True
+
+
+_pass_hooks: list[Any] = []
+
+
+def wrap_expand_library_nodes(context_manager: Any) -> None:
+    """Run every (outermost) ``SDFG.expand_library_nodes`` inside ``context_manager()``.
+
+    dace-ai uses this to collect the context of an SDFG once per expansion pass
+    rather than once per node.
+    """
+    if _pass_hooks:
+        return
+    from dace.sdfg.sdfg import SDFG
+
+    original = SDFG.expand_library_nodes
+
+    def expand_library_nodes(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with context_manager():
+            return original(self, *args, **kwargs)
+
+    expand_library_nodes.__doc__ = original.__doc__
+    expand_library_nodes.__wrapped__ = original  # type: ignore[attr-defined]
+    SDFG.expand_library_nodes = expand_library_nodes
+    _pass_hooks.append(context_manager)
+
+
+def replace_node(state: Any, old: Any, new: Any) -> None:
+    """Put ``new`` where ``old`` is: same edges (connectors kept), then remove ``old``."""
+    from dace.sdfg import utils as sdutil
+
+    state.add_node(new)
+    sdutil.change_edge_dest(state, old, new)
+    sdutil.change_edge_src(state, old, new)
+    state.remove_node(old)
+
+
+def register_frontend_call(func: Any, names: list[str]) -> None:
+    """Make ``func`` the frontend replacement of each name (``@oprepo.replaces``)."""
+    from dace.frontend.common import op_repository as oprepo
+
+    for name in names:
+        oprepo.Replacements._rep[name] = func
+
+
+def syntax_error_class() -> type:
+    """The frontend's syntax error (carries the call's file and line)."""
+    from dace.frontend.python.common import DaceSyntaxError
+
+    return DaceSyntaxError
+
+
+def string_literal_class() -> type:
+    from dace.frontend.python.common import StringLiteral
+
+    return StringLiteral
+
+
+# --------------------------------------------------------------------------- checks and builds
+def dace_runtime_include() -> str:
+    """The folder that holds ``dace/dace.h`` (DaCe's runtime headers)."""
+    import os
+
+    return os.path.join(os.path.dirname(os.path.abspath(dace.__file__)), "runtime", "include")
+
+
+class debugprint_off:
+    """Turn ``debugprint`` off for a block and restore it after.
+
+    With ``debugprint`` on, DaCe 1.0.2 raises ``CompilationError('Compiler failure')``
+    without the compiler's output, so diagnostics cannot be parsed.
+    """
+
+    def __enter__(self) -> "debugprint_off":
+        import os
+
+        # ``Config.get`` reads ``DACE_debugprint`` before the stored value, so both must go.
+        self._env = os.environ.pop("DACE_debugprint", None)
+        self._previous = Config._config.get("debugprint")
+        Config.set("debugprint", value=False)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import os
+
+        Config.set("debugprint", value=self._previous)
+        if self._env is not None:
+            os.environ["DACE_debugprint"] = self._env
+
+
+def compilation_error_types() -> tuple[type, type]:
+    """(CompilationError, CompilerConfigurationError) of this DaCe version."""
+    from dace.codegen.exceptions import CompilationError, CompilerConfigurationError
+
+    return CompilationError, CompilerConfigurationError
+
+
+def compile_without_loading(sdfg: Any) -> None:
+    """Build an SDFG's library in its build folder without loading it into this process.
+
+    Loading would run the generated code's static initialisers here; checks must not.
+    """
+    sdfg.compile(validate=True, return_program_handle=False)
+
+
+def generated_code_files(sdfg: Any) -> list[tuple[str, str]]:
+    """(path relative to the build folder, code with ``////__DACE`` markers) of each generated file.
+
+    The files on disk are the same code with the markers stripped and line numbers kept.
+    """
+    import os
+
+    files = []
+    for obj in sdfg.generate_code():
+        folder = os.path.join("src", obj.target.target_name, *([obj.target_type] if obj.target_type else []))
+        files.append((os.path.join(folder, f"{obj.name}.{obj.language}"), obj.code))
+    return files
+
+
+def element_types() -> dict[str, Any]:
+    """C++ and DaCe spellings of element types -> typeclass (``double`` and ``float64`` -> dace.float64)."""
+    table: dict[str, Any] = {}
+    for tc in (dace.bool, dace.int8, dace.int16, dace.int32, dace.int64, dace.uint8, dace.uint16, dace.uint32,
+               dace.uint64, dace.float16, dace.float32, dace.float64, dace.complex64, dace.complex128):
+        table[tc.ctype] = tc
+        table[tc.to_string()] = tc
+    table.update({"long": dace.int64, "long long": dace.int64, "unsigned int": dace.uint32,
+                  "size_t": dace.uint64, "int32_t": dace.int32, "int8_t": dace.int8, "int16_t": dace.int16,
+                  "uint16_t": dace.uint16, "uint32_t": dace.uint32, "std::complex<double>": dace.complex128,
+                  "std::complex<float>": dace.complex64})
+    return table
+
+
+# --------------------------------------------------------------------------- context collection
+#: Schedules under which code runs on a GPU device (inside a kernel).
+GPU_KERNEL_SCHEDULES: frozenset[str] = frozenset(s.name for s in dace.dtypes.GPU_SCHEDULES)
+#: Storage that GPU device code cannot dereference.
+HOST_ONLY_STORAGE: frozenset[str] = frozenset({"CPU_Heap", "CPU_ThreadLocal"})
+#: Storage that lives in GPU memory (host code cannot dereference it).
+GPU_STORAGE: frozenset[str] = frozenset({"GPU_Global", "GPU_Shared"})
+
+
+def inferred_copy(sdfg: Any) -> tuple[Any, list[str]]:
+    """One deep copy of ``sdfg`` with connector types, schedules and storage inferred.
+
+    Inference mutates what it touches, so it runs on a copy; the copy keeps the
+    original's node order, which is how nodes of the original are found in it.
+    Failures are returned as notes (the context then falls back to memlet rules).
+    """
+    import copy
+
+    from dace.sdfg import infer_types
+
+    inferred = copy.deepcopy(sdfg)
+    inferred.reset_cfg_list()
+    notes: list[str] = []
+    try:
+        infer_types.infer_connector_types(inferred)
+    except Exception as exc:  # noqa: BLE001 - partial inference is still useful
+        notes.append(f"connector type inference failed: {type(exc).__name__}: {exc}")
+    try:
+        infer_types.set_default_schedule_and_storage_types(inferred, None)
+    except Exception as exc:  # noqa: BLE001
+        notes.append(f"schedule/storage inference failed: {type(exc).__name__}: {exc}")
+    return inferred, notes
+
+
+def lift_state_machine_loops(sdfg: Any) -> list[str]:
+    """Turn guard-state loops (what DaCe 1.0.2's frontend emits) into ``LoopRegion`` s, in place.
+
+    Only ever applied to the inferred copy, so enclosing loops can be reported
+    without changing the user's SDFG. States keep their identity when moved.
+    """
+    from dace.transformation.interstate.loop_lifting import LoopLifting
+
+    try:
+        sdfg.apply_transformations_repeated([LoopLifting], validate=False)
+    except Exception as exc:  # noqa: BLE001
+        return [f"loop detection failed: {type(exc).__name__}: {exc}"]
+    return []
+
+
+def loop_description(region: Any) -> tuple[str, str, str] | None:
+    """(label, loop variable, 'init; condition; update') of a loop region, else None."""
+    from dace.sdfg.state import LoopRegion
+
+    if not isinstance(region, LoopRegion):
+        return None
+
+    def text(block: Any) -> str:
+        return block.as_string.strip() if block is not None else ""
+
+    header = "; ".join((text(region.init_statement), text(region.loop_condition), text(region.update_statement)))
+    return region.label, region.loop_variable or "", header
+
+
+def cpp_offset(desc: Any, subset: Any) -> str:
+    """C++ element offset of ``subset``'s first element in ``desc`` (as DaCe's code generator writes it)."""
+    from dace.codegen.targets.cpp import cpp_offset_expr
+
+    return cpp_offset_expr(desc, subset)
+
+
+def cpp_expr(expr: Any) -> str:
+    """A symbolic expression in C++ syntax."""
+    from dace.codegen.common import sym2cpp
+
+    return str(sym2cpp(expr))
+
+
+def node_library(node: Any) -> str | None:
+    """The library module a library node class belongs to (its own module for unregistered classes)."""
+    import dace.library
+
+    name = getattr(type(node), "_dace_library_name", None)
+    module = dace.library._DACE_REGISTERED_LIBRARIES.get(name) if name else None
+    return module.__name__ if module is not None else type(node).__module__
+
+
+#: DaCe's bundled libraries; importing them registers their environments.
+_BUNDLED_LIBRARIES = ("blas", "lapack", "linalg", "standard", "sparse", "fft", "mpi", "pblas")
+
+
+def registered_environments() -> dict[str, Any]:
+    """Every DaCe environment registered in this process (full class path -> class).
+
+    DaCe registers an environment when its module is imported, so the bundled
+    libraries are imported first (once) to make the list complete.
+    """
+    import importlib
+
+    import dace.library
+
+    import warnings
+
+    for name in _BUNDLED_LIBRARIES:
+        try:
+            with warnings.catch_warnings():  # e.g. "MKL was not found": the check below says so
+                warnings.simplefilter("ignore")
+                importlib.import_module(f"dace.libraries.{name}")
+        except Exception:  # noqa: BLE001 - a broken optional library only hides its environments
+            pass
+    return dict(dace.library._DACE_REGISTERED_ENVIRONMENTS)
+
+
+def environment_file(env: Any) -> str | None:
+    """The module file that defined an environment (its relative headers are resolved from there)."""
+    return getattr(env, "_dace_file_path", None)

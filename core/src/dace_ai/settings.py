@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from .errors import SettingsError
+from .setting_defs import BY_KEY
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -32,27 +33,35 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 ENV_PREFIX = "DACE_ai_"
 
 
+def _field(key: str) -> Any:
+    """A pydantic field whose default, bounds and description come from :mod:`setting_defs`."""
+    definition = BY_KEY[key]
+    return Field(definition.default, description=definition.description, **dict(definition.bounds))
+
+
 class AISettings(BaseModel):
     """Every setting of dace-ai. Field descriptions double as ``dace-ai config`` help."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    provider: str | None = Field(None, description="Provider name; empty picks the best usable one")
-    model: str | None = Field(None, description="Model name passed to the provider")
-    base_url: str | None = Field(None, description="Endpoint for gateways and compatible servers")
-    effort: Literal["low", "medium", "high", "max"] | None = Field(None, description="Reasoning effort")
-    max_tokens: int = Field(16000, gt=0, description="Maximum tokens in an answer")
-    timeout: float = Field(600.0, gt=0, description="Seconds before a request times out")
-    max_retries: int = Field(2, ge=0, description="Retries of a failed request (429, 5xx, timeouts)")
-    max_repair_attempts: int = Field(2, ge=0, description="Repair rounds after a failed check")
-    compile_check: bool = Field(True, description="Check generated code before using it")
-    cache: bool = Field(True, description="Reuse answers from the ai-cache folder")
-    extra_instructions: str = Field("", description="Text appended to every prompt")
-    target: str | None = Field(None, description="Hardware target name; empty detects it")
-    checkers: tuple[str, ...] | None = Field(None, description="Checker names to run; empty runs the defaults")
-    max_concurrency: int = Field(4, ge=1, description="Requests in flight at once")
-    prompt_dir: str | None = Field(None, description="Folder of the manual provider's prompt/response files")
-    interactive: bool | None = Field(None, description="Ask for pasted answers on a terminal (manual provider)")
+    provider: str | None = _field("provider")
+    model: str | None = _field("model")
+    base_url: str | None = _field("base_url")
+    effort: Literal["low", "medium", "high", "max"] | None = _field("effort")
+    max_tokens: int = _field("max_tokens")
+    timeout: float = _field("timeout")
+    max_retries: int = _field("max_retries")
+    max_repair_attempts: int = _field("max_repair_attempts")
+    compile_check: bool = _field("compile_check")
+    cache: bool = _field("cache")
+    extra_instructions: str = _field("extra_instructions")
+    target: str | None = _field("target")
+    checkers: tuple[str, ...] | None = _field("checkers")
+    max_concurrency: int = _field("max_concurrency")
+    prompt_dir: str | None = _field("prompt_dir")
+    interactive: bool | None = _field("interactive")
+    cuda_arch: str | None = _field("cuda_arch")
+    hip_arch: str | None = _field("hip_arch")
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
 
@@ -65,6 +74,7 @@ class AISettings(BaseModel):
         return value
 
     @field_validator("provider", "model", "base_url", "effort", "target", "prompt_dir", "interactive",
+                     "cuda_arch", "hip_arch",
                      mode="before")
     @classmethod
     def _empty_is_none(cls, value: Any) -> Any:

@@ -1,0 +1,146 @@
+"""A pytest plugin for dace-ai plugin authors (loaded automatically via ``pytest11``).
+
+Fixtures:
+
+* ``dace_ai_plugin_manager``: a fresh plugin manager (entry points loaded) installed as
+  the process-wide one for the duration of a test;
+* ``register_dace_ai_plugin``: ``register_dace_ai_plugin(obj, name=...)`` registers a plugin
+  object (a module or any object with ``@hookimpl`` functions) for one test only.
+
+Contract checks, callable from a plugin's own tests::
+
+    from dace_ai.testing import check_registrations
+    import my_plugin
+
+    def test_contract():
+        check_registrations(my_plugin)
+
+:class:`FakeProvider` is a scripted provider client for tests: it answers from a
+queue of texts and records every request. It is a fake and is never registered
+through an entry point.
+
+This module must stay cheap to import: pytest imports it in every session.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pytest
+
+
+class FakeProvider:
+    """A scripted, thread-safe provider client: answers are texts or callables of the request."""
+
+    def __init__(self, answers: Iterable[str | Callable[[Any], str]] = ()) -> None:
+        self._answers = list(answers)
+        self._lock = threading.Lock()
+        self.requests: list[Any] = []
+
+    def queue(self, *answers: str | Callable[[Any], str]) -> None:
+        with self._lock:
+            self._answers.extend(answers)
+
+    def complete(self, request: Any) -> Any:
+        from .provider_api import ProviderReply, Usage
+
+        with self._lock:
+            self.requests.append(request)
+            if not self._answers:
+                raise RuntimeError("FakeProvider: no scripted answer left for this request")
+            answer = self._answers.pop(0)
+        text = answer(request) if callable(answer) else answer
+        return ProviderReply(text=text, usage=Usage(input_tokens=len(request.system), output_tokens=len(text)),
+                             model=request.model or "fake-model", stop_reason="end_turn")
+
+    def registration(self, name: str = "fake") -> Any:
+        """A Provider registration whose factory returns this client."""
+        from .registrations import Provider
+
+        return Provider(name=name, factory=lambda settings: self, offline=True,
+                        description="scripted answers for tests")
+
+    def plugin(self, name: str = "fake") -> Any:
+        """A plugin object registering this client as provider ``name``."""
+        from .hookspecs import hookimpl
+
+        registration = self.registration(name)
+
+        class _Plugin:
+            @hookimpl
+            def dace_ai_providers(self):
+                yield registration
+
+        return _Plugin()
+
+
+def _hook_results(plugin: Any, hook_name: str) -> list[Any]:
+    function = getattr(plugin, hook_name, None)
+    if function is None:
+        return []
+    produced = function()
+    return list(produced) if produced is not None else []
+
+
+def check_registrations(plugin: Any) -> dict[str, list[Any]]:
+    """Run every hook the plugin implements and check each registration's contract.
+
+    Checks: the hook yields the right registration type; names are unique within the
+    plugin; providers' factories are callable and SDKs are not imported at module
+    import; targets' ``detect()`` returns a Detection and ``describe()`` a non-empty
+    string; prompt sections render ``str`` or ``None``-compatible callables; checkers
+    have a valid stage. Returns the registrations by hook, for further assertions.
+    """
+    from .registrations import HOOK_TYPES, Detection
+
+    found: dict[str, list[Any]] = {}
+    for hook_name, expected in HOOK_TYPES.items():
+        items = _hook_results(plugin, hook_name)
+        names = [item.name for item in items]
+        for item in items:
+            assert isinstance(item, expected), f"{hook_name} yielded {type(item).__name__}, not {expected.__name__}"
+        assert len(names) == len(set(names)), f"{hook_name} yields duplicate names: {names}"
+        found[hook_name] = items
+    for target in found["dace_ai_targets"]:
+        detection = target.detect()
+        assert isinstance(detection, Detection), f"target {target.name!r}: detect() must return Detection"
+        assert isinstance(detection.reason, str) and detection.reason, f"target {target.name!r}: empty reason"
+        text = target.describe(detection)
+        assert isinstance(text, str) and text.strip(), f"target {target.name!r}: describe() must return text"
+        assert isinstance(target.resolved_flags(detection), tuple)
+    return found
+
+
+@pytest.fixture
+def dace_ai_plugin_manager():
+    """A fresh, loaded plugin manager installed as the process-wide one for this test."""
+    from .manager import PluginManager, set_plugin_manager
+
+    manager = PluginManager()
+    manager.load()
+    previous = set_plugin_manager(manager)
+    try:
+        yield manager
+    finally:
+        set_plugin_manager(previous)
+
+
+@pytest.fixture
+def register_dace_ai_plugin():
+    """Register plugin objects on the process-wide manager for one test, then remove them."""
+    from .manager import get_plugin_manager
+
+    names: list[str] = []
+    manager = get_plugin_manager()
+
+    def register(plugin: Any, name: str | None = None) -> Any:
+        plugin_name = name or f"test-plugin-{len(names)}"
+        manager.register(plugin, plugin_name)
+        names.append(plugin_name)
+        return plugin
+
+    yield register
+    for plugin_name in names:
+        manager.unregister(plugin_name)

@@ -1,0 +1,25 @@
+"""Shared fixtures: every test gets its own build-folder root and a clean dace-ai environment."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _isolated_dace_ai(tmp_path, monkeypatch):
+    """Own build root (caches, sessions, checks) and no DACE_ai_* variables leaking in."""
+    import dace
+
+    for name in list(os.environ):
+        if name.startswith("DACE_ai_"):
+            monkeypatch.delenv(name)
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    previous = dace.Config.get("default_build_folder")
+    root = tmp_path / ".dacecache"
+    dace.Config.set("default_build_folder", value=str(root))
+    monkeypatch.chdir(tmp_path)
+    yield root
+    dace.Config.set("default_build_folder", value=previous)

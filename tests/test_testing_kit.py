@@ -1,0 +1,83 @@
+"""dace_ai.testing: the fixtures and contract checks offered to plugin authors."""
+
+from __future__ import annotations
+
+import pytest
+
+from dace_ai.builtin import host_target
+from dace_ai.manager import get_plugin_manager
+from dace_ai.plugin import PromptSection, Provider, Target, hookimpl
+from dace_ai.provider_api import Message, ProviderRequest
+from dace_ai.testing import FakeProvider, check_registrations
+
+
+class _SectionPlugin:
+    @hookimpl
+    def dace_ai_prompt_sections(self):
+        yield PromptSection(name="kit-section", order=990, render=lambda ctx: "kit")
+
+
+def test_fresh_manager_fixture_is_global(dace_ai_plugin_manager):
+    assert get_plugin_manager() is dace_ai_plugin_manager
+    assert "host" in dace_ai_plugin_manager.targets()
+
+
+def test_register_fixture_adds_for_one_test(register_dace_ai_plugin):
+    register_dace_ai_plugin(_SectionPlugin(), name="kit")
+    names = [s.name for s in get_plugin_manager().prompt_sections()]
+    assert "kit-section" in names
+    assert get_plugin_manager().prompt_sections()[-1].provenance.plugin == "kit"
+
+
+def test_registration_is_gone_after_the_test():
+    assert "kit-section" not in [s.name for s in get_plugin_manager().prompt_sections()]
+
+
+def test_contract_of_builtin_target():
+    found = check_registrations(host_target)
+    assert [t.name for t in found["dace_ai_targets"]] == ["host"]
+
+
+def test_contract_catches_wrong_type_and_empty_description():
+    class WrongType:
+        @hookimpl
+        def dace_ai_providers(self):
+            yield PromptSection(name="x", order=1, render=str)
+
+    with pytest.raises(AssertionError, match="dace_ai_providers yielded PromptSection"):
+        check_registrations(WrongType())
+
+    from dace_ai.plugin import Detection
+
+    class SilentTarget:
+        @hookimpl
+        def dace_ai_targets(self):
+            yield Target(name="mute", detect=lambda: Detection(False, "no"), describe=lambda d: " ")
+
+    with pytest.raises(AssertionError, match="describe\\(\\) must return text"):
+        check_registrations(SilentTarget())
+
+
+def test_fake_provider_scripts_answers_and_records_requests(register_dace_ai_plugin):
+    fake = FakeProvider(['{"code": "_out = _in0;"}', lambda request: request.messages[-1].content.upper()])
+    register_dace_ai_plugin(fake.plugin("scripted"), name="scripted-plugin")
+    provider = get_plugin_manager().get("providers", "scripted")
+    assert isinstance(provider, Provider) and provider.origin.startswith("<registered at runtime>")
+    request = ProviderRequest(system="s", messages=(Message("user", "hello"),), schema={})
+    client = provider.factory(None)
+    assert client.complete(request).text == '{"code": "_out = _in0;"}'
+    assert client.complete(request).text == "HELLO"
+    with pytest.raises(RuntimeError, match="no scripted answer left"):
+        client.complete(request)
+    assert len(fake.requests) == 3
+
+
+def test_registration_validation_names_the_problem():
+    with pytest.raises(ValueError, match="name 'bad name' is not allowed"):
+        Provider(name="bad name", factory=lambda s: None)
+    with pytest.raises(TypeError, match="field 'factory' must be callable"):
+        Provider(name="p", factory="not callable")
+    from dace_ai.plugin import Checker
+
+    with pytest.raises(ValueError, match="stage must be one of"):
+        Checker(name="c", stage="lint", check=lambda r: None)
