@@ -107,3 +107,21 @@ def test_config_cli_reports_bad_value_with_exit_1(monkeypatch, capsys):
     monkeypatch.setenv("DACE_ai_timeout", "soon")
     assert main(["config"]) == 1
     assert "DACE_ai_timeout" in capsys.readouterr().err
+
+
+def test_configured_target_applies_only_to_its_kind(register_dace_ai_plugin):
+    from dace_ai.plugin import Detection, Target, hookimpl
+    from dace_ai.targets import resolve_target
+
+    class GpuPack:
+        @hookimpl
+        def dace_ai_targets(self):
+            yield Target(name="test-gpu", kind="gpu", detect=lambda: Detection(False, "no device"),
+                         describe=lambda d: "a GPU")
+
+    register_dace_ai_plugin(GpuPack(), name="gpu-pack")
+    settings = resolve_settings({"target": "test-gpu"})
+    gpu, _, gpu_reason = resolve_target(settings, kind="gpu")
+    cpu, _, _ = resolve_target(settings, kind="cpu")
+    assert gpu.name == "test-gpu" and gpu_reason == "configured by argument"
+    assert cpu.kind == "cpu" and cpu.name != "test-gpu"

@@ -33,6 +33,18 @@ _LAZY: dict[str, str] = {
     "parse_answer": "dace_ai.answer",
     "AISettings": "dace_ai.settings",
     "resolve_settings": "dace_ai.settings",
+    "generate_prompts": "dace_ai.manual",
+    "read_prompt_responses": "dace_ai.manual",
+    "generate_prompt": "dace_ai.manual",
+    "read_prompt_response": "dace_ai.manual",
+    "pending_nodes": "dace_ai.pipeline",
+    "implement": "dace_ai.pipeline",
+    "generate": "dace_ai.generation",
+    "list_sessions": "dace_ai.sessions",
+    "collect_sdfg_context": "dace_ai.context",
+    "render_prompt": "dace_ai.prompt",
+    "build": "dace_ai.building",
+    "repair": "dace_ai.building",
 }
 
 
@@ -45,7 +57,19 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+# The user API of the expansion path: dace_ai.ai / dace.ai in programs, AINode, the reserved
+# 'ai' implementation on every library node class (now and later), generated environments.
+from . import _install  # noqa: E402
+from .ainode import AINode  # noqa: E402
+from .expansion import expand  # noqa: E402
+from .frontend import ai  # noqa: E402
+
+_install.install()
+
 __all__ = [
+    "AINode",
+    "ai",
+    "expand",
     "AIUsageError",
     "AnswerError",
     "CheckFailed",

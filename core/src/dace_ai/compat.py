@@ -270,18 +270,35 @@ def compile_without_loading(sdfg: Any) -> None:
     sdfg.compile(validate=True, return_program_handle=False)
 
 
-def generated_code_files(sdfg: Any) -> list[tuple[str, str]]:
-    """(path relative to the build folder, code with ``////__DACE`` markers) of each generated file.
+def generated_code(sdfg: Any) -> tuple[Any, list[tuple[str, str]]]:
+    """The SDFG copy code is generated from, and (path relative to the build folder, code with markers).
 
-    The files on disk are the same code with the markers stripped and line numbers kept.
+    Same steps as ``SDFG.compile`` (deep copy, scope connectors, code generation), so the
+    lines match the files on disk, where the ``////__DACE:cfg:state:node`` markers are
+    stripped with line numbers kept. Marker ids refer to the returned copy (library
+    nodes expanded during code generation shift ids); nodes keep their ``guid``.
     """
+    import copy
     import os
 
+    from dace.codegen import codegen
+
+    generated = copy.deepcopy(sdfg)
+    generated.fill_scope_connectors()
     files = []
-    for obj in sdfg.generate_code():
+    for obj in codegen.generate_code(generated):
         folder = os.path.join("src", obj.target.target_name, *([obj.target_type] if obj.target_type else []))
         files.append((os.path.join(folder, f"{obj.name}.{obj.language}"), obj.code))
-    return files
+    return generated, files
+
+
+def node_at_marker(sdfg: Any, cfg_id: int, state_id: int, node_id: int) -> tuple[Any, Any] | None:
+    """(state, node) that a ``////__DACE:cfg:state:node`` marker names, or None."""
+    try:
+        state = sdfg.cfg_list[cfg_id].node(state_id)
+        return state, state.node(node_id)
+    except (IndexError, KeyError, AttributeError, TypeError):
+        return None
 
 
 def element_types() -> dict[str, Any]:
@@ -395,21 +412,58 @@ def registered_environments() -> dict[str, Any]:
     libraries are imported first (once) to make the list complete.
     """
     import importlib
+    import warnings
 
     import dace.library
-
-    import warnings
 
     for name in _BUNDLED_LIBRARIES:
         try:
             with warnings.catch_warnings():  # e.g. "MKL was not found": the check below says so
                 warnings.simplefilter("ignore")
                 importlib.import_module(f"dace.libraries.{name}")
-        except Exception:  # noqa: BLE001 - a broken optional library only hides its environments
+        except Exception:  # noqa: BLE001, S110 - a broken optional library only hides its environments
             pass
+    try:  # code generation imports it (LIKWID); import it now so the list is the same before and during compile
+        importlib.import_module("dace.codegen.instrumentation")
+    except Exception:  # noqa: BLE001, S110
+        pass
     return dict(dace.library._DACE_REGISTERED_ENVIRONMENTS)
 
 
 def environment_file(env: Any) -> str | None:
     """The module file that defined an environment (its relative headers are resolved from there)."""
     return getattr(env, "_dace_file_path", None)
+
+
+def add_library_node_methods(**methods: Any) -> None:
+    """Add methods to every library node (``node.generate_prompt(state)``, ...); existing ones are kept."""
+    base = library_node_base()
+    for name, function in methods.items():
+        if not hasattr(base, name):
+            setattr(base, name, function)
+
+
+def name_unnamed_connectors(state: Any, node: Any) -> list[str]:
+    """Give connectors to edges of ``node`` that have none (e.g. DaCe's ``Reduce``).
+
+    Generated code can only address data through connectors. A single input
+    becomes ``_in`` and a single output ``_out`` (the names DaCe's own expansions
+    use); several become ``_in0, _in1, ...``. Returns the names added.
+    """
+    added: list[str] = []
+    for edges, prefix, inward in ((state.in_edges(node), "_in", True), (state.out_edges(node), "_out", False)):
+        unnamed = [e for e in edges if (e.dst_conn if inward else e.src_conn) is None and not e.data.is_empty()]
+        taken = set(node.in_connectors if inward else node.out_connectors)
+        for i, edge in enumerate(unnamed):
+            name = prefix if len(unnamed) == 1 and prefix not in taken else f"{prefix}{i}"
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            if inward:
+                node.add_in_connector(name)
+                edge.dst_conn = name
+            else:
+                node.add_out_connector(name)
+                edge.src_conn = name
+            added.append(name)
+    return added

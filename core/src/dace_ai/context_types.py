@@ -91,6 +91,8 @@ class NodeContext:
     environments: list[EnvironmentInfo] = field(default_factory=list)
     sdfg_name: str = ""
     state_label: str = ""
+    schedule: str = ""  #: the node's resolved schedule, e.g. ``CPU_Multicore``, ``Sequential``
+    notes: list[str] = field(default_factory=list)  #: what could not be inferred while collecting
     #: Live DaCe objects (sdfg, state, node); never serialised, never hashed.
     live: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 

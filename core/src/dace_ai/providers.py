@@ -44,20 +44,25 @@ def missing_key_message(provider: Provider) -> str | None:
 
 
 def make_client(provider: Provider, settings: AISettings) -> ProviderClient:
-    """Build the provider's client; a missing SDK names the ``pip install`` to run."""
+    """Build the provider's client; a missing SDK names the ``pip install`` to run.
+
+    Keys are the provider's business (its SDK may find credentials of its own), so
+    they are not checked here; a failure to start names the key variables when none is set.
+    """
     try:
         client = provider.factory(settings)
     except ProviderError:
         raise
-    except ImportError as exc:
+    except ImportError as exc:  # the SDK is missing
         package = provider.sdk or getattr(exc, "name", None) or "the provider's SDK"
         raise ProviderError(
             f"provider {provider.name!r} ({provider.origin}) needs the package {package!r}: "
             f"pip install {package}  (import failed: {exc})"
         ) from exc
     except Exception as exc:
+        hint = missing_key_message(provider)
         raise ProviderError(f"provider {provider.name!r} ({provider.origin}) could not start: "
-                            f"{type(exc).__name__}: {exc}") from exc
+                            f"{type(exc).__name__}: {exc}" + (f" ({hint})" if hint else "")) from exc
     if not isinstance(client, ProviderClient):
         raise ProviderError(f"provider {provider.name!r} ({provider.origin}): factory returned "
                             f"{type(client).__name__}, which has no complete(request) method")

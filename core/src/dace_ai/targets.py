@@ -1,7 +1,8 @@
 """Which hardware target the code is written for, and why.
 
 Detection runs once per process per target (cached); the ``target`` setting
-overrides it. Among the targets that match this machine and the node's kind
+overrides it for code of the same kind (a configured ``cuda`` target decides GPU
+code, while host code around it still gets the detected CPU target). Among the targets that match this machine and the node's kind
 (``gpu`` inside GPU kernels or over GPU data, else ``cpu``), the highest
 ``priority`` wins; the built-in ``host`` target is the fallback.
 """
@@ -48,8 +49,10 @@ def resolve_target(settings: AISettings, *, kind: str = "cpu",
     manager = manager or get_plugin_manager()
     targets = manager.targets()
     if settings.target:
-        target = manager.get("targets", settings.target)
-        return target, detect(target), f"configured by {settings.source('target')}"  # type: ignore[arg-type]
+        configured = manager.get("targets", settings.target)
+        if configured.kind == kind:  # type: ignore[attr-defined]
+            return configured, detect(configured), f"configured by {settings.source('target')}"  # type: ignore
+        # A configured GPU target says nothing about the host code around it, and vice versa.
     matched = [(t, detect(t)) for t in targets.values() if t.kind == kind]
     matched = [(t, d) for t, d in matched if d.matched]
     if matched:

@@ -1,0 +1,332 @@
+"""From a node in an SDFG to a tasklet: context -> prompt -> cache -> provider -> answer
+-> checks and repair rounds -> tasklet -> session.
+
+The context of an SDFG is collected once per expansion pass (types, schedules
+and storage inferred on one copy), not once per node: every outermost
+``SDFG.expand_library_nodes`` (which ``sdfg.compile()`` runs) and every
+:func:`generate_prompts`-style loop runs inside :func:`expansion_pass`, which
+keeps the collected contexts for its duration. Outside a pass each call collects
+afresh, so edits between calls are always seen.
+
+A cache hit needs no provider SDK and no key: the provider's client is only
+built when a request actually has to be sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from .answer import Answer, answer_json_schema, parse_answer
+from .cache import AnswerCache, cache_key
+from .context_types import NodeContext
+from .errors import AnswerError, MissingAnswer, ProviderError
+from .provider_api import Message, ProviderReply, ProviderRequest
+from .settings import AISettings, resolve_settings
+
+IMPLEMENTATION = "ai"
+
+_pass = threading.local()
+_current_node: ContextVar[NodeContext | None] = ContextVar("dace_ai_current_node", default=None)
+
+
+def current_node() -> NodeContext | None:
+    """The node whose request is being answered (for providers that name files after it)."""
+    return _current_node.get()
+
+
+@contextlib.contextmanager
+def expansion_pass() -> Iterator[None]:
+    """Keep collected SDFG contexts (and resolved settings) until the outermost pass ends."""
+    outer = getattr(_pass, "contexts", None) is None
+    if outer:
+        _pass.contexts = {}
+        _pass.settings = None
+    try:
+        yield
+    finally:
+        if outer:
+            _pass.contexts = None
+            _pass.settings = None
+
+
+def resolve(settings: AISettings | dict[str, Any] | None) -> AISettings:
+    """Settings from an object, a dict of overrides, or the usual sources (once per pass)."""
+    if isinstance(settings, AISettings):
+        return settings
+    if settings:
+        return resolve_settings(settings)
+    if getattr(_pass, "contexts", None) is not None:
+        if _pass.settings is None:
+            _pass.settings = resolve_settings()
+        return _pass.settings
+    return resolve_settings()
+
+
+def node_context(sdfg: Any, state: Any, node: Any, settings: AISettings) -> NodeContext:
+    """The node's context, from the SDFG context collected once per pass."""
+    from .context import collect_sdfg_context
+
+    contexts: dict[tuple[int, int], Any] | None = getattr(_pass, "contexts", None)
+    root = sdfg
+    while root.parent_sdfg is not None:  # one context per SDFG tree (nested SDFGs share it)
+        root = root.parent_sdfg
+    key = (id(root), id(settings))
+    if contexts is not None and key in contexts:
+        try:
+            return contexts[key][1].node_context(state, node)
+        except (KeyError, LookupError, ValueError):
+            pass  # the SDFG changed under the pass: collect it again below
+    from . import compat
+
+    for _, nstate, pending in pending_nodes(root):
+        compat.name_unnamed_connectors(nstate, pending)
+    compat.name_unnamed_connectors(state, node)
+    sdfg_ctx = collect_sdfg_context(sdfg, settings)
+    if contexts is not None:
+        contexts[key] = (root, sdfg_ctx)  # keep the SDFG alive so its id is not reused
+    return sdfg_ctx.node_context(state, node)
+
+
+def resolved_implementation(node: Any) -> str | None:
+    """The implementation DaCe would pick for ``node`` (node, class, library, config), or None."""
+    if node.implementation is not None:
+        return node.implementation
+    cls = type(node)
+    if cls.default_implementation is not None:
+        return cls.default_implementation
+    try:
+        import dace.library
+
+        library = dace.library._DACE_REGISTERED_LIBRARIES.get(getattr(cls, "_dace_library_name", ""))
+        if library is not None and library.default_implementation is not None:
+            return library.default_implementation
+        from dace.config import Config
+
+        return Config.get("library", cls._dace_library_name, "default_implementation")
+    except Exception:
+        return None
+
+
+def pending_nodes(sdfg: Any) -> list[tuple[Any, Any, Any]]:
+    """``(sdfg, state, node)`` for every library node that would expand with 'ai' (nested SDFGs included)."""
+    from dace.sdfg import nodes
+
+    found = []
+    for node, parent in sdfg.all_nodes_recursive():
+        if isinstance(node, nodes.LibraryNode) and resolved_implementation(node) == IMPLEMENTATION:
+            found.append((parent.sdfg, parent, node))
+    return found
+
+
+def expand_other_nodes(sdfg: Any) -> int:
+    """Expand every library node whose implementation is not 'ai', until none is left; return how many.
+
+    Compiling does this anyway; doing it first reveals the nodes such expansions
+    create (``A @ B`` is a ``MatMul`` that becomes a ``Gemm``, which 'ai' implements).
+    """
+    from dace.sdfg import nodes
+
+    count = 0
+    while True:
+        others = [(parent, node) for node, parent in sdfg.all_nodes_recursive()
+                  if isinstance(node, nodes.LibraryNode) and resolved_implementation(node) != IMPLEMENTATION]
+        if not others:
+            return count
+        for state, node in others:
+            node.expand(state.sdfg, state)
+            count += 1
+
+
+def _messages(history: Sequence[Any]) -> tuple[Message, ...]:
+    result = []
+    for item in history:
+        if isinstance(item, Message):
+            result.append(item)
+        else:
+            role, content = item
+            result.append(Message(role, content))
+    return tuple(result)
+
+
+def request_for(system: str, user: str, settings: AISettings, history: Sequence[Any] = ()) -> ProviderRequest:
+    return ProviderRequest(
+        system=system,
+        messages=(Message("user", user), *_messages(history)),
+        schema=answer_json_schema(),
+        model=settings.model,
+        effort=settings.effort,
+        max_tokens=settings.max_tokens,
+        timeout=settings.timeout,
+        max_retries=settings.max_retries,
+        base_url=settings.base_url,
+    )
+
+
+def build_request(node_ctx: NodeContext, settings: AISettings | None = None,
+                  history: Sequence[Any] = ()) -> ProviderRequest:
+    """The request for a node: system prompt, the rendered prompt, then ``history``.
+
+    ``history`` holds the previous assistant answers and repair messages
+    (:class:`~dace_ai.provider_api.Message` objects or ``(role, text)`` pairs).
+    """
+    from .prompt import render_prompt
+
+    settings = resolve(settings)
+    prompt = render_prompt(node_ctx, settings)
+    return request_for(prompt.system, prompt.user, settings, history)
+
+
+@dataclass
+class Outcome:
+    """An accepted answer and where it came from."""
+
+    answer: Answer
+    reply: ProviderReply
+    provider: str
+    key: str
+    source: str  #: "cache", the provider's name, or "supplied"
+    session: str
+    round: int
+    environments: set[str]
+
+
+def _request_record(provider: str, request: ProviderRequest, key: str) -> dict[str, Any]:
+    return {"provider": provider, "model": request.model, "effort": request.effort, "max_tokens": request.max_tokens,
+            "base_url": request.base_url, "schema_name": request.schema_name, "cache_key": key}
+
+
+def _node_record(ctx: NodeContext) -> dict[str, Any]:
+    return {"key": ctx.key, "name": ctx.name, "type": ctx.node_type, "library": ctx.library, "sdfg": ctx.sdfg_name,
+            "state": ctx.state_label, "target": ctx.target.name}
+
+
+def ask_for_node(provider: Any, client: Any, request: ProviderRequest, ctx: NodeContext) -> ProviderReply:
+    """Ask ``provider`` on behalf of node ``ctx`` (providers may name files after it)."""
+    from .providers import ask
+
+    token = _current_node.set(ctx)
+    try:
+        return ask(provider, client, request)
+    except ProviderError as exc:
+        if isinstance(exc.__cause__, MissingAnswer):
+            raise exc.__cause__ from None
+        raise
+    finally:
+        _current_node.reset(token)
+
+
+def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None,
+          node_json: Any = None) -> Outcome:
+    """Ask (or replay) until an answer passes its checks; raise when it cannot.
+
+    ``supplied`` is an answer text to use for the first round instead of asking
+    (``read_prompt_response``); it is cached like any answer.
+    """
+    from .prompt import render_prompt
+    from .providers import make_client, select_provider
+    from .sessions import open_session
+
+    provider = select_provider(settings)
+    prompt = render_prompt(ctx, settings)
+    session = open_session(ctx.sdfg_name, ctx.key)
+    cache = AnswerCache()
+    history: list[Message] = []
+    client = None
+    attempts = 1 + (settings.max_repair_attempts if settings.compile_check else 0)
+    reports: list[Any] = []
+    for attempt in range(attempts):
+        request = request_for(prompt.system, prompt.user, settings, history)
+        key = cache_key(provider.name, request)
+        record = _request_record(provider.name, request, key)
+        conversation = [(m.role, m.content) for m in request.messages]
+        hit = cache.get(key) if settings.cache and not (supplied is not None and attempt == 0) else None
+        if supplied is not None and attempt == 0:
+            reply, source = ProviderReply(supplied, model="supplied"), "supplied"
+        elif hit is not None:
+            reply, source = hit.reply, "cache"
+        else:
+            if client is None:  # only now: a cache hit needs no SDK and no key
+                client = make_client(provider, settings)
+            reply, source = ask_for_node(provider, client, request, ctx), provider.name
+        try:
+            answer = parse_answer(reply.text, origin=f"{source} answer for node {ctx.name!r}")
+        except AnswerError as exc:
+            session.record_round(node=_node_record(ctx), system=request.system, messages=conversation,
+                                 request=record, reply_text=reply.text, answer=None, reports=[], status="error",
+                                 error=str(exc), source=source, node_json=node_json)
+            raise
+        if settings.cache and source != "cache":
+            cache.put(key, provider.name, reply)
+        reports = _check(answer, ctx, settings)
+        from .checking import failed, failure_error, repair_message
+
+        ok = not failed(reports)
+        environments: set[str] = set()
+        if ok:
+            environments = _environments(answer, ctx)
+        rnd = session.record_round(node=_node_record(ctx), system=request.system, messages=conversation,
+                                   request=record, reply_text=reply.text, answer=answer.model_dump(mode="json"),
+                                   reports=reports, status="accepted" if ok else "rejected", source=source,
+                                   node_json=node_json)
+        if ok:
+            return Outcome(answer, reply, provider.name, key, source, str(session.folder), rnd.number, environments)
+        history += [Message("assistant", reply.text), Message("user", repair_message(reports))]
+    raise failure_error(ctx, reports, attempts - 1, session.folder)
+
+
+def _check(answer: Answer, ctx: NodeContext, settings: AISettings) -> list[Any]:
+    if not settings.compile_check:
+        return []
+    from .check_api import CheckRequest
+    from .checking import check_workdir, run_checks
+
+    return run_checks(CheckRequest(answer=answer, node=ctx, settings=settings, workdir=check_workdir(ctx, answer)))
+
+
+def _environments(answer: Answer, ctx: NodeContext) -> set[str]:
+    """Full class paths of the environments the answer uses, generating requested ones."""
+    if not answer.environments and not answer.use_environments:
+        return set()
+    from .builtin.environments import registered_environments
+    from .manager import get_plugin_manager
+
+    known = registered_environments()
+    unknown = [name for name in answer.use_environments if name not in known]
+    if unknown:
+        raise AnswerError(f"answer for node {ctx.name!r}: field 'use_environments' names unknown DaCe "
+                          f"environment(s) {unknown}; registered: {', '.join(sorted(known)) or 'none'}")
+    manager = get_plugin_manager()
+    generated = {str(manager.get("environment_generators", request.generator).generate(request))  # type: ignore
+                 for request in answer.environments}
+    return generated | set(answer.use_environments)
+
+
+def generate_tasklet(sdfg: Any, state: Any, node: Any, settings: Any = None, *,
+                     supplied: str | None = None) -> Any:
+    """The tasklet for ``node`` (not yet placed in the SDFG)."""
+    from .tasklet import make_tasklet
+
+    settings = resolve(settings)
+    ctx = node_context(sdfg, state, node, settings)
+    try:
+        node_json = node.to_json(state)
+    except Exception:
+        node_json = None
+    outcome = solve(ctx, settings, supplied=supplied, node_json=node_json)
+    provenance = {"node": ctx.name, "provider": outcome.provider, "model": outcome.reply.model or "",
+                  "source": outcome.source, "cache_key": outcome.key[:16],
+                  "session": f"ai-sessions/{outcome.session.rsplit('/', 1)[-1]}/round-{outcome.round}"}
+    return make_tasklet(node, outcome.answer, ctx, provenance, outcome.environments)
+
+
+def implement(sdfg: Any, state: Any, node: Any, settings: Any = None, *, supplied: str | None = None) -> Any:
+    """Replace ``node`` in ``state`` by a tasklet written from a model's answer; return the tasklet."""
+    from .tasklet import place_tasklet
+
+    tasklet = generate_tasklet(sdfg, state, node, settings, supplied=supplied)
+    return place_tasklet(state, node, tasklet)

@@ -1,0 +1,1 @@
+"""dace-ai target pack for NVIDIA GPUs programmed in CUDA."""

@@ -1,0 +1,130 @@
+"""The ``cuda-nvcc`` checker: GPU tasklets compiled with nvcc in a standalone unit.
+
+DaCe 1.0.2's CUDA code generation does not build with CUDA 13, so the check
+does not go through it: it rebuilds what DaCe gives a tasklet (see
+:mod:`dace_ai.tasklet_unit`). Device tasklets (inside a GPU map) become the
+body of a ``__global__`` kernel whose map parameters are thread indices and
+which has no ``__state``; host tasklets over GPU data get the ``__state``
+pointer and ``cudaStream_t __dace_current_stream``. ``<dace/dace.h>`` does not
+compile with nvcc 13 (it uses cub iterators CUDA 13 removed), so from CUDA 13 on
+the unit gets a minimal set of DaCe's definitions instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+import subprocess
+
+from dace_ai.check_api import CheckReport, CheckRequest
+from dace_ai.tasklet_unit import dace_include_dir, device_unit, host_unit, report_from_tool, run_tool
+
+CHECKER = "cuda-nvcc"
+TARGET = "cuda"
+DEFAULT_ARCH = "sm_80"
+
+#: What device and host tasklets may rely on from <dace/dace.h>, for nvcc versions that cannot include it.
+MINIMAL_DACE = """\
+// Minimal stand-ins for <dace/dace.h>, which does not compile with this nvcc.
+#include <cuda_runtime.h>
+#include <cstdint>
+#include <cstdio>
+#include <cmath>
+#include <algorithm>
+#define DACE_DFI __device__ __forceinline__
+#define DACE_HDFI __host__ __device__ __forceinline__
+#define DACE_HostDev __host__ __device__
+namespace dace {
+typedef bool bool_; typedef int8_t int8; typedef int16_t int16; typedef int32_t int32; typedef int64_t int64;
+typedef uint8_t uint8; typedef uint16_t uint16; typedef uint32_t uint32; typedef uint64_t uint64;
+typedef float float32; typedef double float64;
+namespace math { static constexpr double pi = 3.14159265358979323846; }
+}  // namespace dace
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def nvcc_version() -> tuple[int, int] | None:
+    """nvcc's (major, minor), or None when it is missing."""
+    if shutil.which("nvcc") is None:
+        return None
+    out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, timeout=30, check=False).stdout
+    match = re.search(r"release (\d+)\.(\d+)", out)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def prelude() -> str:
+    """``<dace/dace.h>`` where nvcc can compile it, else :data:`MINIMAL_DACE`."""
+    version = nvcc_version()
+    if version is not None and version[0] < 13:
+        return "#include <cuda_runtime.h>\n#include <dace/dace.h>\n"
+    return MINIMAL_DACE
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_compute_capability() -> tuple[str, str] | None:
+    """(GPU name, ``sm_XY``) of the first GPU nvidia-smi reports, or None without a working nvidia-smi."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        proc = subprocess.run(["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = [line for line in proc.stdout.splitlines() if "," in line]
+    if proc.returncode != 0 or not lines:
+        return None
+    name, cap = (part.strip() for part in lines[0].rsplit(",", 1))
+    return name, "sm_" + cap.replace(".", "")
+
+
+def resolve_arch(settings: object) -> tuple[str, str]:
+    """(architecture, where it came from): the ``cuda_arch`` setting, nvidia-smi, or the default."""
+    configured = getattr(settings, "cuda_arch", None)
+    if configured:
+        arch = configured if configured.startswith(("sm_", "compute_")) else "sm_" + configured.replace(".", "")
+        source = getattr(settings, "source", lambda key: "settings")("cuda_arch")
+        return arch, f"setting cuda_arch ({source})"
+    gpu = gpu_compute_capability()
+    if gpu is not None:
+        return gpu[1], f"nvidia-smi ({gpu[0]})"
+    return DEFAULT_ARCH, f"default {DEFAULT_ARCH} (no GPU found by nvidia-smi and no cuda_arch setting)"
+
+
+def is_gpu_node(request: CheckRequest) -> bool:
+    """Inside a GPU kernel, or a host tasklet with a connector in GPU memory."""
+    node = request.node
+    return node.in_gpu_kernel or any(c.storage.startswith("GPU_") for c in node.connectors)
+
+
+def applies(request: CheckRequest) -> bool:
+    return is_gpu_node(request) and (request.node.target.name == TARGET or request.answer.language == "cuda")
+
+
+def check_cuda(request: CheckRequest) -> CheckReport:
+    """Compile the tasklet as device code (in a GPU map) or host code over GPU data with nvcc."""
+    if nvcc_version() is None:
+        return CheckReport(CHECKER, "inconclusive", "nvcc not found on PATH; CUDA code was not checked")
+    node, answer = request.node, request.answer
+    arch, arch_source = resolve_arch(request.settings)
+    workdir = request.workdir
+    workdir.mkdir(parents=True, exist_ok=True)
+    if node.in_gpu_kernel:
+        source, where = device_unit(answer, node, prelude=prelude()), "device code (inside a GPU kernel)"
+    else:
+        source = host_unit(answer, node, prelude=prelude(),
+                           extra_locals="    cudaStream_t __dace_current_stream = nullptr;\n")
+        where = "host code over GPU data"
+    unit = workdir / "candidate.cu"
+    unit.write_text(source)
+    argv = ["nvcc", "-std=c++17", f"-arch={arch}", "-c", "-I", str(dace_include_dir()), unit.name,
+            "-o", "candidate.o"]
+    report = report_from_tool(CHECKER, run_tool(argv, cwd=workdir, timeout=180), workdir,
+                              passed_note=f"compiled as {where} for {arch} ({arch_source})",
+                              failure_prefix=f"nvcc rejected the code as {where} for {arch}:\n",
+                              details={"arch": arch, "arch_source": arch_source, "unit": where})
+    if report.failed and "__state" in report.diagnostics and node.in_gpu_kernel:
+        report.diagnostics += ("\nDevice code cannot use __state (it lives in host memory); pass what the "
+                               "kernel needs through connectors or symbols.")
+    return report

@@ -1,0 +1,1 @@
+"""dace-ai target pack for AMD GPUs programmed in HIP."""

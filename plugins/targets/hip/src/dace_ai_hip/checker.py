@@ -1,0 +1,86 @@
+"""The ``hip-hipcc`` checker: GPU tasklets compiled with hipcc for an AMD architecture.
+
+Like the CUDA check it builds a standalone unit (see :mod:`dace_ai.tasklet_unit`):
+device tasklets inside a ``__global__`` kernel with thread indices and no
+``__state``, host tasklets with ``hipStream_t __dace_current_stream``. hipcc
+picks the NVIDIA platform when nvcc is installed and enumerates GPUs when no
+architecture is given, so it runs with ``HIP_PLATFORM=amd`` and an explicit
+``--offload-arch``. Without hipcc the report is inconclusive and says why.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from dace_ai.check_api import CheckReport, CheckRequest
+from dace_ai.tasklet_unit import dace_include_dir, device_unit, host_unit, report_from_tool, run_tool
+
+CHECKER = "hip-hipcc"
+TARGET = "hip"
+DEFAULT_ARCH = "gfx90a"
+PRELUDE = "#include <hip/hip_runtime.h>\n// what DaCe includes in every generated file\n#include <dace/dace.h>\n"
+
+
+@functools.lru_cache(maxsize=1)
+def amd_gpus() -> tuple[str, ...]:
+    """gfx names of the AMD GPUs the ROCm driver exposes (empty without /dev/kfd)."""
+    if not Path("/dev/kfd").exists() or shutil.which("rocm_agent_enumerator") is None:
+        return ()
+    try:
+        out = subprocess.run(["rocm_agent_enumerator"], capture_output=True, text=True, timeout=20,
+                             check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    return tuple(sorted({g for g in re.findall(r"\bgfx[0-9a-f]+\b", out) if g != "gfx000"}))
+
+
+def resolve_arch(settings: object) -> tuple[str, str]:
+    """(architecture, where it came from): the ``hip_arch`` setting, the driver, or the default."""
+    configured = getattr(settings, "hip_arch", None)
+    if configured:
+        source = getattr(settings, "source", lambda key: "settings")("hip_arch")
+        return configured, f"setting hip_arch ({source})"
+    gpus = amd_gpus()
+    if gpus:
+        return gpus[0], "rocm_agent_enumerator"
+    return DEFAULT_ARCH, f"default {DEFAULT_ARCH} (no AMD GPU found and no hip_arch setting)"
+
+
+def applies(request: CheckRequest) -> bool:
+    node = request.node
+    gpu = node.in_gpu_kernel or any(c.storage.startswith("GPU_") for c in node.connectors)
+    return gpu and (node.target.name == TARGET or request.answer.language == "hip")
+
+
+def check_hip(request: CheckRequest) -> CheckReport:
+    """Compile the tasklet as HIP device code (in a GPU map) or host code over GPU data."""
+    if shutil.which("hipcc") is None:
+        return CheckReport(CHECKER, "inconclusive",
+                           "hipcc not found on PATH (Debian: hipcc, or ROCm); HIP code was not checked")
+    node, answer = request.node, request.answer
+    arch, arch_source = resolve_arch(request.settings)
+    workdir = request.workdir
+    workdir.mkdir(parents=True, exist_ok=True)
+    if node.in_gpu_kernel:
+        source, where = device_unit(answer, node, prelude=PRELUDE), "device code (inside a GPU kernel)"
+    else:
+        source = host_unit(answer, node, prelude=PRELUDE,
+                           extra_locals="    hipStream_t __dace_current_stream = nullptr;\n")
+        where = "host code over GPU data"
+    unit = workdir / "candidate.hip"
+    unit.write_text(source)
+    argv = ["hipcc", "-std=c++17", f"--offload-arch={arch}", "-c", "-I", str(dace_include_dir()), unit.name,
+            "-o", "candidate.o"]
+    result = run_tool(argv, cwd=workdir, timeout=180, env={"HIP_PLATFORM": "amd"})
+    report = report_from_tool(CHECKER, result, workdir,
+                              passed_note=f"compiled as {where} for {arch} ({arch_source})",
+                              failure_prefix=f"hipcc rejected the code as {where} for {arch}:\n",
+                              details={"arch": arch, "arch_source": arch_source, "unit": where})
+    if report.failed and "__state" in report.diagnostics and node.in_gpu_kernel:
+        report.diagnostics += ("\nDevice code cannot use __state (it lives in host memory); pass what the "
+                               "kernel needs through connectors or symbols.")
+    return report

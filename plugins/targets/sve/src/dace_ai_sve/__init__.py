@@ -1,0 +1,1 @@
+"""dace-ai target pack for ARM CPUs with the Scalable Vector Extension (SVE)."""

@@ -1,0 +1,105 @@
+"""The manual exchange: prompt files, response files, MissingAnswer during a compile."""
+
+import json
+
+import dace
+import dace_ai
+import numpy as np
+import pytest
+from dace_ai.errors import MissingAnswer
+from dace_ai.manual import PROMPT_SUFFIX, RESPONSE_SUFFIX, prompt_hash
+from dace_ai.pipeline import build_request, node_context, pending_nodes, resolve
+
+N = dace.symbol("N")
+
+
+@dace.program
+def inner(X: dace.float64[N], Y: dace.float64[N]):
+    dace_ai.ai("Write _out[i] = _a[i] + 1 for i < N.", a=X, out=Y, name="plus_one")
+
+
+@dace.program
+def two_nodes(A: dace.float64[N], B: dace.float64[N], C: dace.float64[N]):
+    dace_ai.ai("Write _out[i] = 2 * _a[i] for i < N.", a=A, out=B, name="twice")
+    inner(B, C)
+
+
+PLUS_ONE = {"code": "for (int i = 0; i < N; ++i) _out[i] = _a[i] + 1;"}
+TWICE = {"code": "for (int i = 0; i < N; ++i) _out[i] = 2 * _a[i];"}
+
+
+@pytest.fixture
+def manual(tmp_path):
+    dace.Config.set("ai", "provider", value="manual")
+    dace.Config.set("ai", "compile_check", value=False)
+    yield tmp_path / "prompts"
+    dace.Config.set("ai", "provider", value="")
+    dace.Config.set("ai", "compile_check", value=True)
+
+
+def test_generate_prompts_for_nested_nodes_hash_of_content(manual):
+    sdfg = two_nodes.to_sdfg(simplify=False)
+    files = dace_ai.generate_prompts(sdfg, manual)
+    assert sorted(f.node for f in files) == ["plus_one", "twice"]
+    settings = resolve(None)
+    for f in files:
+        assert f.prompt.name.endswith(PROMPT_SUFFIX) and f.prompt.is_file()
+        assert f.response.name == f.prompt.name.replace(PROMPT_SUFFIX, RESPONSE_SUFFIX)
+        text = f.prompt.read_text()
+        assert f.response.name in text and "## Answer schema" in text
+    (nested,) = [(s, st, n) for s, st, n in pending_nodes(sdfg) if n.name == "plus_one"]
+    assert nested[0] is not sdfg
+    request = build_request(node_context(*nested, settings), settings)
+    (plus,) = [f for f in files if f.node == "plus_one"]
+    assert plus.prompt.name == f"plus_one_{prompt_hash(request)}{PROMPT_SUFFIX}"
+    assert "_a[i] + 1" in plus.prompt.read_text()
+
+
+def test_compile_stops_with_missing_answer_then_uses_saved_response(manual):
+    dace.Config.set("ai", "prompt_dir", value=str(manual))
+    try:
+        sdfg = two_nodes.to_sdfg(simplify=False)
+        A, B, C = np.arange(5.0), np.zeros(5), np.zeros(5)
+        answers = {"twice": TWICE, "plus_one": PLUS_ONE}
+        for _ in range(2):  # one MissingAnswer per node, answered in turn
+            with pytest.raises(MissingAnswer) as info:
+                sdfg(A=A, B=B, C=C, N=5)
+            message = str(info.value)
+            prompt, response = info.value.prompt_path, info.value.response_path
+            assert str(prompt) in message and str(response) in message and prompt.is_file()
+            node = prompt.name.rsplit("_", 2)[0]
+            response.write_text(json.dumps(answers[node]))
+        sdfg(A=A, B=B, C=C, N=5)
+        np.testing.assert_allclose(C, 2 * A + 1)
+    finally:
+        dace.Config.set("ai", "prompt_dir", value="")
+
+
+def test_read_prompt_responses_expands_answered_and_reports_the_rest(manual):
+    sdfg = two_nodes.to_sdfg(simplify=False)
+    files = {f.node: f for f in dace_ai.generate_prompts(sdfg, manual)}
+    files["twice"].response.write_text(json.dumps(TWICE))
+    report = dace_ai.read_prompt_responses(sdfg, manual)
+    assert report.expanded == ["twice"]
+    assert [m.node for m in report.missing] == ["plus_one"]
+    assert report.missing[0].response == files["plus_one"].response
+    assert [n.name for _, _, n in pending_nodes(sdfg)] == ["plus_one"]
+    assert "save it as" in str(report)
+
+
+def test_per_node_prompt_and_response(manual):
+    sdfg = dace.SDFG("per_node")
+    sdfg.add_array("A", [6], dace.float64)
+    sdfg.add_array("B", [6], dace.float64)
+    state = sdfg.add_state()
+    node = dace_ai.AINode("square", "Write _out[i] = _a[i] * _a[i] for i < 6.", inputs={"_a"}, outputs={"_out"})
+    state.add_edge(state.add_read("A"), None, node, "_a", dace.Memlet("A[0:6]"))
+    state.add_edge(node, "_out", state.add_write("B"), None, dace.Memlet("B[0:6]"))
+
+    text = node.generate_prompt(state)
+    assert "_a[i] * _a[i]" in text and "square_" in text
+    tasklet = node.read_prompt_response(state, {"code": "for (int i = 0; i < 6; ++i) _out[i] = _a[i] * _a[i];"})
+    assert tasklet in state.nodes() and node not in state.nodes()
+    A, B = np.arange(6.0), np.zeros(6)
+    sdfg(A=A, B=B)
+    np.testing.assert_allclose(B, A * A)

@@ -1,0 +1,104 @@
+"""The x86 target pack: detection from /proc/cpuinfo, -march levels, and the x86-isa checker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from dace_ai.check_api import CheckRequest
+from dace_ai.checking import run_checks
+from dace_ai.manager import get_plugin_manager
+from dace_ai.settings import resolve_settings
+from dace_ai.targets import resolve_target
+from dace_ai_x86.checker import required_features
+
+from tests.target_support import answer, gemm_node, run_checker, target
+
+
+def _cpu_flags() -> set[str]:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            return set(line.partition(":")[2].split())
+    return set()
+
+
+def test_detection_follows_cpuinfo_and_highest_level_wins():
+    flags = _cpu_flags()
+    targets = get_plugin_manager().targets()
+    has_avx512 = {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags
+    has_avx2 = {"avx2", "fma"} <= flags
+    assert targets["x86-avx512"].detect().matched == has_avx512
+    assert targets["x86-avx2"].detect().matched == has_avx2
+    chosen, detection, reason = resolve_target(resolve_settings(), kind="cpu")
+    expected = "x86-avx512" if has_avx512 else "x86-avx2" if has_avx2 else "host"
+    if chosen.name != "sve":  # an SVE machine is not x86
+        assert chosen.name == expected, reason
+    if not has_avx512:
+        assert "lacks avx512f" in targets["x86-avx512"].detect().reason
+
+
+def test_flags_and_description_match_the_level():
+    avx2, avx512 = target("x86-avx2"), target("x86-avx512")
+    assert "-march=x86-64-v3" in avx2.flags and not any("avx512" in f or "v4" in f for f in avx2.flags)
+    assert "-march=x86-64-v4" in avx512.flags
+    assert "256 bits" in avx2.description and "avx512f" not in avx2.description
+    assert "512 bits" in avx512.description and "avx512f" in avx512.description
+    if Path("/sys/devices/system/cpu/cpu0/cache/index0/size").exists():
+        assert "L1d" in avx2.description
+    assert "never use _mm512_*" in avx2.guidance and "<immintrin.h>" in avx2.guidance
+    assert "__mmask8" in avx512.guidance
+    assert avx2.reason.startswith("configured")
+
+
+def test_scan_names_the_extension_of_each_intrinsic():
+    code = ("__m256d a = _mm256_loadu_pd(p); // _mm512_add_pd in a comment is ignored\n"
+            "a = _mm256_fmadd_pd(a, a, a);\n__m256i m = _mm256_add_epi32(x, y);\n"
+            "__m512d z = _mm512_maskz_loadu_pd(k, p); _mm256_mask_storeu_pd(p, k, a);\n")
+    found = {name: (feature, line) for name, feature, _, _, line in required_features({"code": code})}
+    assert found["_mm256_loadu_pd"] == ("avx", 1)
+    assert found["_mm256_fmadd_pd"] == ("fma", 2)
+    assert found["_mm256_add_epi32"] == ("avx2", 3)
+    assert found["__m512d"] == ("avx512f", 4) and found["_mm512_maskz_loadu_pd"] == ("avx512f", 4)
+    assert found["_mm256_mask_storeu_pd"] == ("avx512vl", 4)
+    assert "_mm512_add_pd" not in found
+
+
+def test_avx2_gemm_passes_on_the_avx2_target(tmp_path):
+    report = run_checker("x86-isa", answer("x86", "avx2_gemm"), gemm_node(target("x86-avx2")), tmp_path)
+    assert report.status == "passed", report.diagnostics
+    assert "-march=x86-64-v3" in report.details["command"]
+
+
+def test_avx512_gemm_is_rejected_on_the_avx2_target_with_the_compiler_diagnostic(tmp_path):
+    report = run_checker("x86-isa", answer("x86", "avx512_gemm"), gemm_node(target("x86-avx2")), tmp_path)
+    assert report.status == "failed"
+    text = report.diagnostics
+    assert "_mm512_loadu_pd (code line 6) needs avx512f" in text
+    assert "target specific option mismatch" in text  # GCC's own words
+    assert "candidate.cpp" in text and str(tmp_path) not in text
+    if "avx512f" not in _cpu_flags():
+        assert "does not have avx512f" in text
+
+
+def test_avx512_gemm_passes_when_the_target_is_avx512(tmp_path):
+    report = run_checker("x86-isa", answer("x86", "avx512_gemm"), gemm_node(target("x86-avx512")), tmp_path)
+    assert report.status == "passed", report.diagnostics
+    assert "-march=x86-64-v4" in report.details["command"]
+
+
+def test_run_checks_stops_the_avx512_answer_at_the_compile_stage(tmp_path):
+    node = gemm_node(target("x86-avx2"))
+    settings = resolve_settings({"target": "x86-avx2"})
+    reports = run_checks(CheckRequest(answer("x86", "avx512_gemm"), node, settings, tmp_path / "work"))
+    by_name = {r.checker: r for r in reports}
+    assert by_name["x86-isa"].status == "failed", reports
+    assert "avx512f" in by_name["x86-isa"].diagnostics
+    assert all(r.details.get("stage") == "compile" for r in reports)
+
+
+@pytest.mark.parametrize("name", ["x86-avx2", "x86-avx512"])
+def test_checker_only_applies_to_x86_targets(name, tmp_path):
+    checker = get_plugin_manager().checkers()["x86-isa"]
+    own = CheckRequest(answer("x86", "avx2_gemm"), gemm_node(target(name)), resolve_settings(), tmp_path)
+    other = CheckRequest(answer("x86", "avx2_gemm"), gemm_node(target("host")), resolve_settings(), tmp_path)
+    assert checker.applies(own) and not checker.applies(other)
