@@ -91,10 +91,10 @@ def test_installed_rvv_target_appears_in_dace_ai_targets(rvv_site):
 
 
 def test_installed_rvv_target_appears_in_the_prompt(rvv_site):
+    # Both prompts come from the same fresh process, so every other section sees the same machine.
     code = ("import json; from tests.target_support import gemm_prompt_sections; "
-            "print(json.dumps(gemm_prompt_sections('rvv')))")
-    sections = run_json(code, rvv_site, _env(rvv_site))
+            "print(json.dumps([gemm_prompt_sections('rvv'), gemm_prompt_sections('host')]))")
+    sections, host = run_json(code, rvv_site, _env(rvv_site))
     assert "-march=rv64gcv" in sections["target"] and "`rvv`" in sections["target"]
     assert "__riscv_vsetvl_e64m4" in sections["target-guidance"]
-    host = gemm_prompt_sections("host")
     assert sorted(k for k in host if host[k] != sections[k]) == ["target", "target-guidance"]
