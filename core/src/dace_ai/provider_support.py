@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .errors import ProviderError
-from .provider_api import ProviderRequest
+from .provider_api import ProviderReply, ProviderRequest, Usage
 
 #: Keywords strict mode does not accept; dropped (they only describe defaults).
 _DROPPED = ("default",)
@@ -151,3 +151,41 @@ def provider_failure(provider: str, exc: BaseException, request: ProviderRequest
                      key_env: Sequence[str] = ()) -> ProviderError:
     """A :class:`ProviderError` for ``exc`` (raise it ``from exc``)."""
     return ProviderError(describe_failure(provider, exc, request, endpoint=endpoint, key_env=key_env))
+
+
+def cut_off_error(where: str, request: ProviderRequest) -> ProviderError:
+    """The error for an answer that stopped at the token limit (never cached, never parsed)."""
+    return ProviderError(f"{where}: the answer was cut off at max_tokens={request.max_tokens}; "
+                         "raise the max_tokens setting (DACE_ai_max_tokens)")
+
+
+def chat_completion_reply(response: Any, request: ProviderRequest, where: str, *, default_model: str,
+                          cost_usd: float | None = None) -> ProviderReply:
+    """A Chat Completions response (OpenAI's or LiteLLM's) as a reply, or a clear error.
+
+    Refusals, content-filter stops, token-limit stops and empty answers are
+    errors naming ``where`` (provider, model, endpoint).
+    """
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise ProviderError(f"{where}: the reply is not a valid Chat Completions response (no choices)")
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    refusal = getattr(message, "refusal", None)
+    if refusal:
+        raise ProviderError(f"{where} refused to answer: {refusal}")
+    if choice.finish_reason == "length":
+        raise cut_off_error(where, request)
+    if choice.finish_reason == "content_filter":
+        raise ProviderError(f"{where} refused to answer: the content filter stopped the answer")
+    text = getattr(message, "content", None) or ""
+    if not text.strip():
+        raise ProviderError(f"{where}: the reply contains no answer text (finish_reason {choice.finish_reason!r})")
+    usage = getattr(response, "usage", None)
+    return ProviderReply(
+        text=text,
+        usage=Usage(input_tokens=getattr(usage, "prompt_tokens", None),
+                    output_tokens=getattr(usage, "completion_tokens", None), cost_usd=cost_usd),
+        model=getattr(response, "model", None) or request.model or default_model,
+        stop_reason=choice.finish_reason,
+    )

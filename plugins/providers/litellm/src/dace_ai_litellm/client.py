@@ -35,8 +35,13 @@ from typing import Any
 
 import litellm
 from dace_ai.errors import ProviderError
-from dace_ai.provider_api import ProviderReply, ProviderRequest, Usage
-from dace_ai.provider_support import json_only_instruction, provider_failure, strict_json_schema
+from dace_ai.provider_api import ProviderReply, ProviderRequest
+from dace_ai.provider_support import (
+    chat_completion_reply,
+    json_only_instruction,
+    provider_failure,
+    strict_json_schema,
+)
 
 NAME = "litellm"
 DEFAULT_MODEL = "anthropic/claude-opus-4-8"
@@ -121,32 +126,7 @@ class LiteLLMClient:
         except Exception as exc:
             raise provider_failure(NAME, exc, request, endpoint=request.base_url) from exc
         where = f"provider {NAME!r} (model {model}" + (f" at {request.base_url})" if request.base_url else ")")
-        choices = getattr(response, "choices", None)
-        if not choices:
-            raise ProviderError(f"{where}: the reply has no choices")
-        choice = choices[0]
-        message = getattr(choice, "message", None)
-        refusal = getattr(message, "refusal", None)
-        if refusal:
-            raise ProviderError(f"{where} refused to answer: {refusal}")
-        if choice.finish_reason == "length":
-            raise ProviderError(f"{where}: the answer was cut off at max_tokens={request.max_tokens}; "
-                                "raise the max_tokens setting (DACE_ai_max_tokens)")
-        if choice.finish_reason == "content_filter":
-            raise ProviderError(f"{where} refused to answer: the content filter stopped the answer")
-        text = getattr(message, "content", None) or ""
-        if not text.strip():
-            raise ProviderError(f"{where}: the reply contains no answer text "
-                                f"(finish_reason {choice.finish_reason!r})")
-        usage = getattr(response, "usage", None)
-        return ProviderReply(
-            text=text,
-            usage=Usage(input_tokens=getattr(usage, "prompt_tokens", None),
-                        output_tokens=getattr(usage, "completion_tokens", None),
-                        cost_usd=_cost(response)),
-            model=getattr(response, "model", None) or model,
-            stop_reason=choice.finish_reason,
-        )
+        return chat_completion_reply(response, request, where, default_model=model, cost_usd=_cost(response))
 
 
 def _cost(response: Any) -> float | None:

@@ -37,7 +37,7 @@ from typing import Any
 import openai
 from dace_ai.errors import ProviderError
 from dace_ai.provider_api import ProviderReply, ProviderRequest, Usage
-from dace_ai.provider_support import provider_failure, strict_json_schema
+from dace_ai.provider_support import chat_completion_reply, cut_off_error, provider_failure, strict_json_schema
 
 from .plugin import KEY_ENV
 
@@ -126,13 +126,8 @@ class OpenAIClient:
             raise provider_failure(NAME, exc, request, endpoint=endpoint, key_env=KEY_ENV) from exc
         where = f"provider {NAME!r} (model {request.model or DEFAULT_MODEL} at {endpoint})"
         if self.api == "chat":
-            return _chat_reply(response, request, where)
+            return chat_completion_reply(response, request, where, default_model=DEFAULT_MODEL)
         return _responses_reply(response, request, where)
-
-
-def _cut_off(where: str, request: ProviderRequest) -> ProviderError:
-    return ProviderError(f"{where}: the answer was cut off at max_tokens={request.max_tokens}; "
-                         "raise the max_tokens setting (DACE_ai_max_tokens)")
 
 
 def _responses_reply(response: Any, request: ProviderRequest, where: str) -> ProviderReply:
@@ -150,7 +145,7 @@ def _responses_reply(response: Any, request: ProviderRequest, where: str) -> Pro
     if getattr(response, "status", None) == "incomplete":
         reason = getattr(getattr(response, "incomplete_details", None), "reason", None)
         if reason == "max_output_tokens":
-            raise _cut_off(where, request)
+            raise cut_off_error(where, request)
         raise ProviderError(f"{where}: the response is incomplete ({reason or 'no reason given'})")
     text = response.output_text
     if not text.strip():
@@ -162,30 +157,4 @@ def _responses_reply(response: Any, request: ProviderRequest, where: str) -> Pro
                     output_tokens=getattr(usage, "output_tokens", None)),
         model=getattr(response, "model", None) or request.model or DEFAULT_MODEL,
         stop_reason=getattr(response, "status", None),
-    )
-
-
-def _chat_reply(response: Any, request: ProviderRequest, where: str) -> ProviderReply:
-    choices = getattr(response, "choices", None)
-    if not choices:
-        raise ProviderError(f"{where}: the reply is not a valid Chat Completions response (no choices)")
-    choice = choices[0]
-    message = getattr(choice, "message", None)
-    refusal = getattr(message, "refusal", None)
-    if refusal:
-        raise ProviderError(f"{where} refused to answer: {refusal}")
-    if choice.finish_reason == "length":
-        raise _cut_off(where, request)
-    if choice.finish_reason == "content_filter":
-        raise ProviderError(f"{where} refused to answer: the content filter stopped the answer")
-    text = getattr(message, "content", None) or ""
-    if not text.strip():
-        raise ProviderError(f"{where}: the reply contains no answer text (finish_reason {choice.finish_reason!r})")
-    usage = getattr(response, "usage", None)
-    return ProviderReply(
-        text=text,
-        usage=Usage(input_tokens=getattr(usage, "prompt_tokens", None),
-                    output_tokens=getattr(usage, "completion_tokens", None)),
-        model=getattr(response, "model", None) or request.model or DEFAULT_MODEL,
-        stop_reason=choice.finish_reason,
     )
