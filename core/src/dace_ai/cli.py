@@ -46,14 +46,15 @@ def cmd_plugins_list(args: argparse.Namespace) -> int:
     if args.json:
         _print_json([r.as_dict() for r in records])
     else:
+        name_w = max((len(r.name) for r in records), default=4)
+        dist_w = max((len(f"{r.distribution} {r.version}") for r in records), default=4)
         for r in records:
             what = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in r.registered.items() if names)
-            line = f"{r.name:<18} {r.distribution} {r.version:<8} {r.status:<8}"
-            if r.builtin:
-                line += " [built-in]"
-            print(line + (f"  {what}" if what else ""))
+            status = r.status + (" (built-in)" if r.builtin else "")
+            line = f"{r.name:<{name_w}}  {r.distribution + ' ' + r.version:<{dist_w}}  {status:<19}"
+            print((line + what).rstrip())
             if r.error:
-                print(f"{'':<18} {r.error}")
+                print(f"{'':<{name_w}}  {r.error}")
     return 1 if any(r.status == "failed" for r in records) else 0
 
 

@@ -4,7 +4,9 @@ Detection runs once per process per target (cached); the ``target`` setting
 overrides it for code of the same kind (a configured ``cuda`` target decides GPU
 code, while host code around it still gets the detected CPU target). Among the targets that match this machine and the node's kind
 (``gpu`` inside GPU kernels or over GPU data, else ``cpu``), the highest
-``priority`` wins; the built-in ``host`` target is the fallback.
+``priority`` wins. When none matches, the installed target of that kind with the
+highest priority is used (GPU code prepared on a machine without a GPU); the
+built-in ``host`` target is the last fallback.
 """
 
 from __future__ import annotations
@@ -53,11 +55,15 @@ def resolve_target(settings: AISettings, *, kind: str = "cpu",
         if configured.kind == kind:  # type: ignore[attr-defined]
             return configured, detect(configured), f"configured by {settings.source('target')}"  # type: ignore
         # A configured GPU target says nothing about the host code around it, and vice versa.
-    matched = [(t, detect(t)) for t in targets.values() if t.kind == kind]
-    matched = [(t, d) for t, d in matched if d.matched]
+    of_kind = [(t, detect(t)) for t in targets.values() if t.kind == kind]
+    matched = [(t, d) for t, d in of_kind if d.matched]
     if matched:
         target, detection = max(matched, key=lambda td: (td[0].priority, td[0].name))
         return target, detection, f"detected: {detection.reason}"
+    if of_kind:  # e.g. GPU code written on a machine without a GPU: the best installed pack still knows it
+        target, detection = max(of_kind, key=lambda td: (td[0].priority, td[0].name))
+        return target, detection, (f"no installed {kind} target matched this machine ({detection.reason}); "
+                                   f"{target.name} has the highest priority")
     if FALLBACK_TARGET not in targets:
         raise PluginError(f"no {kind} target matches this machine and the built-in {FALLBACK_TARGET!r} "
                           "target is not available (blocked?)")
