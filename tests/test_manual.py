@@ -103,3 +103,39 @@ def test_per_node_prompt_and_response(manual):
     A, B = np.arange(6.0), np.zeros(6)
     sdfg(A=A, B=B)
     np.testing.assert_allclose(B, A * A)
+
+
+def test_edited_response_wins_over_the_cache_and_a_deleted_one_falls_back_to_it(manual):
+    def tasklet_codes(sdfg):
+        return {n.label: n.code.as_string for n, _ in sdfg.all_nodes_recursive()
+                if isinstance(n, dace.nodes.Tasklet) and "dace-ai:" in n.code.as_string}
+
+    files = {f.node: f for f in dace_ai.generate_prompts(two_nodes.to_sdfg(simplify=False), manual)}
+    files["twice"].response.write_text(json.dumps(TWICE))
+    files["plus_one"].response.write_text(json.dumps(PLUS_ONE))
+    first = two_nodes.to_sdfg(simplify=False)
+    assert sorted(dace_ai.read_prompt_responses(first, manual).expanded) == ["plus_one", "twice"]
+    assert "source=manual" in tasklet_codes(first)["twice"]
+
+    # A person edits the answer: the edited file is used, not the cached first version.
+    edited = {"code": "// second thoughts\n" + TWICE["code"]}
+    files["twice"].response.write_text(json.dumps(edited))
+    second = two_nodes.to_sdfg(simplify=False)
+    dace_ai.read_prompt_responses(second, manual)
+    assert "// second thoughts" in tasklet_codes(second)["twice"]
+
+    # The response files are gone (a temporary folder): the cached answers still expand, and
+    # nobody is asked and no prompt file is written again.
+    for f in files.values():
+        f.response.unlink()
+        f.prompt.unlink()
+    third = two_nodes.to_sdfg(simplify=False)
+    report = dace_ai.read_prompt_responses(third, manual)
+    assert sorted(report.expanded) == ["plus_one", "twice"] and report.missing == []
+    codes = tasklet_codes(third)
+    assert "source=cache" in codes["twice"] and "// second thoughts" in codes["twice"]
+    assert list(manual.glob("*")) == []
+    A = np.arange(5, dtype=np.float64)
+    B, C = np.zeros(5), np.zeros(5)
+    third(A=A, B=B, C=C, N=5)
+    np.testing.assert_allclose(C, 2 * A + 1)

@@ -132,7 +132,7 @@ class ManualClient:
         self.settings = settings
 
     def complete(self, request: ProviderRequest) -> ProviderReply:
-        from .pipeline import current_node
+        from .pipeline import cached_fallback, current_node
         from .storage import atomic_write
 
         ctx = current_node()
@@ -142,6 +142,8 @@ class ManualClient:
         response = folder / f"{stem}{RESPONSE_SUFFIX}"
         if response.is_file():
             return ProviderReply(response.read_text(encoding="utf-8"), model="manual")
+        if cached_fallback():  # the cache answers; nobody needs to be asked
+            raise MissingAnswer(f"no response file {response}; the cached answer is used")
         files = write_prompt(folder, name, sdfg_name, request)
         if _interactive(self.settings):
             text = _paste(files)

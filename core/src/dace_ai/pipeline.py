@@ -32,11 +32,21 @@ IMPLEMENTATION = "ai"
 
 _pass = threading.local()
 _current_node: ContextVar[NodeContext | None] = ContextVar("dace_ai_current_node", default=None)
+_cached_fallback: ContextVar[bool] = ContextVar("dace_ai_cached_fallback", default=False)
 
 
 def current_node() -> NodeContext | None:
     """The node whose request is being answered (for providers that name files after it)."""
     return _current_node.get()
+
+
+def cached_fallback() -> bool:
+    """True while asking a provider whose missing answer would be served from the cache.
+
+    A provider that asks a person (the manual exchange on a terminal) should then not
+    ask: the cached answer will do.
+    """
+    return _cached_fallback.get()
 
 
 @contextlib.contextmanager
@@ -247,12 +257,20 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
         hit = cache.get(key) if settings.cache and not (supplied is not None and attempt == 0) else None
         if supplied is not None and attempt == 0:
             reply, source = ProviderReply(supplied, model="supplied"), "supplied"
-        elif hit is not None:
+        elif hit is not None and not provider.answers_before_cache:
             reply, source = hit.reply, "cache"
         else:
             if client is None:  # only now: a cache hit needs no SDK and no key
                 client = make_client(provider, settings)
-            reply, source = ask_for_node(provider, client, request, ctx), provider.name
+            token = _cached_fallback.set(hit is not None)
+            try:
+                reply, source = ask_for_node(provider, client, request, ctx), provider.name
+            except MissingAnswer:
+                if hit is None:
+                    raise
+                reply, source = hit.reply, "cache"  # the response file is gone, its answer is not
+            finally:
+                _cached_fallback.reset(token)
         try:
             answer = parse_answer(reply.text, origin=f"{source} answer for node {ctx.name!r}")
         except AnswerError as exc:

@@ -100,6 +100,9 @@ class Provider(Registration):
     available: Callable[[], bool] | None = None
     #: A provider that needs no network or key (the manual exchange).
     offline: bool = False
+    #: Its answers are cheap and may be edited by a person (response files): ask it before
+    #: the cache, and use a cached answer only when it has none.
+    answers_before_cache: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()

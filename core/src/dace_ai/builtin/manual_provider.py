@@ -18,5 +18,5 @@ def _factory(settings):
 
 @hookimpl
 def dace_ai_providers():
-    yield Provider(name="manual", factory=_factory, offline=True, auto_rank=-1000,
+    yield Provider(name="manual", factory=_factory, offline=True, answers_before_cache=True, auto_rank=-1000,
                    description="Prompts written to files; answers read from response files or pasted")
