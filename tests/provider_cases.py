@@ -108,4 +108,15 @@ def full_expansion_round_trip(server: Any, monkeypatch: Any, provider: str, base
     np.testing.assert_allclose(double_program()(B), 2 * B)
     entries = list(AnswerCache().folder.rglob("*.json"))
     assert len(entries) == 1 and json.loads(entries[0].read_text())["provider"] == provider
+    assert_no_secret_on_disk()
     return recorded, expected
+
+
+def assert_no_secret_on_disk() -> None:
+    """No file dace-ai wrote (cache, sessions, checks, prompts) contains the API key."""
+    from dace_ai.storage import build_root
+
+    files = [p for p in build_root().rglob("*") if p.is_file()]
+    assert any("ai-sessions" in str(p) for p in files) and any("ai-cache" in str(p) for p in files)
+    leaked = [str(p) for p in files if SECRET.encode() in p.read_bytes()]
+    assert leaked == [], f"API key written to {leaked}"
