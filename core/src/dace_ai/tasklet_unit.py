@@ -175,3 +175,38 @@ def report_from_tool(checker: str, result: ToolResult, workdir: Path, *, passed_
     else:
         status, text = "passed", passed_note
     return CheckReport(checker, status, text, result.seconds, info)
+
+
+def touches_gpu(node: NodeContext) -> bool:
+    """Inside a GPU kernel, or a host tasklet with a connector in GPU memory."""
+    return node.in_gpu_kernel or any(c.storage.startswith("GPU_") for c in node.connectors)
+
+
+def check_gpu_unit(checker: str, answer: Answer, node: NodeContext, workdir: Path, *, compiler: str,
+                   arch_flag: str, arch: str, arch_source: str, prelude: str, stream_type: str, suffix: str,
+                   env: Mapping[str, str] | None = None) -> CheckReport:
+    """Compile the tasklet as device code (inside a GPU kernel) or as host code over GPU data.
+
+    The shape every GPU pack needs (CUDA with nvcc, HIP with hipcc): the unit as DaCe
+    would give it, one compile to an object file with the architecture flag, the
+    compiler's diagnostics as the report, and a hint when device code reached for
+    the host-side ``__state``.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    if node.in_gpu_kernel:
+        source, where = device_unit(answer, node, prelude=prelude), "device code (inside a GPU kernel)"
+    else:
+        source = host_unit(answer, node, prelude=prelude,
+                           extra_locals=f"    {stream_type} __dace_current_stream = nullptr;\n")
+        where = "host code over GPU data"
+    unit = workdir / f"candidate{suffix}"
+    unit.write_text(source)
+    argv = [compiler, "-std=c++17", arch_flag, "-c", "-I", str(dace_include_dir()), unit.name, "-o", "candidate.o"]
+    report = report_from_tool(checker, run_tool(argv, cwd=workdir, timeout=180, env=env), workdir,
+                              passed_note=f"compiled as {where} for {arch} ({arch_source})",
+                              failure_prefix=f"{compiler} rejected the code as {where} for {arch}:\n",
+                              details={"arch": arch, "arch_source": arch_source, "unit": where})
+    if report.failed and "__state" in report.diagnostics and node.in_gpu_kernel:
+        report.diagnostics += ("\nDevice code cannot use __state (it lives in host memory); pass what the "
+                               "kernel needs through connectors or symbols.")
+    return report

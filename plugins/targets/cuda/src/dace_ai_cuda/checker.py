@@ -18,7 +18,7 @@ import shutil
 import subprocess
 
 from dace_ai.check_api import CheckReport, CheckRequest
-from dace_ai.tasklet_unit import dace_include_dir, device_unit, host_unit, report_from_tool, run_tool
+from dace_ai.tasklet_unit import check_gpu_unit, touches_gpu
 
 CHECKER = "cuda-nvcc"
 TARGET = "cuda"
@@ -92,39 +92,15 @@ def resolve_arch(settings: object) -> tuple[str, str]:
     return DEFAULT_ARCH, f"default {DEFAULT_ARCH} (no GPU found by nvidia-smi and no cuda_arch setting)"
 
 
-def is_gpu_node(request: CheckRequest) -> bool:
-    """Inside a GPU kernel, or a host tasklet with a connector in GPU memory."""
-    node = request.node
-    return node.in_gpu_kernel or any(c.storage.startswith("GPU_") for c in node.connectors)
-
-
 def applies(request: CheckRequest) -> bool:
-    return is_gpu_node(request) and (request.node.target.name == TARGET or request.answer.language == "cuda")
+    return touches_gpu(request.node) and (request.node.target.name == TARGET or request.answer.language == "cuda")
 
 
 def check_cuda(request: CheckRequest) -> CheckReport:
     """Compile the tasklet as device code (in a GPU map) or host code over GPU data with nvcc."""
     if nvcc_version() is None:
         return CheckReport(CHECKER, "inconclusive", "nvcc not found on PATH; CUDA code was not checked")
-    node, answer = request.node, request.answer
     arch, arch_source = resolve_arch(request.settings)
-    workdir = request.workdir
-    workdir.mkdir(parents=True, exist_ok=True)
-    if node.in_gpu_kernel:
-        source, where = device_unit(answer, node, prelude=prelude()), "device code (inside a GPU kernel)"
-    else:
-        source = host_unit(answer, node, prelude=prelude(),
-                           extra_locals="    cudaStream_t __dace_current_stream = nullptr;\n")
-        where = "host code over GPU data"
-    unit = workdir / "candidate.cu"
-    unit.write_text(source)
-    argv = ["nvcc", "-std=c++17", f"-arch={arch}", "-c", "-I", str(dace_include_dir()), unit.name,
-            "-o", "candidate.o"]
-    report = report_from_tool(CHECKER, run_tool(argv, cwd=workdir, timeout=180), workdir,
-                              passed_note=f"compiled as {where} for {arch} ({arch_source})",
-                              failure_prefix=f"nvcc rejected the code as {where} for {arch}:\n",
-                              details={"arch": arch, "arch_source": arch_source, "unit": where})
-    if report.failed and "__state" in report.diagnostics and node.in_gpu_kernel:
-        report.diagnostics += ("\nDevice code cannot use __state (it lives in host memory); pass what the "
-                               "kernel needs through connectors or symbols.")
-    return report
+    return check_gpu_unit(CHECKER, request.answer, request.node, request.workdir, compiler="nvcc",
+                          arch_flag=f"-arch={arch}", arch=arch, arch_source=arch_source, prelude=prelude(),
+                          stream_type="cudaStream_t", suffix=".cu")

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 from dace_ai.check_api import CheckReport, CheckRequest
-from dace_ai.tasklet_unit import dace_include_dir, device_unit, host_unit, report_from_tool, run_tool
+from dace_ai.tasklet_unit import check_gpu_unit, touches_gpu
 
 CHECKER = "hip-hipcc"
 TARGET = "hip"
@@ -51,9 +51,7 @@ def resolve_arch(settings: object) -> tuple[str, str]:
 
 
 def applies(request: CheckRequest) -> bool:
-    node = request.node
-    gpu = node.in_gpu_kernel or any(c.storage.startswith("GPU_") for c in node.connectors)
-    return gpu and (node.target.name == TARGET or request.answer.language == "hip")
+    return touches_gpu(request.node) and (request.node.target.name == TARGET or request.answer.language == "hip")
 
 
 def check_hip(request: CheckRequest) -> CheckReport:
@@ -61,26 +59,7 @@ def check_hip(request: CheckRequest) -> CheckReport:
     if shutil.which("hipcc") is None:
         return CheckReport(CHECKER, "inconclusive",
                            "hipcc not found on PATH (Debian: hipcc, or ROCm); HIP code was not checked")
-    node, answer = request.node, request.answer
     arch, arch_source = resolve_arch(request.settings)
-    workdir = request.workdir
-    workdir.mkdir(parents=True, exist_ok=True)
-    if node.in_gpu_kernel:
-        source, where = device_unit(answer, node, prelude=PRELUDE), "device code (inside a GPU kernel)"
-    else:
-        source = host_unit(answer, node, prelude=PRELUDE,
-                           extra_locals="    hipStream_t __dace_current_stream = nullptr;\n")
-        where = "host code over GPU data"
-    unit = workdir / "candidate.hip"
-    unit.write_text(source)
-    argv = ["hipcc", "-std=c++17", f"--offload-arch={arch}", "-c", "-I", str(dace_include_dir()), unit.name,
-            "-o", "candidate.o"]
-    result = run_tool(argv, cwd=workdir, timeout=180, env={"HIP_PLATFORM": "amd"})
-    report = report_from_tool(CHECKER, result, workdir,
-                              passed_note=f"compiled as {where} for {arch} ({arch_source})",
-                              failure_prefix=f"hipcc rejected the code as {where} for {arch}:\n",
-                              details={"arch": arch, "arch_source": arch_source, "unit": where})
-    if report.failed and "__state" in report.diagnostics and node.in_gpu_kernel:
-        report.diagnostics += ("\nDevice code cannot use __state (it lives in host memory); pass what the "
-                               "kernel needs through connectors or symbols.")
-    return report
+    return check_gpu_unit(CHECKER, request.answer, request.node, request.workdir, compiler="hipcc",
+                          arch_flag=f"--offload-arch={arch}", arch=arch, arch_source=arch_source, prelude=PRELUDE,
+                          stream_type="hipStream_t", suffix=".hip", env={"HIP_PLATFORM": "amd"})
