@@ -168,9 +168,8 @@ def _conversation(folder: Path, number: int) -> tuple[str, list[tuple[str, str]]
 def repair_tasklet(entry: Blame, message: str, settings: AISettings) -> Any:
     """Ask the tasklet's provider again with its conversation plus ``message``; update the tasklet."""
     from .answer import parse_answer
-    from .cache import AnswerCache, cache_key
-    from .pipeline import ask_for_node, request_for
-    from .providers import make_client, select_provider
+    from .pipeline import AnswerSource, request_for, request_record
+    from .providers import select_provider
     from .sessions import Session
     from .tasklet import provenance_comment
 
@@ -188,20 +187,11 @@ def repair_tasklet(entry: Blame, message: str, settings: AISettings) -> Any:
     messages.append(("user", message))
     provider = select_provider(settings)
     request = request_for(system, messages[0][1], settings, messages[1:])
-    key = cache_key(provider.name, request)
-    cache = AnswerCache()
-    hit = cache.get(key) if settings.cache else None
-    if hit is not None:
-        reply, source = hit.reply, "cache"
-    else:
-        client = make_client(provider, settings)
-        reply, source = ask_for_node(provider, client, request, _asking_node(session_node, sdfg_name)), provider.name
+    answers = AnswerSource(provider, settings)
+    reply, source, key = answers.reply(request, _asking_node(session_node, sdfg_name))
     answer = parse_answer(reply.text, origin=f"{source} repair of tasklet {tasklet.label!r}")
-    if settings.cache and source != "cache":
-        cache.put(key, provider.name, reply)
-    record = {"provider": provider.name, "model": request.model, "effort": request.effort,
-              "max_tokens": request.max_tokens, "base_url": request.base_url, "cache_key": key,
-              "reason": "program build repair"}
+    answers.keep(key, reply, source)
+    record = {**request_record(provider.name, request, key), "reason": "program build repair"}
     rnd = session.record_round(node=session_node,
                                system=system, messages=messages, request=record, reply_text=reply.text,
                                answer=answer.model_dump(mode="json"), reports=[], status="accepted", source=source)

@@ -205,7 +205,8 @@ class Outcome:
     environments: set[str]
 
 
-def _request_record(provider: str, request: ProviderRequest, key: str) -> dict[str, Any]:
+def request_record(provider: str, request: ProviderRequest, key: str) -> dict[str, Any]:
+    """What a session records about a request (never a key)."""
     return {"provider": provider, "model": request.model, "effort": request.effort, "max_tokens": request.max_tokens,
             "base_url": request.base_url, "schema_name": request.schema_name, "cache_key": key}
 
@@ -230,6 +231,46 @@ def ask_for_node(provider: Any, client: Any, request: ProviderRequest, ctx: Node
         _current_node.reset(token)
 
 
+class AnswerSource:
+    """Replies to one provider's requests, from the answer cache or from the provider.
+
+    The cache comes first (a hit needs no SDK and no key), except for providers whose
+    own answers are authoritative (``answers_before_cache``: response files a person
+    may have edited), which are asked first and fall back to the cache when they have
+    nothing. The provider's client is built on the first request that needs it.
+    """
+
+    def __init__(self, provider: Any, settings: AISettings) -> None:
+        self.provider, self.settings = provider, settings
+        self.cache = AnswerCache()
+        self._client: Any = None
+
+    def reply(self, request: ProviderRequest, ctx: NodeContext) -> tuple[ProviderReply, str, str]:
+        """(reply, source, cache key); ``source`` is ``"cache"`` or the provider's name."""
+        from .providers import make_client
+
+        key = cache_key(self.provider.name, request)
+        hit = self.cache.get(key) if self.settings.cache else None
+        if hit is not None and not self.provider.answers_before_cache:
+            return hit.reply, "cache", key
+        if self._client is None:
+            self._client = make_client(self.provider, self.settings)
+        token = _cached_fallback.set(hit is not None)
+        try:
+            return ask_for_node(self.provider, self._client, request, ctx), self.provider.name, key
+        except MissingAnswer:
+            if hit is None:
+                raise
+            return hit.reply, "cache", key  # the response file is gone, its answer is not
+        finally:
+            _cached_fallback.reset(token)
+
+    def keep(self, key: str, reply: ProviderReply, source: str) -> None:
+        """Cache a reply that parsed as an answer (cached replies are already there)."""
+        if self.settings.cache and source != "cache":
+            self.cache.put(key, self.provider.name, reply)
+
+
 def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None,
           node_json: Any = None) -> Outcome:
     """Ask (or replay) until an answer passes its checks; raise when it cannot.
@@ -238,39 +279,25 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
     (``read_prompt_response``); it is cached like any answer.
     """
     from .prompt import render_prompt
-    from .providers import make_client, select_provider
+    from .providers import select_provider
     from .sessions import open_session
 
     provider = select_provider(settings)
     prompt = render_prompt(ctx, settings)
     session = open_session(ctx.sdfg_name, ctx.key)
-    cache = AnswerCache()
+    answers = AnswerSource(provider, settings)
     history: list[Message] = []
-    client = None
     attempts = 1 + (settings.max_repair_attempts if settings.compile_check else 0)
     reports: list[Any] = []
     for attempt in range(attempts):
         request = request_for(prompt.system, prompt.user, settings, history)
-        key = cache_key(provider.name, request)
-        record = _request_record(provider.name, request, key)
-        conversation = [(m.role, m.content) for m in request.messages]
-        hit = cache.get(key) if settings.cache and not (supplied is not None and attempt == 0) else None
         if supplied is not None and attempt == 0:
+            key = cache_key(provider.name, request)
             reply, source = ProviderReply(supplied, model="supplied"), "supplied"
-        elif hit is not None and not provider.answers_before_cache:
-            reply, source = hit.reply, "cache"
         else:
-            if client is None:  # only now: a cache hit needs no SDK and no key
-                client = make_client(provider, settings)
-            token = _cached_fallback.set(hit is not None)
-            try:
-                reply, source = ask_for_node(provider, client, request, ctx), provider.name
-            except MissingAnswer:
-                if hit is None:
-                    raise
-                reply, source = hit.reply, "cache"  # the response file is gone, its answer is not
-            finally:
-                _cached_fallback.reset(token)
+            reply, source, key = answers.reply(request, ctx)
+        record = request_record(provider.name, request, key)
+        conversation = [(m.role, m.content) for m in request.messages]
         try:
             answer = parse_answer(reply.text, origin=f"{source} answer for node {ctx.name!r}")
         except AnswerError as exc:
@@ -278,8 +305,7 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
                                  request=record, reply_text=reply.text, answer=None, reports=[], status="error",
                                  error=str(exc), source=source, node_json=node_json)
             raise
-        if settings.cache and source != "cache":
-            cache.put(key, provider.name, reply)
+        answers.keep(key, reply, source)
         reports = _check(answer, ctx, settings)
         from .checking import failed, failure_error, repair_message
 
