@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 
 import dace
-from dace_ai.answer import Answer
-from dace_ai.builtin.host_checkers import compiler_and_flags, ensure_pch, faithful_check, probe_check
-from dace_ai.check_api import CheckRequest
-from dace_ai.checking import check_workdir
-from dace_ai.context_types import ConnectorInfo, NodeContext, TargetInfo
-from dace_ai.settings import resolve_settings
+from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.host import compiler_and_flags, ensure_pch, faithful_check, probe_check
+from dace_ai.checking.stages import check_workdir
+from dace_ai.config.settings import resolve_settings
+from dace_ai.context.types import ConnectorInfo, NodeContext, TargetInfo
+from dace_ai.prompt.answer import Answer
 
 
 def _connector(name: str, direction: str, container: str) -> ConnectorInfo:
@@ -34,7 +34,7 @@ def _connector(name: str, direction: str, container: str) -> ConnectorInfo:
 
 
 def node() -> NodeContext:
-    from dace_ai.builtin.host_target import host_compiler
+    from dace_ai.targets.host import host_compiler
 
     compiler, flags = host_compiler()
     return NodeContext(key="bench", name="axpy", node_type="AINode", library=None, doc="", description="",

@@ -58,7 +58,7 @@ def main() -> int:
                        "DACE_ai_provider": "anthropic", "DACE_ai_model": "claude-bench"})
     import dace
     import dace_ai
-    from dace_ai.settings import resolve_settings
+    from dace_ai.config.settings import resolve_settings
 
     from tests.fakes.llm_server import FakeLLMServer, Reply
 
@@ -83,8 +83,8 @@ def main() -> int:
 
         # Warm-up: one-time costs (plugin loading, SDK import, target detection, environment checks) stay out.
         warm_settings = resolve_settings({"base_url": server.url})
-        from dace_ai import pipeline
-        from dace_ai.providers import make_client, select_provider
+        from dace_ai.expansion import pipeline
+        from dace_ai.providers.select import make_client, select_provider
 
         with pipeline.expansion_pass():
             for nsdfg, state, node in pipeline.pending_nodes(sdfg)[:1]:

@@ -15,10 +15,10 @@ import gc
 import time
 
 import dace
-from dace_ai.ainode import AINode
-from dace_ai.context import collect_sdfg_context
-from dace_ai.prompt import render_prompt
-from dace_ai.settings import resolve_settings
+from dace_ai.config.settings import resolve_settings
+from dace_ai.context.collect import collect_sdfg_context
+from dace_ai.expansion.ainode import AINode
+from dace_ai.prompt.render import render_prompt
 
 REPEATS = 5
 

@@ -16,7 +16,7 @@ import dace
 
 def build_pch(root: Path, targets) -> list[Path]:
     """Precompile dace.h under ``root`` for each target (TargetInfo); return the PCH folders."""
-    from dace_ai.builtin.host_checkers import compiler_and_flags, ensure_pch, pch_folder
+    from dace_ai.checking.host import compiler_and_flags, ensure_pch, pch_folder
 
     previous = dace.Config.get("default_build_folder")
     dace.Config.set("default_build_folder", value=str(root))

@@ -5,9 +5,9 @@ from typing import Any
 
 import dace
 import dace_ai
-from dace_ai.answer import answer_json_schema
-from dace_ai.provider_api import Message, ProviderRequest
-from dace_ai.settings import AISettings
+from dace_ai.config.settings import AISettings
+from dace_ai.prompt.answer import answer_json_schema
+from dace_ai.providers.api import Message, ProviderRequest
 
 SYSTEM = "You write C++ tasklet bodies for DaCe library nodes. (test system prompt)"
 USER = "Implement node `double_it`: _out[i] = 2 * _in0[i] for i in 0..N-1. (test user prompt)"
@@ -58,7 +58,7 @@ def double_program() -> Any:
 
 def expected_request(program: Any, settings: AISettings) -> ProviderRequest:
     """The request the expansion sends for ``program``'s only AI node, rebuilt from a fresh SDFG."""
-    from dace_ai import pipeline
+    from dace_ai.expansion import pipeline
 
     sdfg = program.to_sdfg()
     with pipeline.expansion_pass():
@@ -82,8 +82,8 @@ def full_expansion_round_trip(server: Any, monkeypatch: Any, provider: str, base
     cache. Returns the recorded HTTP request and the request the expansion built.
     """
     import numpy as np
-    from dace_ai.cache import AnswerCache
-    from dace_ai.settings import resolve_settings
+    from dace_ai.config.settings import resolve_settings
+    from dace_ai.storage.cache import AnswerCache
 
     from tests.fakes.llm_server import Reply
 
@@ -114,7 +114,7 @@ def full_expansion_round_trip(server: Any, monkeypatch: Any, provider: str, base
 
 def assert_no_secret_on_disk() -> None:
     """No file dace-ai wrote (cache, sessions, checks, prompts) contains the API key."""
-    from dace_ai.storage import build_root
+    from dace_ai.storage.files import build_root
 
     files = [p for p in build_root().rglob("*") if p.is_file()]
     assert any("ai-sessions" in str(p) for p in files) and any("ai-cache" in str(p) for p in files)

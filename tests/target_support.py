@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dace_ai.answer import Answer, parse_answer
-from dace_ai.check_api import CheckReport, CheckRequest
-from dace_ai.context_types import ConnectorInfo, NodeContext, ScopeInfo, TargetInfo
-from dace_ai.manager import get_plugin_manager
-from dace_ai.settings import resolve_settings
-from dace_ai.targets import resolve_target, target_info
+from dace_ai.checking.api import CheckReport, CheckRequest
+from dace_ai.config.settings import resolve_settings
+from dace_ai.context.types import ConnectorInfo, NodeContext, ScopeInfo, TargetInfo
+from dace_ai.plugins.manager import get_plugin_manager
+from dace_ai.prompt.answer import Answer, parse_answer
+from dace_ai.targets.select import resolve_target, target_info
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "targets"
@@ -23,7 +23,7 @@ DATA = REPO / "tests" / "data" / "targets"
 
 def target(name: str, **overrides: object) -> TargetInfo:
     """The TargetInfo the core resolves when the ``target`` setting names ``name``."""
-    from dace_ai.manager import get_plugin_manager
+    from dace_ai.plugins.manager import get_plugin_manager
 
     settings = resolve_settings({"target": name, **overrides})
     kind = get_plugin_manager().get("targets", name).kind
@@ -119,8 +119,8 @@ def gemm_sdfg():
 
 def gemm_prompt_sections(target_name: str) -> dict[str, str]:
     """The rendered prompt sections for the Gemm of :func:`gemm_sdfg` with the ``target`` setting."""
-    from dace_ai.context import collect_sdfg_context
-    from dace_ai.prompt import render_prompt
+    from dace_ai.context.collect import collect_sdfg_context
+    from dace_ai.prompt.render import render_prompt
 
     sdfg, state, node = gemm_sdfg()
     settings = resolve_settings({"target": target_name})

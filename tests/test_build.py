@@ -8,11 +8,11 @@ import dace
 import dace_ai
 import numpy as np
 import pytest
-from dace_ai.building import blame, build, repair
+from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import CheckFailed
-from dace_ai.pipeline import implement, pending_nodes
-from dace_ai.settings import resolve_settings
-from dace_ai.targets import resolve_target, target_info
+from dace_ai.expansion.build import blame, build, repair
+from dace_ai.expansion.pipeline import implement, pending_nodes
+from dace_ai.targets.select import resolve_target, target_info
 from dace_ai.testing import FakeProvider
 
 from tests.check_support import build_pch, seed_pch
@@ -157,10 +157,10 @@ def test_errors_outside_generated_tasklets_are_not_blamed(scripted):
 
 
 def test_probe_and_faithful_judge_a_real_node_context_alike():
-    from dace_ai.answer import Answer
-    from dace_ai.check_api import CheckRequest
-    from dace_ai.checking import check_workdir, run_checks
-    from dace_ai.context import collect_sdfg_context
+    from dace_ai.checking.api import CheckRequest
+    from dace_ai.checking.stages import check_workdir, run_checks
+    from dace_ai.context.collect import collect_sdfg_context
+    from dace_ai.prompt.answer import Answer
 
     sdfg = one_node_program()
     ((nsdfg, state, node),) = pending_nodes(sdfg)
@@ -173,7 +173,7 @@ def test_probe_and_faithful_judge_a_real_node_context_alike():
 
 
 def test_pinned_tasklets_are_recognised_from_provenance_or_session(_isolated_dace_ai):
-    from dace_ai.building import is_pinned, provenance
+    from dace_ai.expansion.build import is_pinned, provenance
 
     def tasklet(comment):
         return dace.nodes.Tasklet("t", {}, {"o"}, comment + "o = 1;", language=dace.Language.CPP)

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import dace
 import pytest
-from dace_ai.answer import Answer
-from dace_ai.builtin.host_target import host_compiler
-from dace_ai.check_api import CheckReport, CheckRequest
-from dace_ai.checking import check_workdir, repair_message, run_checks, select_checkers
-from dace_ai.context_types import ConnectorInfo, NodeContext, TargetInfo
-from dace_ai.diagnostics import parse_diagnostics
+from dace_ai.checking.api import CheckReport, CheckRequest
+from dace_ai.checking.diagnostics import parse_diagnostics
+from dace_ai.checking.stages import check_workdir, repair_message, run_checks, select_checkers
+from dace_ai.config.settings import resolve_settings
+from dace_ai.context.types import ConnectorInfo, NodeContext, TargetInfo
 from dace_ai.errors import SettingsError
-from dace_ai.manager import get_plugin_manager
 from dace_ai.plugin import Checker, Detection, Target, hookimpl
-from dace_ai.settings import resolve_settings
+from dace_ai.plugins.manager import get_plugin_manager
+from dace_ai.prompt.answer import Answer
+from dace_ai.targets.host import host_compiler
 
 from tests.check_support import build_pch, seed_pch
 
@@ -267,7 +267,7 @@ sys.path.insert(0, {str(REPO)!r})
 import dace
 dace.Config.set('default_build_folder', value=sys.argv[-1] if len(sys.argv) > 1 else '.dacecache')
 from tests.test_checking import request_for, BAD
-from dace_ai.checking import run_checks, repair_message
+from dace_ai.checking.stages import run_checks, repair_message
 reports = run_checks(request_for(BAD, checkers=None))
 print(json.dumps({{"reports": [[r.checker, r.status, r.details.get("origin", "")] for r in reports],
                    "message": repair_message(reports)}}))

@@ -7,8 +7,7 @@ import subprocess
 import sys
 
 import pytest
-
-from dace_ai.cli import main
+from dace_ai.cli.main import main
 
 
 @pytest.mark.parametrize("argv", [[], ["plugins"], ["plugins", "list"], ["config"], ["doctor"], ["targets"]])
@@ -45,5 +44,5 @@ def test_doctor_reports_tools_and_key_presence_without_values(monkeypatch, capsy
 
 
 def test_console_script_is_installed():
-    proc = subprocess.run([sys.executable, "-m", "dace_ai.cli", "plugins", "list"], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "dace_ai.cli.main", "plugins", "list"], capture_output=True, text=True)
     assert "host-target" in proc.stdout and "dace-ai" in proc.stdout

@@ -7,8 +7,8 @@ import dace
 import numpy as np
 import pytest
 from dace_ai import compat
-from dace_ai.context import ContextError, collect_sdfg_context
-from dace_ai.environment_check import check_environment, environment_infos
+from dace_ai.context.collect import ContextError, collect_sdfg_context
+from dace_ai.environments.installed import check_environment, environment_infos
 
 from .context_sdfgs import Probe, map_nest_sdfg, nested_sdfg, strided_sdfg
 
@@ -145,7 +145,7 @@ def test_program_loop_and_library_node_from_the_frontend():
 
 
 def test_ainode_description_and_properties():
-    from dace_ai.ainode import AINode
+    from dace_ai.expansion.ainode import AINode
 
     sdfg, state, probe = strided_sdfg()
     node = AINode("fma", "Compute _b as the sum of all elements of _a.", inputs={"_a"}, outputs={"_b"})

@@ -1,7 +1,7 @@
 """End to end: nodes -> scripted provider -> tasklets -> real DaCe compiles, checked numerically.
 
 The provider is the scripted FakeProvider of ``dace_ai.testing`` registered at runtime;
-answers are chosen by node name (``dace_ai.pipeline.current_node()``), so each test
+answers are chosen by node name (``dace_ai.plugin.current_node()``), so each test
 states exactly the code a model would have written.
 """
 
@@ -16,7 +16,8 @@ import dace
 import dace_ai
 import numpy as np
 import pytest
-from dace_ai.pipeline import current_node, pending_nodes
+from dace_ai.expansion.pipeline import pending_nodes
+from dace_ai.providers.api import current_node
 from dace_ai.testing import FakeProvider
 
 N = dace.symbol("N")

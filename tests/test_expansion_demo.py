@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from dace_ai.builtin.host_target import cpu_facts
+from dace_ai.targets.host import cpu_facts
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,9 +11,9 @@ import dace
 import dace_ai
 import numpy as np
 import pytest
-from dace_ai.cache import AnswerCache
 from dace_ai.errors import AIUsageError, ProviderError
-from dace_ai.generation import GenerateSummary
+from dace_ai.expansion.generate import GenerateSummary
+from dace_ai.storage.cache import AnswerCache
 
 from tests.fakes.llm_server import (
     Fault,

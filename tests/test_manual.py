@@ -7,8 +7,8 @@ import dace_ai
 import numpy as np
 import pytest
 from dace_ai.errors import MissingAnswer
-from dace_ai.manual import PROMPT_SUFFIX, RESPONSE_SUFFIX, prompt_hash
-from dace_ai.pipeline import build_request, node_context, pending_nodes, resolve
+from dace_ai.expansion.pipeline import build_request, node_context, pending_nodes, resolve
+from dace_ai.providers.manual import PROMPT_SUFFIX, RESPONSE_SUFFIX, prompt_hash
 
 N = dace.symbol("N")
 

@@ -17,7 +17,7 @@ out = {}
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     try:
-        from dace_ai.manager import get_plugin_manager
+        from dace_ai.plugins.manager import get_plugin_manager
         manager = get_plugin_manager()
         out["records"] = {r.name: r.as_dict() for r in manager.records()}
         out["providers"] = {n: p.origin for n, p in manager.providers().items()}
@@ -116,7 +116,7 @@ def test_misspelt_hook_is_rejected_with_hint(site):
 
 
 def test_plugins_list_json_cli(site):
-    proc = run_python("import sys; from dace_ai.cli import main; sys.exit(main(['plugins', 'list', '--json']))",
+    proc = run_python("import sys; from dace_ai.cli.main import main; sys.exit(main(['plugins', 'list', '--json']))",
                       site("good", "broken"))
     assert proc.returncode == 1, proc.stderr  # a failed plugin makes the listing exit 1
     listing = {row["name"]: row for row in json.loads(proc.stdout)}
@@ -127,7 +127,7 @@ def test_plugins_list_json_cli(site):
 
 
 def test_trace_prints_hook_calls(site):
-    proc = run_python("from dace_ai.manager import get_plugin_manager; get_plugin_manager().providers()",
+    proc = run_python("from dace_ai.plugins.manager import get_plugin_manager; get_plugin_manager().providers()",
                       site("good"), env={"DACE_ai_trace_plugins": "1"})
     assert proc.returncode == 0, proc.stderr
     assert "[dace-ai trace] dace_ai_providers <- dace-ai-test-good 1.2.3 (plugin 'good'): 'echo-test'" in proc.stderr
@@ -137,11 +137,11 @@ def test_import_dace_ai_loads_no_plugin_and_no_sdk(site, tmp_path):
     marker = tmp_path / "imported.txt"
     out = run_json(
         "import sys, json, dace_ai, dace\n"
-        "from dace_ai import manager\n"
+        "from dace_ai.plugins import manager\n"
         "sdks = [m for m in ('anthropic', 'openai', 'litellm') if m in sys.modules]\n"
         "loaded = manager._manager is not None and manager._manager._loaded\n"
         "print(json.dumps({'sdks': sdks, 'loaded': loaded, 'ai': hasattr(dace, 'ai'),\n"
-        "                  'plugins': sorted(m for m in sys.modules if m.startswith(('dace_ai.builtin.', 'dace_ai_')))}))",
+        "                  'plugins': sorted(m for m in sys.modules if m.startswith(('dace_ai.providers.manual', 'dace_ai.prompt.sections', 'dace_ai.targets.host', 'dace_ai.checking.host', 'dace_ai.environments.generated', 'dace_ai_')))}))",
         site("good", "blocked"), env={"DACE_AI_TEST_IMPORT_MARKER": str(marker)})
     assert out["sdks"] == []
     assert out["loaded"] is False

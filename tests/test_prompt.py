@@ -2,13 +2,13 @@
 
 import dace
 import pytest
-from dace_ai.answer import Answer
-from dace_ai.context import collect_sdfg_context
+from dace_ai.config.settings import resolve_settings
+from dace_ai.context.collect import collect_sdfg_context
 from dace_ai.errors import PluginError
-from dace_ai.manager import get_plugin_manager
 from dace_ai.plugin import PromptSection, hookimpl
-from dace_ai.prompt import EXTRA_SECTION, SYSTEM_PROMPT, render_prompt
-from dace_ai.settings import resolve_settings
+from dace_ai.plugins.manager import get_plugin_manager
+from dace_ai.prompt.answer import Answer
+from dace_ai.prompt.render import EXTRA_SECTION, SYSTEM_PROMPT, render_prompt
 
 from .context_sdfgs import map_nest_sdfg, nested_sdfg, strided_sdfg
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 
 import pytest
-from dace_ai.answer import parse_answer
+from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import ProviderError
-from dace_ai.manager import get_plugin_manager
-from dace_ai.providers import make_client, select_provider
-from dace_ai.settings import resolve_settings
+from dace_ai.plugins.manager import get_plugin_manager
+from dace_ai.prompt.answer import parse_answer
+from dace_ai.providers.select import make_client, select_provider
 
 from tests.fakes.llm_server import (
     FakeLLMServer,

@@ -11,11 +11,11 @@ import json
 import sys
 
 import pytest
-from dace_ai.answer import parse_answer
+from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import ProviderError
-from dace_ai.manager import get_plugin_manager
-from dace_ai.providers import make_client
-from dace_ai.settings import resolve_settings
+from dace_ai.plugins.manager import get_plugin_manager
+from dace_ai.prompt.answer import parse_answer
+from dace_ai.providers.select import make_client
 
 from tests.fakes.llm_server import (
     FakeLLMServer,
@@ -141,8 +141,8 @@ def test_missing_sdk_names_the_pip_install(monkeypatch):
 
 
 def test_recorded_schema_is_the_strict_answer_schema(fake_llm_server, litellm_env):
-    from dace_ai.answer import answer_json_schema
-    from dace_ai.provider_support import strict_json_schema
+    from dace_ai.prompt.answer import answer_json_schema
+    from dace_ai.providers.sdk import strict_json_schema
 
     client = _client(fake_llm_server)
     fake_llm_server.push(Reply(text=answer_text()))

@@ -6,11 +6,11 @@ import json
 import sys
 
 import pytest
-from dace_ai.answer import parse_answer
+from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import ProviderError
-from dace_ai.manager import get_plugin_manager
-from dace_ai.providers import make_client
-from dace_ai.settings import resolve_settings
+from dace_ai.plugins.manager import get_plugin_manager
+from dace_ai.prompt.answer import parse_answer
+from dace_ai.providers.select import make_client
 
 from tests.fakes.llm_server import (
     FakeLLMServer,
@@ -181,8 +181,8 @@ def test_full_expansion_of_a_real_program(fake_llm_server, openai_env, monkeypat
 
 
 def test_strict_schema_transformation_leaves_the_answer_schema_alone():
-    from dace_ai.answer import answer_json_schema
-    from dace_ai.provider_support import strict_json_schema
+    from dace_ai.prompt.answer import answer_json_schema
+    from dace_ai.providers.sdk import strict_json_schema
 
     original = answer_json_schema()
     before = json.dumps(original, sort_keys=True)

@@ -44,7 +44,7 @@ def test_disable_plugins_hides_litellm():
     assert records["litellm"]["status"] == "disabled"
     assert "DACE_ai_disable_plugins" in records["litellm"]["error"]
     assert records["anthropic"]["status"] == "active" and records["openai"]["status"] == "active"
-    code = ("from dace_ai.manager import get_plugin_manager\n"
+    code = ("from dace_ai.plugins.manager import get_plugin_manager\n"
             "from dace_ai.errors import PluginError\n"
             "m = get_plugin_manager()\n"
             "print(sorted(m.providers()))\n"
@@ -57,7 +57,7 @@ def test_disable_plugins_hides_litellm():
 
 
 def test_loading_plugins_imports_no_sdk():
-    code = ("import sys\nfrom dace_ai.manager import get_plugin_manager\n"
+    code = ("import sys\nfrom dace_ai.plugins.manager import get_plugin_manager\n"
             "m = get_plugin_manager(); m.records(); m.providers()\n"
             "print(sorted(k for k in sys.modules if k.split('.')[0] in ('anthropic', 'openai', 'litellm')))")
     proc = _run([sys.executable, "-c", code])

@@ -56,7 +56,7 @@ def test_repair_round_then_accepted_and_recorded(fake):
     assert "Write _out[i] = _a[i] + 1." in Path(folder, "round-2", "prompt.md").read_text()
     request = json.loads(Path(folder, "round-2", "request.json").read_text())
     assert request["provider"] == "scripted" and "key" not in json.dumps(request).replace("cache_key", "")
-    assert json.loads(Path(folder, "node.json").read_text())["classpath"] == "dace_ai.ainode.AINode"
+    assert json.loads(Path(folder, "node.json").read_text())["classpath"] == "dace_ai.expansion.ainode.AINode"
 
 
 def test_checks_still_failing_raise_check_failed(fake):

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 
 import dace
-import pytest
-
 import dace_ai
-from dace_ai.cli import main
+import pytest
+from dace_ai.cli.main import main
+from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import SettingsError
-from dace_ai.settings import resolve_settings
 
 
 @pytest.fixture
@@ -111,7 +110,7 @@ def test_config_cli_reports_bad_value_with_exit_1(monkeypatch, capsys):
 
 def test_configured_target_applies_only_to_its_kind(register_dace_ai_plugin):
     from dace_ai.plugin import Detection, Target, hookimpl
-    from dace_ai.targets import resolve_target
+    from dace_ai.targets.select import resolve_target
 
     class GpuPack:
         @hookimpl

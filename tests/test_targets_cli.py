@@ -7,7 +7,7 @@ import os
 import shutil
 
 import pytest
-from dace_ai.targets_cli import main
+from dace_ai.cli.targets import main
 
 from tests.distributions import REPO, build_wheel, install_wheels, run_json
 from tests.target_support import gemm_prompt_sections
@@ -79,7 +79,7 @@ def _env(site, **extra):
 
 
 def test_installed_rvv_target_appears_in_dace_ai_targets(rvv_site):
-    code = ("import contextlib, io, json; from dace_ai.targets_cli import main; out = io.StringIO()\n"
+    code = ("import contextlib, io, json; from dace_ai.cli.targets import main; out = io.StringIO()\n"
             "with contextlib.redirect_stdout(out): assert main(['--json']) == 0\n"
             "print(json.dumps(json.loads(out.getvalue())))")
     report = run_json(code, rvv_site, _env(rvv_site))

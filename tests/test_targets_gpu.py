@@ -5,10 +5,10 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from dace_ai.check_api import CheckRequest
-from dace_ai.checking import run_checks
-from dace_ai.settings import resolve_settings
-from dace_ai.tasklet_unit import device_unit
+from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.stages import run_checks
+from dace_ai.checking.units import device_unit
+from dace_ai.config.settings import resolve_settings
 
 from tests.target_support import answer, gemm_node, gpu_element_node, gpu_host_node, run_checker, target
 
@@ -74,7 +74,7 @@ def test_cuda_host_tasklet_with_wrong_kernel_arguments_is_rejected_through_run_c
 
 
 def test_cuda_checker_ignores_cpu_nodes(tmp_path):
-    from dace_ai.manager import get_plugin_manager
+    from dace_ai.plugins.manager import get_plugin_manager
 
     checker = get_plugin_manager().checkers()["cuda-nvcc"]
     request = CheckRequest(answer("x86", "avx2_gemm"), gemm_node(target("cuda")), resolve_settings(), tmp_path)

@@ -6,9 +6,9 @@ import platform
 import shutil
 
 import pytest
-from dace_ai.check_api import CheckRequest
-from dace_ai.checking import run_checks
-from dace_ai.settings import resolve_settings
+from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.stages import run_checks
+from dace_ai.config.settings import resolve_settings
 from dace_ai_sve.harness import first_difference, harness_source, parse_outputs
 
 from tests.target_support import answer, axpy_node, gemm_node, run_checker, target

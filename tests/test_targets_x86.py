@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dace_ai.check_api import CheckRequest
-from dace_ai.checking import run_checks
-from dace_ai.manager import get_plugin_manager
-from dace_ai.settings import resolve_settings
-from dace_ai.targets import resolve_target
+from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.stages import run_checks
+from dace_ai.config.settings import resolve_settings
+from dace_ai.plugins.manager import get_plugin_manager
+from dace_ai.targets.select import resolve_target
 from dace_ai_x86.checker import required_features
 
 from tests.target_support import answer, gemm_node, run_checker, target

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from dace_ai.builtin import host_target
-from dace_ai.manager import get_plugin_manager
 from dace_ai.plugin import PromptSection, Provider, Target, hookimpl
-from dace_ai.provider_api import Message, ProviderRequest
+from dace_ai.plugins.manager import get_plugin_manager
+from dace_ai.providers.api import Message, ProviderRequest
+from dace_ai.targets import host as host_target
 from dace_ai.testing import FakeProvider, check_registrations
 
 

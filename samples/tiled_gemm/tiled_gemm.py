@@ -39,9 +39,9 @@ from pathlib import Path
 import dace
 import dace_ai
 import numpy as np
-from dace_ai.builtin.host_target import cpu_facts
-from dace_ai.manager import get_plugin_manager
 from dace_ai.plugin import Detection, Target, hookimpl
+from dace_ai.plugins.manager import get_plugin_manager
+from dace_ai.targets.host import cpu_facts
 
 HERE = Path(__file__).resolve().parent
 M, N, K = (dace.symbol(s) for s in "MNK")

@@ -9,8 +9,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from . import compat as _compat
-from .errors import (
+from dace_ai import compat as _compat
+from dace_ai.errors import (
     AIUsageError,
     AnswerError,
     CheckFailed,
@@ -23,28 +23,30 @@ from .errors import (
 
 __version__ = "0.1.0"
 
-_compat.register_ai_config()
+from dace_ai.config.definitions import SETTINGS as _SETTINGS  # noqa: E402
+
+_compat.register_ai_config(_SETTINGS)
 
 #: Public names provided by submodules, imported on first access.
 _LAZY: dict[str, str] = {
-    "get_plugin_manager": "dace_ai.manager",
-    "PluginManager": "dace_ai.manager",
-    "Answer": "dace_ai.answer",
-    "parse_answer": "dace_ai.answer",
-    "AISettings": "dace_ai.settings",
-    "resolve_settings": "dace_ai.settings",
-    "generate_prompts": "dace_ai.manual",
-    "read_prompt_responses": "dace_ai.manual",
-    "generate_prompt": "dace_ai.manual",
-    "read_prompt_response": "dace_ai.manual",
-    "pending_nodes": "dace_ai.pipeline",
-    "implement": "dace_ai.pipeline",
-    "generate": "dace_ai.generation",
-    "list_sessions": "dace_ai.sessions",
-    "collect_sdfg_context": "dace_ai.context",
-    "render_prompt": "dace_ai.prompt",
-    "build": "dace_ai.building",
-    "repair": "dace_ai.building",
+    "get_plugin_manager": "dace_ai.plugins.manager",
+    "PluginManager": "dace_ai.plugins.manager",
+    "Answer": "dace_ai.prompt.answer",
+    "parse_answer": "dace_ai.prompt.answer",
+    "AISettings": "dace_ai.config.settings",
+    "resolve_settings": "dace_ai.config.settings",
+    "generate_prompts": "dace_ai.expansion.exchange",
+    "read_prompt_responses": "dace_ai.expansion.exchange",
+    "generate_prompt": "dace_ai.expansion.exchange",
+    "read_prompt_response": "dace_ai.expansion.exchange",
+    "pending_nodes": "dace_ai.expansion.pipeline",
+    "implement": "dace_ai.expansion.pipeline",
+    "generate": "dace_ai.expansion.generate",
+    "list_sessions": "dace_ai.storage.sessions",
+    "collect_sdfg_context": "dace_ai.context.collect",
+    "render_prompt": "dace_ai.prompt.render",
+    "build": "dace_ai.expansion.build",
+    "repair": "dace_ai.expansion.build",
 }
 
 
@@ -59,10 +61,10 @@ def __getattr__(name: str) -> Any:
 
 # The user API of the expansion path: dace_ai.ai / dace.ai in programs, AINode, the reserved
 # 'ai' implementation on every library node class (now and later), generated environments.
-from . import _install  # noqa: E402
-from .ainode import AINode  # noqa: E402
-from .expansion import expand  # noqa: E402
-from .frontend import ai  # noqa: E402
+from dace_ai.expansion import install as _install  # noqa: E402
+from dace_ai.expansion.ainode import AINode  # noqa: E402
+from dace_ai.expansion.frontend import ai  # noqa: E402
+from dace_ai.expansion.implementation import expand  # noqa: E402
 
 _install.install()
 

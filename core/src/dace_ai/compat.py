@@ -14,10 +14,12 @@ from dace.config import Config
 DACE_VERSION = dace.__version__
 
 
-def register_ai_config() -> None:
-    """Register the ``ai`` category in DaCe's config schema so ``dace.Config.get('ai', key)`` works."""
-    from .setting_defs import SETTINGS
+def register_ai_config(definitions: Any) -> None:
+    """Register the ``ai`` category in DaCe's config schema so ``dace.Config.get('ai', key)`` works.
 
+    ``definitions`` are the settings definitions (objects with ``key``, ``dace_type``,
+    ``default``, ``description``).
+    """
     required = Config._config_metadata.setdefault("required", {})
     if "ai" not in required:
         required["ai"] = {
@@ -27,7 +29,7 @@ def register_ai_config() -> None:
             "required": {
                 d.key: {"type": d.dace_type, "default": "" if d.default is None else d.default,
                         "title": d.key, "description": d.description}
-                for d in SETTINGS
+                for d in definitions
             },
         }
     current = Config._config.setdefault("ai", {})
@@ -41,8 +43,10 @@ def dace_config_overrides() -> dict[str, Any]:
     Read directly (not via ``Config.get``) because DaCe's getter would also return
     ``DACE_ai_*`` environment variables, which are a separate, higher source.
     """
-    register_ai_config()
-    schema = Config._config_metadata["required"]["ai"]["required"]
+    category = Config._config_metadata.get("required", {}).get("ai")
+    if category is None:  # registered by ``import dace_ai``; nothing can be set before that
+        return {}
+    schema = category["required"]
     current = Config._config.get("ai", {})
     return {k: v for k, v in current.items() if k in schema and v != schema[k]["default"]}
 
@@ -467,3 +471,23 @@ def name_unnamed_connectors(state: Any, node: Any) -> list[str]:
                 edge.src_conn = name
             added.append(name)
     return added
+
+
+def resolved_implementation(node: Any) -> str | None:
+    """The implementation DaCe would pick for ``node`` (node, class, library, config), or None."""
+    if node.implementation is not None:
+        return node.implementation
+    cls = type(node)
+    if cls.default_implementation is not None:
+        return cls.default_implementation
+    try:
+        import dace.library
+
+        library = dace.library._DACE_REGISTERED_LIBRARIES.get(getattr(cls, "_dace_library_name", ""))
+        if library is not None and library.default_implementation is not None:
+            return library.default_implementation
+        from dace.config import Config
+
+        return Config.get("library", cls._dace_library_name, "default_implementation")
+    except Exception:
+        return None

@@ -1,15 +1,56 @@
-"""The stable, author-facing module for plugin writers.
+"""The one public door for plugin authors: every type and helper a plugin needs.
 
-Everything a plugin needs is importable from here; the rest of dace-ai may be
-reorganised without breaking plugins::
+Shipped packs import nothing from dace-ai but this module, and the rest of the
+core may be reorganised without breaking them. By hook:
 
-    from dace_ai.plugin import hookimpl, Provider, Target, PromptSection, Checker
+* every hook: :data:`hookimpl`, the registrations (:class:`Provider`, :class:`Target`,
+  :class:`PromptSection`, :class:`Checker`, :class:`EnvironmentGenerator`), :class:`Setting`
+  for settings a plugin owns, :func:`resolve_settings` / :class:`AISettings` to read them;
+* providers: :class:`ProviderRequest` in, :class:`ProviderReply` (with :class:`Usage`) out,
+  :class:`ProviderError` for failures, the SDK helpers (:func:`provider_failure`,
+  :func:`cut_off_error`, :func:`chat_completion_reply`, :func:`strict_json_schema`,
+  :func:`json_only_instruction`) and :func:`current_node` for providers that name files after nodes;
+* targets and prompt sections: :class:`NodeContext` (with :class:`ConnectorInfo`,
+  :class:`ScopeInfo`, :class:`TargetInfo`, :class:`EnvironmentInfo`), :func:`read_cpu`;
+* checkers: :class:`CheckRequest` in, :class:`CheckReport` out, the :class:`Answer` under
+  check, and the standalone-unit kit (:func:`host_unit`, :func:`device_unit`,
+  :func:`run_tool`, :func:`report_from_tool`, :func:`check_gpu_unit`, ...).
+
+Example::
+
+    from dace_ai.plugin import hookimpl, PromptSection, NodeContext
+
+    def render(ctx: NodeContext) -> str | None:
+        return "Use 64-byte aligned loads." if ctx.target.kind == "cpu" else None
+
+    @hookimpl
+    def dace_ai_prompt_sections():
+        yield PromptSection(name="alignment", order=850, render=render)
 """
 
 from __future__ import annotations
 
-from .hookspecs import hookimpl
-from .registrations import (
+from dace_ai.checking.api import CheckReport, CheckRequest, Status, stable_paths
+from dace_ai.checking.units import (
+    GPU_THREAD_SCHEDULES,
+    TASKLET_FUNCTION,
+    ToolResult,
+    check_gpu_unit,
+    connector_declaration,
+    dace_include_dir,
+    device_unit,
+    host_unit,
+    report_from_tool,
+    run_tool,
+    scope_parameters,
+    state_struct,
+    touches_gpu,
+)
+from dace_ai.config.settings import AISettings, resolve_settings
+from dace_ai.context.types import ConnectorInfo, EnvironmentInfo, NodeContext, ScopeInfo, TargetInfo
+from dace_ai.errors import AnswerError, CheckFailed, DaceAIError, PluginError, ProviderError, SettingsError
+from dace_ai.plugins.hookspecs import hookimpl
+from dace_ai.plugins.registrations import (
     STAGES,
     Checker,
     Detection,
@@ -20,16 +61,84 @@ from .registrations import (
     Registration,
     Target,
 )
+from dace_ai.prompt.answer import Answer, EnvironmentRequest
+from dace_ai.providers.api import (
+    Message,
+    ProviderClient,
+    ProviderReply,
+    ProviderRequest,
+    Usage,
+    cached_fallback,
+    current_node,
+)
+from dace_ai.providers.sdk import (
+    RETRIED_STATUS,
+    chat_completion_reply,
+    cut_off_error,
+    describe_failure,
+    json_only_instruction,
+    provider_failure,
+    strict_json_schema,
+)
+from dace_ai.targets.cpu import CpuInfo, read_cpu
 
 __all__ = [
+    "GPU_THREAD_SCHEDULES",
+    "RETRIED_STATUS",
     "STAGES",
+    "TASKLET_FUNCTION",
+    "AISettings",
+    "Answer",
+    "AnswerError",
+    "CheckFailed",
+    "CheckReport",
+    "CheckRequest",
     "Checker",
+    "ConnectorInfo",
+    "CpuInfo",
+    "DaceAIError",
     "Detection",
     "EnvironmentGenerator",
+    "EnvironmentInfo",
+    "EnvironmentRequest",
+    "Message",
+    "NodeContext",
+    "PluginError",
     "PromptSection",
     "Provenance",
     "Provider",
+    "ProviderClient",
+    "ProviderError",
+    "ProviderReply",
+    "ProviderRequest",
     "Registration",
+    "ScopeInfo",
+    "SettingsError",
+    "Status",
     "Target",
+    "TargetInfo",
+    "ToolResult",
+    "Usage",
+    "cached_fallback",
+    "chat_completion_reply",
+    "check_gpu_unit",
+    "connector_declaration",
+    "current_node",
+    "cut_off_error",
+    "dace_include_dir",
+    "describe_failure",
+    "device_unit",
     "hookimpl",
+    "host_unit",
+    "json_only_instruction",
+    "provider_failure",
+    "read_cpu",
+    "report_from_tool",
+    "resolve_settings",
+    "run_tool",
+    "scope_parameters",
+    "state_struct",
+    "stable_paths",
+    "strict_json_schema",
+    "touches_gpu",
 ]

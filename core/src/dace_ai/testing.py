@@ -44,7 +44,7 @@ class FakeProvider:
             self._answers.extend(answers)
 
     def complete(self, request: Any) -> Any:
-        from .provider_api import ProviderReply, Usage
+        from dace_ai.providers.api import ProviderReply, Usage
 
         with self._lock:
             self.requests.append(request)
@@ -57,14 +57,14 @@ class FakeProvider:
 
     def registration(self, name: str = "fake") -> Any:
         """A Provider registration whose factory returns this client."""
-        from .registrations import Provider
+        from dace_ai.plugins.registrations import Provider
 
         return Provider(name=name, factory=lambda settings: self, offline=True,
                         description="scripted answers for tests")
 
     def plugin(self, name: str = "fake") -> Any:
         """A plugin object registering this client as provider ``name``."""
-        from .hookspecs import hookimpl
+        from dace_ai.plugins.hookspecs import hookimpl
 
         registration = self.registration(name)
 
@@ -93,7 +93,7 @@ def check_registrations(plugin: Any) -> dict[str, list[Any]]:
     string; prompt sections render ``str`` or ``None``-compatible callables; checkers
     have a valid stage. Returns the registrations by hook, for further assertions.
     """
-    from .registrations import HOOK_TYPES, Detection
+    from dace_ai.plugins.registrations import HOOK_TYPES, Detection
 
     found: dict[str, list[Any]] = {}
     for hook_name, expected in HOOK_TYPES.items():
@@ -116,7 +116,7 @@ def check_registrations(plugin: Any) -> dict[str, list[Any]]:
 @pytest.fixture
 def dace_ai_plugin_manager():
     """A fresh, loaded plugin manager installed as the process-wide one for this test."""
-    from .manager import PluginManager, set_plugin_manager
+    from dace_ai.plugins.manager import PluginManager, set_plugin_manager
 
     manager = PluginManager()
     manager.load()
@@ -130,7 +130,7 @@ def dace_ai_plugin_manager():
 @pytest.fixture
 def register_dace_ai_plugin():
     """Register plugin objects on the process-wide manager for one test, then remove them."""
-    from .manager import get_plugin_manager
+    from dace_ai.plugins.manager import get_plugin_manager
 
     names: list[str] = []
     manager = get_plugin_manager()

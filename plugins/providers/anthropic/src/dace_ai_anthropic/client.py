@@ -1,6 +1,6 @@
 """The Anthropic client of dace-ai: one Messages API call per request.
 
-How a :class:`~dace_ai.provider_api.ProviderRequest` maps onto the API:
+How a :class:`~dace_ai.providers.api.ProviderRequest` maps onto the API:
 
 * ``system`` -> ``system``; ``messages`` -> ``messages``; ``max_tokens``,
   ``model`` (default :data:`DEFAULT_MODEL`), ``timeout`` -> per-call timeout.
@@ -34,9 +34,7 @@ import threading
 from typing import Any
 
 import anthropic
-from dace_ai.errors import ProviderError
-from dace_ai.provider_api import ProviderReply, ProviderRequest, Usage
-from dace_ai.provider_support import provider_failure
+from dace_ai.plugin import ProviderError, ProviderReply, ProviderRequest, Usage, provider_failure
 
 from .plugin import KEY_ENV
 

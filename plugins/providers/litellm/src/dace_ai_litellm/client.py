@@ -1,6 +1,6 @@
 """The LiteLLM client of dace-ai: ``litellm.completion`` for any routed model.
 
-How a :class:`~dace_ai.provider_api.ProviderRequest` maps onto LiteLLM:
+How a :class:`~dace_ai.providers.api.ProviderRequest` maps onto LiteLLM:
 
 * ``model`` (default :data:`DEFAULT_MODEL`) is a LiteLLM route, e.g.
   ``ollama/qwen2.5-coder``, ``bedrock/...``, ``vertex_ai/...``, ``openai/...``.
@@ -8,10 +8,10 @@ How a :class:`~dace_ai.provider_api.ProviderRequest` maps onto LiteLLM:
   ``timeout``; ``effort`` -> ``reasoning_effort`` (with ``drop_params`` so a
   model without reasoning controls ignores it); ``base_url`` -> ``api_base``.
 * The answer schema -> ``response_format`` ``json_schema`` (strict form, see
-  :func:`dace_ai.provider_support.strict_json_schema`) when
+  :func:`dace_ai.providers.sdk.strict_json_schema`) when
   ``litellm.supports_response_schema(model)`` says the model takes it;
   otherwise the system prompt gets a JSON-only instruction with the schema
-  (:func:`dace_ai.provider_support.json_only_instruction`).
+  (:func:`dace_ai.providers.sdk.json_only_instruction`).
 * ``max_retries`` -> LiteLLM's ``max_retries``, which it hands to the
   underlying SDK client (for OpenAI-compatible routes: retries on 429/5xx,
   connection errors and timeouts with backoff, honouring ``retry-after``).
@@ -34,9 +34,10 @@ import threading
 from typing import Any
 
 import litellm
-from dace_ai.errors import ProviderError
-from dace_ai.provider_api import ProviderReply, ProviderRequest
-from dace_ai.provider_support import (
+from dace_ai.plugin import (
+    ProviderError,
+    ProviderReply,
+    ProviderRequest,
     chat_completion_reply,
     json_only_instruction,
     provider_failure,

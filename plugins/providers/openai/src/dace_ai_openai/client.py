@@ -1,6 +1,6 @@
 """The OpenAI client of dace-ai: the Responses API with a strict JSON schema.
 
-How a :class:`~dace_ai.provider_api.ProviderRequest` maps onto the API
+How a :class:`~dace_ai.providers.api.ProviderRequest` maps onto the API
 (``client.responses.create``):
 
 * ``system`` -> ``instructions``; ``messages`` -> ``input`` (role/content
@@ -11,7 +11,7 @@ How a :class:`~dace_ai.provider_api.ProviderRequest` maps onto the API
 * The answer schema -> ``text.format = {"type": "json_schema", "strict": true,
   ...}``. Strict mode requires every object to list all of its properties in
   ``required`` and to set ``additionalProperties: false``;
-  :func:`dace_ai.provider_support.strict_json_schema` transforms the pydantic
+  :func:`dace_ai.providers.sdk.strict_json_schema` transforms the pydantic
   schema accordingly (optional fields become required; the model writes their
   empty value, which the answer parser accepts).
 * ``base_url`` -> the SDK's ``base_url``, for gateways and compatible servers
@@ -35,9 +35,16 @@ import threading
 from typing import Any
 
 import openai
-from dace_ai.errors import ProviderError
-from dace_ai.provider_api import ProviderReply, ProviderRequest, Usage
-from dace_ai.provider_support import chat_completion_reply, cut_off_error, provider_failure, strict_json_schema
+from dace_ai.plugin import (
+    ProviderError,
+    ProviderReply,
+    ProviderRequest,
+    Usage,
+    chat_completion_reply,
+    cut_off_error,
+    provider_failure,
+    strict_json_schema,
+)
 
 from .plugin import KEY_ENV
 

@@ -2,7 +2,7 @@
 
 DaCe 1.0.2's CUDA code generation does not build with CUDA 13, so the check
 does not go through it: it rebuilds what DaCe gives a tasklet (see
-:mod:`dace_ai.tasklet_unit`). Device tasklets (inside a GPU map) become the
+:mod:`dace_ai.checking.units`). Device tasklets (inside a GPU map) become the
 body of a ``__global__`` kernel whose map parameters are thread indices and
 which has no ``__state``; host tasklets over GPU data get the ``__state``
 pointer and ``cudaStream_t __dace_current_stream``. ``<dace/dace.h>`` does not
@@ -17,8 +17,7 @@ import re
 import shutil
 import subprocess
 
-from dace_ai.check_api import CheckReport, CheckRequest
-from dace_ai.tasklet_unit import check_gpu_unit, touches_gpu
+from dace_ai.plugin import CheckReport, CheckRequest, check_gpu_unit, touches_gpu
 
 CHECKER = "cuda-nvcc"
 TARGET = "cuda"

@@ -1,6 +1,6 @@
 """The ``hip-hipcc`` checker: GPU tasklets compiled with hipcc for an AMD architecture.
 
-Like the CUDA check it builds a standalone unit (see :mod:`dace_ai.tasklet_unit`):
+Like the CUDA check it builds a standalone unit (see :mod:`dace_ai.checking.units`):
 device tasklets inside a ``__global__`` kernel with thread indices and no
 ``__state``, host tasklets with ``hipStream_t __dace_current_stream``. hipcc
 picks the NVIDIA platform when nvcc is installed and enumerates GPUs when no
@@ -16,8 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from dace_ai.check_api import CheckReport, CheckRequest
-from dace_ai.tasklet_unit import check_gpu_unit, touches_gpu
+from dace_ai.plugin import CheckReport, CheckRequest, check_gpu_unit, touches_gpu
 
 CHECKER = "hip-hipcc"
 TARGET = "hip"

@@ -15,8 +15,7 @@ import math
 import platform
 import shutil
 
-from dace_ai.check_api import CheckReport, CheckRequest
-from dace_ai.tasklet_unit import dace_include_dir, host_unit, report_from_tool, run_tool
+from dace_ai.plugin import CheckReport, CheckRequest, dace_include_dir, host_unit, report_from_tool, run_tool
 
 from .harness import HarnessError, buffers, first_difference, harness_source, parse_outputs, symbol_values
 

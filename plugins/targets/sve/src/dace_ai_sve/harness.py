@@ -15,9 +15,7 @@ import re
 from dataclasses import dataclass
 
 import sympy
-from dace_ai.answer import Answer
-from dace_ai.context_types import ConnectorInfo, NodeContext
-from dace_ai.tasklet_unit import TASKLET_FUNCTION, host_unit, scope_parameters
+from dace_ai.plugin import TASKLET_FUNCTION, Answer, ConnectorInfo, NodeContext, host_unit, scope_parameters
 
 #: Values given to the node's symbols, by sorted name; primes so that no vector length divides them.
 SYMBOL_VALUES = (37, 41, 43, 29, 31, 23, 19, 17, 13, 11)

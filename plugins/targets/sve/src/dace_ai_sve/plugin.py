@@ -12,27 +12,16 @@ from __future__ import annotations
 import platform
 from pathlib import Path
 
-from dace_ai.plugin import Checker, Detection, Target, hookimpl
+from dace_ai.plugin import Checker, Detection, Target, hookimpl, read_cpu
 
 from .checkers import COMPILE_CHECKER, VECTOR_BITS, VL_CHECKER, applies, check_compile, check_vector_lengths
-
-
-def _features() -> set[str]:
-    try:
-        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
-            key, _, value = line.partition(":")
-            if key.strip().lower() == "features":
-                return set(value.split())
-    except OSError:
-        pass
-    return set()
 
 
 def _detect() -> Detection:
     machine = platform.machine()
     if machine != "aarch64":
         return Detection(False, f"not an aarch64 machine ({machine})", {"machine": machine})
-    features = _features()
+    features = read_cpu().flags
     if "sve" not in features:
         return Detection(False, "this aarch64 CPU has no sve flag in /proc/cpuinfo", {"machine": machine})
     details: dict[str, object] = {"machine": machine, "sve2": "sve2" in features}

@@ -15,8 +15,7 @@ import re
 import shutil
 from dataclasses import dataclass
 
-from dace_ai.check_api import CheckReport, CheckRequest
-from dace_ai.tasklet_unit import dace_include_dir, host_unit, report_from_tool, run_tool
+from dace_ai.plugin import CheckReport, CheckRequest, dace_include_dir, host_unit, report_from_tool, run_tool
 
 from .cpu import features_for_flags, read_cpu
 

@@ -1,15 +1,13 @@
-"""What this x86 CPU offers: ISA flags, model and caches, read from Linux's /proc and /sys.
+"""What x86 ISA features compiler flags enable, in the kernel's spelling (``avx2``, ``avx512_vnni``).
 
-Read directly instead of through a CPU-database package so the pack has no
-dependencies beyond dace-ai; the flags are the kernel's, in its spelling
-(``avx2``, ``avx512f``, ``avx512_vnni``).
+The CPU itself is read by :func:`dace_ai.plugin.read_cpu` (one reader for every pack).
 """
 
 from __future__ import annotations
 
-import platform
-from dataclasses import dataclass, field
-from pathlib import Path
+from dace_ai.plugin import CpuInfo, read_cpu
+
+__all__ = ["LEVEL_FEATURES", "M_FLAGS", "REPORTED", "CpuInfo", "features_for_flags", "read_cpu"]
 
 #: Feature sets of the x86-64 micro-architecture levels GCC and Clang know as ``-march=x86-64-vN``.
 LEVEL_FEATURES: dict[str, frozenset[str]] = {
@@ -31,48 +29,6 @@ M_FLAGS: dict[str, str] = {
 #: Extensions named in the prompt when present, in order.
 REPORTED = ("sse4_2", "avx", "avx2", "fma", "f16c", "bmi2", "avx512f", "avx512bw", "avx512dq", "avx512vl",
             "avx512cd", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile")
-
-
-@dataclass(frozen=True)
-class CpuInfo:
-    machine: str
-    model: str
-    flags: frozenset[str]
-    caches: tuple[str, ...] = field(default=())  #: e.g. ("L1d 32K", "L2 512K", "L3 32768K")
-
-
-def read_cpu(cpuinfo: Path = Path("/proc/cpuinfo"),
-             cache_dir: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> CpuInfo:
-    """The first CPU's model and flags, and cpu0's caches where the kernel exposes them."""
-    model, flags = platform.processor() or platform.machine(), set()
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                key = key.strip().lower()
-                if key == "model name" and value.strip():
-                    model = value.strip()
-                elif key == "flags":
-                    flags.update(value.split())
-                elif not line.strip() and flags:
-                    break  # first processor block read
-    except OSError:
-        pass
-    return CpuInfo(platform.machine(), model, frozenset(flags), _caches(cache_dir))
-
-
-def _caches(cache_dir: Path) -> tuple[str, ...]:
-    found = []
-    for index in sorted(cache_dir.glob("index*")):
-        try:
-            level = (index / "level").read_text().strip()
-            kind = (index / "type").read_text().strip()
-            size = (index / "size").read_text().strip()
-        except OSError:
-            continue
-        suffix = {"Data": "d", "Instruction": "i"}.get(kind, "")
-        found.append(f"L{level}{suffix} {size}")
-    return tuple(found)
 
 
 def features_for_flags(flags: tuple[str, ...] | list[str], native: frozenset[str]) -> frozenset[str]:

@@ -37,7 +37,9 @@ def _describe(level: str, width: int):
     def describe(detection: Detection) -> str:
         details = detection.details
         level_features = LEVEL_FEATURES[level]
-        isa = [f for f in REPORTED if f in level_features or (detection.matched and f in details.get("flags", ()))]
+        # This level's features, and what the CPU adds that needs no wider registers (never AVX-512 on AVX2).
+        extra = [f for f in details.get("flags", ()) if detection.matched and not f.startswith(("avx512", "amx"))]
+        isa = [f for f in REPORTED if f in level_features or f in extra]
         lanes = f"{width // 64} doubles / {width // 32} floats / {width // 32} int32 per register"
         lines = [f"x86-64 CPU, ISA level {level}: {details.get('model', 'unknown model')}.",
                  f"ISA extensions: {', '.join(isa)}.",

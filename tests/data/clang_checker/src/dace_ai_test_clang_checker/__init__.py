@@ -12,10 +12,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from dace_ai.builtin.host_checkers import PROBE_FILE, is_host_cpp, probe_source
-from dace_ai.check_api import CheckReport
+from dace_ai.checking.api import CheckReport
+from dace_ai.checking.diagnostics import summarize_output
+from dace_ai.checking.host import PROBE_FILE, is_host_cpp, probe_source
 from dace_ai.compat import dace_runtime_include
-from dace_ai.diagnostics import summarize_output
 from dace_ai.plugin import Checker, hookimpl
 
 COMPILER = "clang++"

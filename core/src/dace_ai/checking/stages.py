@@ -1,0 +1,160 @@
+"""Run the checkers on a candidate answer, stage by stage, and word the repair request.
+
+Checkers are plugins (``dace_ai_checkers``). Which ones run:
+
+* the ``checkers`` setting, when set, names them exactly (a site swaps checkers by
+  configuration alone; an unknown name is an error listing the installed ones);
+* otherwise every registration with ``default=True`` plus those the node's target
+  names in its ``checkers`` field.
+
+Each checker's ``applies(request)`` may skip a candidate. Stages run in the order
+``compile`` -> ``verify`` -> ``bench``; after the first stage with a failure the
+later ones are skipped (there is no point timing code that does not build). A
+checker that raises becomes an ``inconclusive`` report naming its distribution:
+a broken plugin must never take the user's program down with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from dace_ai.checking.api import CheckReport, CheckRequest, stable_paths
+from dace_ai.context.types import NodeContext
+from dace_ai.errors import CheckFailed, SettingsError
+from dace_ai.plugins.manager import PluginManager, get_plugin_manager
+from dace_ai.plugins.registrations import STAGES, Checker
+from dace_ai.prompt.answer import Answer
+from dace_ai.storage.files import ai_folder, build_root
+
+
+def check_workdir(node_ctx: NodeContext, answer: Answer) -> Path:
+    """``<build root>/ai-check/<hash>``: one folder per (node, target, answer), so reruns reuse it."""
+    key = {
+        "sdfg": node_ctx.sdfg_name,
+        "node": node_ctx.key,
+        "target": [node_ctx.target.name, list(node_ctx.target.compiler), list(node_ctx.target.flags)],
+        "answer": answer.model_dump(mode="json"),
+    }
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
+    return ai_folder("ai-check") / digest
+
+
+def select_checkers(node: NodeContext, settings: Any,
+                    manager: PluginManager | None = None) -> tuple[list[Checker], list[CheckReport]]:
+    """The checkers to run for ``node``, in stage order, and reports for names that are missing.
+
+    A checker named by the ``checkers`` setting but not installed is an error (the user
+    asked for it); one named by a target but not installed is reported as inconclusive
+    (the target pack's problem, not a reason to stop the user's program).
+    """
+    manager = manager or get_plugin_manager()
+    registered = manager.checkers()
+    missing: list[CheckReport] = []
+    if settings.checkers:
+        unknown = [name for name in settings.checkers if name not in registered]
+        if unknown:
+            raise SettingsError(
+                f"setting 'checkers' from {settings.source('checkers')} names unknown checker(s) "
+                f"{', '.join(map(repr, unknown))}; installed: {', '.join(registered) or 'none'}")
+        names = list(dict.fromkeys(settings.checkers))
+    else:
+        names = [name for name, checker in registered.items() if checker.default]
+        target = manager.targets().get(node.target.name)
+        for name in target.checkers if target is not None else ():
+            if name not in registered:
+                missing.append(CheckReport(name, "inconclusive",
+                                           f"checker {name!r} named by target {node.target.name!r} "
+                                           f"({target.origin}) is not installed; installed: {', '.join(registered)}",
+                                           details={"stage": "compile"}))
+            elif name not in names:
+                names.append(name)
+    chosen = [registered[name] for name in names]
+    return sorted(chosen, key=lambda c: STAGES.index(c.stage)), missing
+
+
+def _stable_replacements(workdir: Path) -> dict[str, str]:
+    from dace_ai.compat import dace_runtime_include
+
+    return {
+        str(workdir) + os.sep: "",
+        str(workdir): ".",
+        dace_runtime_include() + os.sep: "",
+        str(build_root()) + os.sep: ".dacecache/",
+    }
+
+
+def _run_one(checker: Checker, request: CheckRequest) -> CheckReport | None:
+    """Run one checker; ``None`` when it does not apply. Never raises (except interrupts)."""
+    start = time.perf_counter()
+    try:
+        if checker.applies is not None and not checker.applies(request):
+            return None
+        report = checker.check(request)
+        if not isinstance(report, CheckReport):
+            raise TypeError(f"check() returned {type(report).__name__}, not CheckReport")
+    except Exception as exc:  # noqa: BLE001 - a broken checker is reported, never fatal
+        report = CheckReport(
+            checker.name, "inconclusive",
+            f"checker {checker.name!r} from {checker.origin} raised {type(exc).__name__}: {exc}",
+            details={"traceback": traceback.format_exc()})
+    if not report.seconds:
+        report.seconds = time.perf_counter() - start
+    report.details.setdefault("stage", checker.stage)
+    report.details.setdefault("origin", checker.origin)
+    report.diagnostics = stable_paths(report.diagnostics, _stable_replacements(request.workdir))
+    return report
+
+
+def run_checks(request: CheckRequest, manager: PluginManager | None = None) -> list[CheckReport]:
+    """Every applicable checker's report, stopping after the first stage with a failure.
+
+    ``compile_check=false`` turns checking off (no reports). The workdir is created here.
+    """
+    if not request.settings.compile_check:
+        return []
+    checkers, reports = select_checkers(request.node, request.settings, manager)
+    Path(request.workdir).mkdir(parents=True, exist_ok=True)
+    for stage in STAGES:
+        stage_reports = [r for r in (_run_one(c, request) for c in checkers if c.stage == stage) if r is not None]
+        reports.extend(stage_reports)
+        if any(r.failed for r in stage_reports):
+            break
+    return reports
+
+
+def failed(reports: list[CheckReport]) -> bool:
+    return any(r.failed for r in reports)
+
+
+def repair_message(reports: list[CheckReport]) -> str:
+    """The failed checks' diagnostics, worded for the model; "" when nothing failed.
+
+    Byte-stable across runs (no timings, no temporary paths), because it becomes part
+    of the conversation and therefore of the answer cache key.
+    """
+    failures = [r for r in reports if r.failed]
+    if not failures:
+        return ""
+    replacements = {str(build_root()) + os.sep: ".dacecache/"}
+    parts = [("Your code did not pass the checks below. Fix every reported problem and answer again "
+              "with the complete corrected answer in the same JSON format.")]
+    for report in failures:
+        stage = report.details.get("stage", "compile")
+        text = stable_paths(report.diagnostics.strip(), replacements) or "(no diagnostics)"
+        parts.append(f"Check {report.checker!r} (stage {stage}) failed:\n```\n{text}\n```")
+    return "\n\n".join(parts) + "\n"
+
+
+def failure_error(node: NodeContext, reports: list[CheckReport], attempts: int,
+                  session_folder: str | os.PathLike | None = None) -> CheckFailed:
+    """The error raised when a node still fails after ``attempts`` repair rounds."""
+    where = f"; session: {session_folder}" if session_folder else ""
+    last = "\n".join(f"[{r.checker}] {r.diagnostics.strip()}" for r in reports if r.failed)
+    return CheckFailed(f"node {node.name!r} ({node.node_type}) in SDFG {node.sdfg_name!r} still fails its checks "
+                       f"after {attempts} repair attempt(s){where}. Last diagnostics:\n{last}")

@@ -1,0 +1,212 @@
+"""Standalone translation units around one tasklet body, for target checkers.
+
+Target packs check answers for hardware this machine may not have, with
+compilers DaCe's own code generation does not drive (cross compilers, nvcc,
+hipcc). They cannot reuse the SDFG's generated program, so they rebuild what
+DaCe gives a tasklet at that place: its connectors as variables of their C++
+types, the symbols and enclosing map parameters in scope, the ``__state`` struct
+on the host, the GPU map parameters as thread indices in device code. The
+functions here write that unit and run tools in a child process with a time
+limit; the packs add their own prelude, flags and harnesses.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dace_ai.checking.api import CheckReport, Status, stable_paths
+from dace_ai.context.types import ConnectorInfo, NodeContext
+from dace_ai.prompt.answer import Answer
+
+#: Name of the function that holds the tasklet body in every unit.
+TASKLET_FUNCTION = "dace_ai_tasklet"
+#: Schedules whose map parameters are thread indices inside a GPU kernel.
+GPU_THREAD_SCHEDULES = ("GPU_Device", "GPU_ThreadBlock")
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a compiler or emulator run produced."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    output: str  #: stdout and stderr together, as a user would see them
+    seconds: float
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+
+def run_tool(argv: Sequence[str], *, cwd: Path, timeout: float = 120.0,
+             env: Mapping[str, str] | None = None) -> ToolResult:
+    """Run a tool in a child process with a time limit; never raises for the tool's failure.
+
+    A missing executable gives return code 127 and says so in the output, so a
+    checker can report it as inconclusive with the reason.
+    """
+    start = time.perf_counter()
+    full_env = {**os.environ, **(env or {})}
+    try:
+        proc = subprocess.run(list(argv), cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              timeout=timeout, text=True, errors="replace", check=False)
+    except FileNotFoundError:
+        return ToolResult(tuple(argv), 127, f"{argv[0]}: not found on PATH", time.perf_counter() - start)
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout if isinstance(exc.stdout, str) else (exc.stdout or b"").decode(errors="replace")
+        return ToolResult(tuple(argv), -9, out + f"\n{argv[0]}: killed after {timeout:g} s",
+                          time.perf_counter() - start, timed_out=True)
+    return ToolResult(tuple(argv), proc.returncode, proc.stdout, time.perf_counter() - start)
+
+
+def dace_include_dir() -> Path:
+    """DaCe's runtime include folder (``<dace/dace.h>``)."""
+    import dace
+
+    return Path(dace.__file__).resolve().parent / "runtime" / "include"
+
+
+def scope_parameters(node: NodeContext) -> list[str]:
+    """Parameters of the enclosing maps/loops that are not already symbols, outermost first."""
+    seen = set(node.symbols)
+    params = []
+    for scope in node.scopes:
+        for p in scope.params:
+            if p not in seen:
+                seen.add(p)
+                params.append(p)
+    return params
+
+
+def connector_declaration(conn: ConnectorInfo, *, output_by_reference: bool) -> str:
+    """How DaCe declares a connector inside a tasklet, as a parameter (or local) declaration."""
+    ctype = conn.ctype.strip()
+    if conn.is_pointer:
+        return f"{ctype} __restrict__ {conn.name}" if ctype.endswith("*") else f"{ctype} {conn.name}"
+    if conn.direction == "out" and output_by_reference:
+        return f"{ctype}& {conn.name}"
+    return f"{ctype} {conn.name}"
+
+
+def state_struct(answer: Answer, name: str = "dace_ai_state_t") -> str:
+    """The ``__state`` struct with the answer's own fields."""
+    fields = "".join(f"    {f.strip().rstrip(';')};\n" for f in answer.state_fields)
+    return f"struct {name} {{\n    int dace_ai_unused;\n{fields}}};\n"
+
+
+def host_unit(answer: Answer, node: NodeContext, *, prelude: str = "", extra_locals: str = "") -> str:
+    """A unit whose functions hold the answer's init, tasklet and exit code as DaCe runs them on the host.
+
+    Signature of the tasklet function: ``(dace_ai_state_t* __state, <symbols>,
+    <scope parameters as int>, <connectors>)``; scalar outputs are references so a
+    harness can read them. ``extra_locals`` is inserted before the body (e.g.
+    ``cudaStream_t __dace_current_stream = nullptr;``).
+    """
+    syms = [f"{ctype} {name}" for name, ctype in node.symbols.items()]
+    params = [f"int {p}" for p in scope_parameters(node)]
+    conns = [connector_declaration(c, output_by_reference=True) for c in node.connectors]
+    state_param = "dace_ai_state_t* __state"
+    tasklet_params = ", ".join([state_param, *syms, *params, *conns])
+    init_params = ", ".join([state_param, *syms])
+    return (
+        f"{prelude}\n{state_struct(answer)}\n"
+        f"// code_global\n{answer.code_global}\n\n"
+        f"void dace_ai_init({init_params}) {{\n{answer.code_init}\n}}\n\n"
+        f"void dace_ai_exit({init_params}) {{\n{answer.code_exit}\n}}\n\n"
+        f"void {TASKLET_FUNCTION}({tasklet_params}) {{\n{extra_locals}"
+        f"// tasklet code\n{answer.code}\n}}\n"
+    )
+
+
+def device_unit(answer: Answer, node: NodeContext, *, prelude: str = "") -> str:
+    """A unit with the tasklet body inside a ``__global__`` kernel, as DaCe emits it in a GPU map.
+
+    Parameters of GPU_Device / GPU_ThreadBlock maps become thread indices (the
+    innermost parameter on x, as DaCe assigns them); there is no ``__state`` and
+    no host pointer here, so code that uses them fails to compile, as it would
+    in DaCe's kernel.
+    """
+    thread_params: list[tuple[str, str]] = []  # (param, range begin)
+    for scope in node.scopes:
+        if scope.kind == "map" and scope.schedule in GPU_THREAD_SCHEDULES:
+            for p, r in zip(scope.params, scope.ranges or ("",) * len(scope.params)):
+                thread_params.append((p, r.split(":")[0].strip() or "0"))
+    indexed = thread_params[-3:][::-1]  # innermost on x
+    index_names = {p for p, _ in indexed}
+    syms = [f"{ctype} {name}" for name, ctype in node.symbols.items()]
+    others = [f"int {p}" for p in scope_parameters(node) if p not in index_names]
+    scalars_out = [c for c in node.outputs if not c.is_pointer]
+    conns = [connector_declaration(c, output_by_reference=False) for c in node.connectors if c not in scalars_out]
+    lines = []
+    for axis, (param, begin) in zip("xyz", indexed):
+        lines.append(f"    int {param} = (int)(blockIdx.{axis} * blockDim.{axis} + threadIdx.{axis}) + ({begin});")
+    lines += [f"    {connector_declaration(c, output_by_reference=False)};" for c in scalars_out]
+    params = ", ".join([*syms, *others, *conns])
+    return (
+        f"{prelude}\n// code_global\n{answer.code_global}\n\n"
+        f"__global__ void {TASKLET_FUNCTION}_kernel({params}) {{\n" + "\n".join(lines) + "\n"
+        f"    {{\n// tasklet code\n{answer.code}\n    }}\n"
+        + "".join(f"    (void){c.name};\n" for c in scalars_out) + "}\n"
+    )
+
+
+def report_from_tool(checker: str, result: ToolResult, workdir: Path, *, passed_note: str = "",
+                     names: Mapping[str, str] | None = None, details: Mapping[str, object] | None = None,
+                     failure_prefix: str = "") -> CheckReport:
+    """A report from a compiler run: ``failed`` with the compiler's errors, ``inconclusive`` when it is missing."""
+    from dace_ai.checking.diagnostics import summarize_output
+
+    replacements = {str(workdir) + "/": "", **(names or {})}
+    info = {"command": " ".join(stable_paths(a, replacements) for a in result.argv), **(details or {})}
+    status: Status
+    if result.returncode == 127:
+        status, text = "inconclusive", result.output.strip()
+    elif result.timed_out:
+        status, text = "failed", failure_prefix + stable_paths(result.output.strip(), replacements)
+    elif result.returncode != 0:
+        status = "failed"
+        text = failure_prefix + stable_paths(summarize_output(result.output), replacements)
+    else:
+        status, text = "passed", passed_note
+    return CheckReport(checker, status, text, result.seconds, info)
+
+
+def touches_gpu(node: NodeContext) -> bool:
+    """Inside a GPU kernel, or a host tasklet with a connector in GPU memory."""
+    return node.in_gpu_kernel or any(c.storage.startswith("GPU_") for c in node.connectors)
+
+
+def check_gpu_unit(checker: str, answer: Answer, node: NodeContext, workdir: Path, *, compiler: str,
+                   arch_flag: str, arch: str, arch_source: str, prelude: str, stream_type: str, suffix: str,
+                   env: Mapping[str, str] | None = None) -> CheckReport:
+    """Compile the tasklet as device code (inside a GPU kernel) or as host code over GPU data.
+
+    The shape every GPU pack needs (CUDA with nvcc, HIP with hipcc): the unit as DaCe
+    would give it, one compile to an object file with the architecture flag, the
+    compiler's diagnostics as the report, and a hint when device code reached for
+    the host-side ``__state``.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    if node.in_gpu_kernel:
+        source, where = device_unit(answer, node, prelude=prelude), "device code (inside a GPU kernel)"
+    else:
+        source = host_unit(answer, node, prelude=prelude,
+                           extra_locals=f"    {stream_type} __dace_current_stream = nullptr;\n")
+        where = "host code over GPU data"
+    unit = workdir / f"candidate{suffix}"
+    unit.write_text(source)
+    argv = [compiler, "-std=c++17", arch_flag, "-c", "-I", str(dace_include_dir()), unit.name, "-o", "candidate.o"]
+    report = report_from_tool(checker, run_tool(argv, cwd=workdir, timeout=180, env=env), workdir,
+                              passed_note=f"compiled as {where} for {arch} ({arch_source})",
+                              failure_prefix=f"{compiler} rejected the code as {where} for {arch}:\n",
+                              details={"arch": arch, "arch_source": arch_source, "unit": where})
+    if report.failed and "__state" in report.diagnostics and node.in_gpu_kernel:
+        report.diagnostics += ("\nDevice code cannot use __state (it lives in host memory); pass what the "
+                               "kernel needs through connectors or symbols.")
+    return report

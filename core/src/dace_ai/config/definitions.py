@@ -1,0 +1,44 @@
+"""The table of ``ai`` settings: key, DaCe config type, default, bounds, description.
+
+Kept free of heavy imports because ``import dace_ai`` registers these keys in
+DaCe's configuration schema at once, while the pydantic model that validates
+them (:mod:`dace_ai.config.settings`) is only imported when settings are resolved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SettingDef:
+    key: str
+    dace_type: str  #: type name in DaCe's config schema: str, int, float, bool
+    default: Any
+    description: str
+    bounds: tuple[tuple[str, float], ...] = ()  #: pydantic constraints, e.g. (("gt", 0),)
+
+
+SETTINGS: tuple[SettingDef, ...] = (
+    SettingDef("provider", "str", None, "Provider name; empty picks the best usable one"),
+    SettingDef("model", "str", None, "Model name passed to the provider"),
+    SettingDef("base_url", "str", None, "Endpoint for gateways and compatible servers"),
+    SettingDef("effort", "str", None, "Reasoning effort: low, medium, high or max"),
+    SettingDef("max_tokens", "int", 16000, "Maximum tokens in an answer", (("gt", 0),)),
+    SettingDef("timeout", "float", 600.0, "Seconds before a request times out", (("gt", 0),)),
+    SettingDef("max_retries", "int", 2, "Retries of a failed request (429, 5xx, timeouts)", (("ge", 0),)),
+    SettingDef("max_repair_attempts", "int", 2, "Repair rounds after a failed check", (("ge", 0),)),
+    SettingDef("compile_check", "bool", True, "Check generated code before using it"),
+    SettingDef("cache", "bool", True, "Reuse answers from the ai-cache folder"),
+    SettingDef("extra_instructions", "str", "", "Text appended to every prompt"),
+    SettingDef("target", "str", None, "Hardware target name; empty detects it"),
+    SettingDef("checkers", "str", None, "Checker names to run, comma separated; empty runs the defaults"),
+    SettingDef("max_concurrency", "int", 4, "Requests in flight at once", (("ge", 1),)),
+    SettingDef("prompt_dir", "str", None, "Folder of the manual provider's prompt/response files"),
+    SettingDef("interactive", "bool", None, "Ask for pasted answers on a terminal (manual provider)"),
+    SettingDef("cuda_arch", "str", None, "CUDA architecture for checks, e.g. sm_90; empty asks nvidia-smi"),
+    SettingDef("hip_arch", "str", None, "HIP offload architecture for checks, e.g. gfx90a"),
+)
+
+BY_KEY: dict[str, SettingDef] = {d.key: d for d in SETTINGS}

@@ -1,0 +1,308 @@
+"""``build(sdfg)`` and ``repair(sdfg, error)``: compile a whole program and repair what broke it.
+
+A generated tasklet can pass its own checks and still break the program: two
+tasklets define the same helper in ``code_global`` (both land in one file), or
+code only fails next to the rest of the program. ``build`` compiles, parses the
+compiler's diagnostics, maps every diagnosed line of a generated file to the
+node that produced it through DaCe's ``////__DACE:cfg:state:node`` markers, and
+asks only the blamed generated tasklets for repairs (pinned ones are left as
+they are), each with its own conversation plus the diagnostics. When one error
+involves several tasklets (an error in one, a note in another), each is told,
+and told about the others.
+
+``sdfg.compile()`` itself never repairs: only ``build``/``repair`` do.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dace_ai import compat
+from dace_ai.checking.api import stable_paths
+from dace_ai.checking.diagnostics import Diagnostic, errors_with_notes, format_diagnostics, parse_diagnostics
+from dace_ai.config.settings import AISettings
+from dace_ai.errors import CheckFailed
+
+_MARKER = re.compile(r"////__DACE:(\d+):(\d+):(\d+)(?![\d,])")
+_PROVENANCE = re.compile(r"^\s*//\s*dace-ai:(?P<fields>.*)$", re.MULTILINE)
+
+
+@dataclass
+class Blame:
+    """A generated tasklet and the diagnostic blocks (error + notes) that involve it."""
+
+    sdfg: Any
+    state: Any
+    tasklet: Any
+    blocks: list[list[Diagnostic]] = field(default_factory=list)
+    #: Labels of other generated tasklets that share one of these errors.
+    shared_with: set[str] = field(default_factory=set)
+
+
+# ------------------------------------------------------------------------------------- provenance
+def provenance(tasklet: Any) -> dict[str, str] | None:
+    """The ``// dace-ai: key=value ...`` fields at the top of a generated tasklet's code, or None."""
+    code = getattr(getattr(tasklet, "code", None), "as_string", None)
+    first_line = code.lstrip().split("\n", 1)[0] if isinstance(code, str) else ""
+    m = _PROVENANCE.match(first_line)
+    if not m:
+        return None
+    return dict(part.split("=", 1) for part in m.group("fields").split() if "=" in part)
+
+
+def _session_folder(fields: dict[str, str]) -> tuple[Path, int] | None:
+    """(session folder, round) from the ``session=ai-sessions/<name>/round-N`` field."""
+    from dace_ai.storage.files import build_root
+
+    m = re.match(r"^(?P<folder>.+)/round-(?P<round>\d+)$", fields.get("session", ""))
+    return (build_root() / m.group("folder"), int(m.group("round"))) if m else None
+
+
+def is_pinned(tasklet: Any) -> bool:
+    """Pinned tasklets are never changed by repairs (a user accepted them as they are)."""
+    fields = provenance(tasklet) or {}
+    if fields.get("pinned", "").lower() in ("1", "true", "yes"):
+        return True
+    found = _session_folder(fields)
+    if found is None:
+        return False
+    try:
+        summary = json.loads((found[0] / "session.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return False
+    return bool(summary.get("pinned"))
+
+
+# ---------------------------------------------------------------------------------------- blame
+def _blocks(diagnostics: list[Diagnostic]) -> list[list[Diagnostic]]:
+    """Errors grouped with the notes that follow them."""
+    blocks: list[list[Diagnostic]] = []
+    for diag in errors_with_notes(diagnostics):
+        if diag.is_error or not blocks:
+            blocks.append([diag])
+        else:
+            blocks[-1].append(diag)
+    return blocks
+
+
+def _owner_by_line(code: str) -> dict[int, tuple[int, int, int]]:
+    """Line number (1-based) -> innermost node marker on that line."""
+    owners = {}
+    for number, line in enumerate(code.split("\n"), start=1):
+        m = _MARKER.search(line)
+        if m:
+            owners[number] = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    return owners
+
+
+def blame(sdfg: Any, output: str) -> tuple[list[Blame], list[list[Diagnostic]]]:
+    """Generated tasklets blamed by the compiler ``output``, and the error blocks blamed on none."""
+    from dace.sdfg import nodes
+
+    generated, files = compat.generated_code(sdfg)
+    owners = {path.replace("\\", "/"): _owner_by_line(code) for path, code in files}
+    originals = {node.guid: (state, node) for node, state in sdfg.all_nodes_recursive()
+                 if isinstance(node, nodes.Tasklet)}
+    found: dict[str, Blame] = {}
+    unblamed: list[list[Diagnostic]] = []
+    for block in _blocks(parse_diagnostics(output)):
+        involved: list[Blame] = []
+        for diag in block:
+            path = next((p for p in owners if diag.file.replace("\\", "/").endswith(p)), None)
+            marker = owners[path].get(diag.line) if path else None
+            located = compat.node_at_marker(generated, *marker) if marker else None
+            if located is None or not isinstance(located[1], nodes.Tasklet):
+                continue
+            original = originals.get(located[1].guid)
+            if original is None or provenance(original[1]) is None:
+                continue  # not a generated tasklet: nothing to ask
+            state, tasklet = original
+            entry = found.setdefault(tasklet.guid, Blame(state.sdfg, state, tasklet))
+            if entry not in involved:
+                involved.append(entry)
+        if not involved:
+            unblamed.append(block)
+        for entry in involved:
+            entry.blocks.append(block)
+            entry.shared_with |= {other.tasklet.label for other in involved if other is not entry}
+    return list(found.values()), unblamed
+
+
+def _stable(text: str, sdfg: Any) -> str:
+    return stable_paths(text, {str(Path(sdfg.build_folder).resolve()) + "/": "", str(sdfg.build_folder) + "/": ""})
+
+
+def blame_message(entry: Blame, sdfg: Any) -> str:
+    """The repair request for one blamed tasklet (byte-stable: paths relative to the build folder)."""
+    text = _stable("\n".join(format_diagnostics(block) for block in entry.blocks), sdfg)
+    parts = [(f"The whole program did not compile, and these compiler errors involve your code (tasklet "
+              f"{entry.tasklet.label!r}). The file is generated by DaCe from all tasklets of the program.")]
+    if entry.shared_with:
+        others = ", ".join(sorted(entry.shared_with))
+        parts.append(f"Some of these errors come from code of other generated tasklets in the same file ({others}): "
+                     "everything in code_global shares one file scope, so give your helpers, types and macros "
+                     "names that cannot collide (for example prefixed with your tasklet's name).")
+    parts.append(f"```\n{text}\n```")
+    parts.append("Fix every reported problem and answer again with the complete corrected answer "
+                 "in the same JSON format.")
+    return "\n\n".join(parts) + "\n"
+
+
+# ---------------------------------------------------------------------------------------- repair
+def _conversation(folder: Path, number: int) -> tuple[str, list[tuple[str, str]]]:
+    """(system, messages) of a recorded round, with that round's answer appended."""
+    round_dir = folder / f"round-{number}"
+    stored = round_dir / "messages.json"
+    if not stored.is_file():
+        raise CheckFailed(f"{round_dir}: the session round has no recorded conversation (messages.json)")
+    data = json.loads(stored.read_text(encoding="utf-8"))
+    system, messages = data["system"], [tuple(m) for m in data["messages"]]
+    answer = (round_dir / "answer.txt").read_text(encoding="utf-8")
+    return system, [*messages, ("assistant", answer)]
+
+
+def repair_tasklet(entry: Blame, message: str, settings: AISettings) -> Any:
+    """Ask the tasklet's provider again with its conversation plus ``message``; update the tasklet."""
+    from dace_ai.expansion.pipeline import AnswerSource, request_for, request_record
+    from dace_ai.expansion.tasklet import provenance_comment
+    from dace_ai.prompt.answer import parse_answer
+    from dace_ai.providers.select import select_provider
+    from dace_ai.storage.sessions import Session
+
+    tasklet = entry.tasklet
+    fields = provenance(tasklet) or {}
+    found = _session_folder(fields)
+    if found is None or not (found[0] / f"round-{found[1]}").is_dir():
+        raise CheckFailed(f"tasklet {tasklet.label!r}: its session ({fields.get('session', 'not recorded')}) "
+                          "is not in this build folder, so its conversation cannot be continued")
+    folder, number = found
+    system, messages = _conversation(folder, number)
+    session = Session(folder)
+    session_node = session.summary().get("node") or {"name": fields.get("node", tasklet.label)}
+    sdfg_name = session_node.get("sdfg", entry.sdfg.name)
+    messages.append(("user", message))
+    provider = select_provider(settings)
+    request = request_for(system, messages[0][1], settings, messages[1:])
+    answers = AnswerSource(provider, settings)
+    reply, source, key = answers.reply(request, _asking_node(session_node, sdfg_name))
+    answer = parse_answer(reply.text, origin=f"{source} repair of tasklet {tasklet.label!r}")
+    answers.keep(key, reply, source)
+    record = {**request_record(provider.name, request, key), "reason": "program build repair"}
+    rnd = session.record_round(node=session_node,
+                               system=system, messages=messages, request=record, reply_text=reply.text,
+                               answer=answer.model_dump(mode="json"), reports=[], status="accepted", source=source)
+    fields.update({"provider": provider.name, "model": reply.model or "", "source": source, "cache_key": key[:16],
+                   "session": f"ai-sessions/{folder.name}/round-{rnd.number}"})
+    tasklet.code = compat_code(provenance_comment(fields) + answer.code)
+    tasklet.code_global = compat_code(answer.code_global)
+    tasklet.code_init = compat_code(answer.code_init)
+    tasklet.code_exit = compat_code(answer.code_exit)
+    tasklet.state_fields = list(answer.state_fields)
+    tasklet.environments = set(tasklet.environments or ()) | set(answer.use_environments) | _generated_envs(answer)
+    return tasklet
+
+
+def _asking_node(session_node: dict[str, Any], sdfg_name: str) -> Any:
+    """A minimal node context naming the node, for providers that name files after it (manual)."""
+    from dace_ai.context.types import NodeContext, TargetInfo
+
+    return NodeContext(key=str(session_node.get("key", "")), name=str(session_node.get("name", "node")),
+                       node_type=str(session_node.get("type", "Tasklet")), library=session_node.get("library"),
+                       doc="", description="", properties={}, inputs=[], outputs=[], scopes=[], symbols={},
+                       in_gpu_kernel=False, gpu_notes="", target=TargetInfo(str(session_node.get("target", "")),
+                                                                            "cpu", ""), sdfg_name=sdfg_name)
+
+
+def compat_code(text: str) -> Any:
+    import dace
+
+    return dace.properties.CodeBlock(text, dace.Language.CPP)
+
+
+def _generated_envs(answer: Any) -> set[str]:
+    from dace_ai.plugins.manager import get_plugin_manager
+
+    manager = get_plugin_manager()
+    return {str(manager.get("environment_generators", req.generator).generate(req))  # type: ignore[attr-defined]
+            for req in answer.environments}
+
+
+def compiler_output(sdfg: Any, error: BaseException) -> str:
+    """The compiler's output for ``error``; compiles again without debugprint when DaCe hid it."""
+    text = str(error)
+    if parse_diagnostics(text):
+        return text
+    compilation_error, _ = compat.compilation_error_types()
+    try:
+        with compat.debugprint_off():
+            compat.compile_without_loading(sdfg)
+    except compilation_error as again:
+        return str(again)
+    return text
+
+
+def implement_pending(sdfg: Any, settings: AISettings) -> None:
+    """Implement the SDFG's pending ``'ai'`` nodes in place.
+
+    ``sdfg.compile()`` expands them on a copy, so after a failed compile the user's
+    SDFG still holds the library nodes; the tasklets to blame must be its own. The
+    answers come from the cache when the compile asked before.
+    """
+    from dace_ai.expansion.pipeline import expansion_pass, implement, pending_nodes
+
+    with expansion_pass():
+        for nsdfg, state, node in pending_nodes(sdfg):
+            implement(nsdfg, state, node, settings)
+
+
+def repair(sdfg: Any, error: BaseException, settings: AISettings | dict[str, Any] | None = None) -> list[str]:
+    """Ask the generated tasklets blamed by ``error`` (a ``CompilationError``) for repairs.
+
+    Returns the labels of the repaired tasklets. Raises :class:`CheckFailed` when no
+    unpinned generated tasklet can be blamed (the error is elsewhere, or pinned).
+    """
+    from dace_ai.expansion.pipeline import resolve
+
+    settings = resolve(settings)
+    implement_pending(sdfg, settings)
+    output = compiler_output(sdfg, error)
+    blamed, unblamed = blame(sdfg, output)
+    repairable = [b for b in blamed if not is_pinned(b.tasklet)]
+    if not repairable:
+        pinned = [b.tasklet.label for b in blamed]
+        why = (f"the blamed tasklet(s) {', '.join(pinned)} are pinned" if pinned
+               else "no generated tasklet produced the failing lines")
+        text = format_diagnostics([d for block in unblamed or [b for e in blamed for b in e.blocks] for d in block])
+        raise CheckFailed(f"SDFG {sdfg.name!r} does not compile and {why}:\n{_stable(text, sdfg)}") from error
+    for entry in repairable:
+        repair_tasklet(entry, blame_message(entry, sdfg), settings)
+    return [entry.tasklet.label for entry in repairable]
+
+
+def build(sdfg: Any, rounds: int = 2, settings: AISettings | dict[str, Any] | None = None) -> Any:
+    """Compile ``sdfg``; on compiler errors, repair the blamed generated tasklets, up to ``rounds`` times.
+
+    Pending ``'ai'`` nodes are implemented first (in place), so the tasklets that the
+    compiler blames are the SDFG's own. Returns the compiled program. ``debugprint`` is
+    off while compiling, because DaCe hides the compiler's output when it is on.
+    """
+    from dace_ai.expansion.pipeline import resolve
+
+    settings = resolve(settings)
+    implement_pending(sdfg, settings)
+    compilation_error, _ = compat.compilation_error_types()
+    for attempt in range(rounds + 1):
+        try:
+            with compat.debugprint_off():
+                return sdfg.compile()
+        except compilation_error as exc:
+            if attempt == rounds:
+                text = _stable("\n".join(format_diagnostics(b) for b in _blocks(parse_diagnostics(str(exc)))), sdfg)
+                raise CheckFailed(f"SDFG {sdfg.name!r} still does not compile after {rounds} repair round(s):\n"
+                                  f"{text}") from exc
+            repair(sdfg, exc, settings)
+    raise AssertionError("unreachable")

@@ -1,0 +1,162 @@
+"""The manual exchange: prompts as files, answers as files (or pasted on a terminal).
+
+For when no provider may be called from the machine (air-gapped clusters,
+reviewed answers, shipped demos). File names are ``<node>_<hash>_prompt.md`` and
+``<node>_<hash>_response.json`` where ``<hash>`` is a hash of the prompt content
+(system prompt, conversation, answer schema), so an answer is only ever used for
+the exact prompt it was written for, and a repair round gets a new file.
+
+Whole SDFG::
+
+    files = dace_ai.generate_prompts(sdfg, "prompts")      # one prompt per pending node
+    # ... save each answer as the response path named in its prompt ...
+    report = dace_ai.read_prompt_responses(sdfg, "prompts")  # expands what has an answer
+    print(report.missing)                                  # the rest
+
+One node (methods added to every library node by ``import dace_ai``)::
+
+    text = node.generate_prompt(state)               # the prompt document
+    tasklet = node.read_prompt_response(state, reply)  # expand it now with this answer (JSON text)
+
+During ``sdfg.compile()`` with ``provider = "manual"``, a node without an answer
+stops with :class:`~dace_ai.errors.MissingAnswer` naming the prompt file and the
+response path (folder: the ``prompt_dir`` setting, default
+``<build root>/ai-prompts``); on an interactive terminal the answer may be pasted.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dace_ai.config.settings import AISettings
+from dace_ai.errors import MissingAnswer
+from dace_ai.providers.manual import (
+    RESPONSE_SUFFIX,
+    PromptFile,
+    file_stem,
+    prompt_document,
+    prompt_folder,
+    write_prompt,
+)
+
+
+def _manual_settings(settings: Any, directory: str | Path | None) -> AISettings:
+    from dace_ai.expansion.pipeline import resolve
+
+    base = resolve(settings)
+    update: dict[str, Any] = {"provider": "manual"}
+    if directory is not None:
+        update["prompt_dir"] = str(Path(directory).resolve())
+    return base.model_copy(update=update)
+
+
+def generate_prompts(sdfg: Any, directory: str | Path | None = None, settings: Any = None, *,
+                     expand_others: bool = True) -> list[PromptFile]:
+    """Write ``<node>_<hash>_prompt.md`` for every node that would expand with 'ai' (nested SDFGs too).
+
+    With ``expand_others`` (default) a copy of the SDFG has its other library nodes
+    expanded first, as a compile would, so nodes they turn into are included
+    (``A @ B`` with ``blas.default_implementation = 'ai'`` becomes a Gemm). The
+    SDFG itself is not changed.
+    """
+    import copy
+
+    from dace_ai.expansion.pipeline import (
+        build_request,
+        expand_other_nodes,
+        expansion_pass,
+        node_context,
+        pending_nodes,
+        resolve,
+    )
+
+    if expand_others:
+        sdfg = copy.deepcopy(sdfg)
+        expand_other_nodes(sdfg)
+    with expansion_pass():
+        settings = resolve(settings)
+        folder = prompt_folder(settings, directory)
+        written = []
+        for nsdfg, state, node in pending_nodes(sdfg):
+            ctx = node_context(nsdfg, state, node, settings)
+            written.append(write_prompt(folder, ctx.name, ctx.sdfg_name, build_request(ctx, settings)))
+        return written
+
+
+@dataclass
+class ResponseReport:
+    """What :func:`read_prompt_responses` did: nodes expanded, and those still without an answer."""
+
+    expanded: list[str] = field(default_factory=list)
+    missing: list[PromptFile] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        lines = [f"expanded {len(self.expanded)} node(s): {', '.join(self.expanded) or '-'}"]
+        lines += [f"missing answer for {m.node!r}: save it as {m.response} (prompt: {m.prompt})" for m in self.missing]
+        return "\n".join(lines)
+
+
+def read_prompt_responses(sdfg: Any, directory: str | Path | None = None, settings: Any = None, *,
+                          expand_others: bool = True) -> ResponseReport:
+    """Expand every pending node whose response file exists; report the others.
+
+    Answers are checked like any answer (and cached under the provider ``manual``);
+    a failed check writes the repair prompt, reported as missing. With
+    ``expand_others`` (default) the SDFG's other library nodes are expanded first
+    (as in :func:`generate_prompts`, but in place).
+    """
+    from dace_ai.expansion.pipeline import expand_other_nodes, expansion_pass, implement
+
+    if expand_others:
+        expand_other_nodes(sdfg)
+    report = ResponseReport()
+    with expansion_pass():
+        manual = _manual_settings(settings, directory)
+        for nsdfg, state, node in _pending(sdfg):
+            name = node.name
+            try:
+                implement(nsdfg, state, node, manual)
+                report.expanded.append(name)
+            except MissingAnswer as exc:
+                report.missing.append(PromptFile(name, nsdfg.name, exc.prompt_path,  # type: ignore[attr-defined]
+                                                 exc.response_path))  # type: ignore[attr-defined]
+    return report
+
+
+def _pending(sdfg: Any) -> list[tuple[Any, Any, Any]]:
+    from dace_ai.expansion.pipeline import pending_nodes
+
+    return pending_nodes(sdfg)
+
+
+def generate_prompt(node: Any, state: Any, settings: Any = None) -> str:
+    """The prompt document for one node (nothing written)."""
+    from dace_ai.expansion.pipeline import build_request, node_context, resolve
+
+    settings = resolve(settings)
+    ctx = node_context(state.sdfg, state, node, settings)
+    request = build_request(ctx, settings)
+    folder = Path(settings.prompt_dir) if settings.prompt_dir else Path("ai-prompts")
+    return prompt_document(ctx.name, request, folder / f"{file_stem(ctx.name, request)}{RESPONSE_SUFFIX}")
+
+
+def read_prompt_response(node: Any, state: Any, reply: Any, settings: Any = None) -> Any:
+    """Expand one node now with ``reply`` (JSON text, a dict, or an Answer); return the tasklet.
+
+    The reply is validated first: a bad one raises :class:`~dace_ai.errors.AnswerError`
+    and changes nothing.
+    """
+    from dace_ai.expansion.pipeline import implement
+    from dace_ai.prompt.answer import Answer, parse_answer
+
+    if isinstance(reply, Answer):
+        text = reply.model_dump_json()
+    elif isinstance(reply, dict):
+        text = json.dumps(reply)
+    else:
+        text = str(reply)
+    parse_answer(text, origin=f"reply for node {getattr(node, 'name', '?')!r}")
+    return implement(state.sdfg, state, node, _manual_settings(settings, None), supplied=text)

@@ -1,0 +1,246 @@
+"""Generate every pending node of an SDFG at once: ``dace_ai.generate(sdfg)``.
+
+Expanding an SDFG asks the provider one node after another. Before compiling a
+program with many AI nodes, :func:`generate` sends all first-round requests
+concurrently instead and fills the answer cache; the expansion that follows
+(``sdfg.compile()``, ``sdfg.expand_library_nodes()``, a call of the program)
+then finds a cache hit for every node and only runs the checks.
+
+* The requests are exactly the ones the expansion would send
+  (:func:`dace_ai.expansion.pipeline.node_context` and :func:`~dace_ai.expansion.pipeline.build_request`
+  inside one :func:`~dace_ai.expansion.pipeline.expansion_pass`), so their cache keys match.
+* Identical requests (the same cache key: same prompt, model, schema, ...) are
+  sent once; every node that shares the key is served by the one answer.
+* Up to ``max_concurrency`` requests are in flight (threads; provider clients
+  are thread-safe). An offline provider (the manual exchange) is asked one node
+  at a time.
+* Only answers that :func:`~dace_ai.prompt.answer.parse_answer` accepts are cached; a
+  failed, refused or malformed reply caches nothing and is listed in the summary.
+* On a terminal a progress bar shows nodes done / failed / cached.
+
+Repair rounds still happen during the expansion, one node at a time, because
+they need the checks' diagnostics.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from dace_ai.errors import AIUsageError, DaceAIError, ProviderError
+from dace_ai.prompt.answer import parse_answer
+from dace_ai.providers.api import ProviderReply, ProviderRequest, Usage
+from dace_ai.storage.cache import AnswerCache, cache_key
+
+Status = Literal["pending", "cached", "generated", "failed"]
+
+
+@dataclass
+class NodeResult:
+    """What happened to one node."""
+
+    name: str
+    sdfg: str
+    state: str
+    status: Status
+    key: str = ""
+    #: True when another node with the identical request was asked instead of this one.
+    shared: bool = False
+    error: str | None = None
+    usage: Usage | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class GenerateSummary:
+    """The outcome of :func:`generate`: one :class:`NodeResult` per pending node."""
+
+    provider: str
+    nodes: list[NodeResult] = field(default_factory=list)
+    #: Requests actually sent to the provider (after de-duplication and cache hits).
+    requests: int = 0
+    seconds: float = 0.0
+
+    def count(self, status: Status) -> int:
+        return sum(1 for n in self.nodes if n.status == status)
+
+    @property
+    def generated(self) -> int:
+        return self.count("generated")
+
+    @property
+    def cached(self) -> int:
+        return self.count("cached")
+
+    @property
+    def failed(self) -> int:
+        return self.count("failed")
+
+    @property
+    def failures(self) -> list[NodeResult]:
+        return [n for n in self.nodes if n.status == "failed"]
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens and cost of the requests sent (each shared request counted once)."""
+        sent = [n.usage for n in self.nodes if n.status == "generated" and not n.shared and n.usage]
+        costs = [u.cost_usd for u in sent if u.cost_usd is not None]
+        return Usage(input_tokens=sum(u.input_tokens or 0 for u in sent),
+                     output_tokens=sum(u.output_tokens or 0 for u in sent),
+                     cost_usd=sum(costs) if costs else None)
+
+    def raise_for_failures(self) -> GenerateSummary:
+        """Raise a :class:`ProviderError` listing every failed node; return self otherwise."""
+        if self.failures:
+            lines = "\n".join(f"  - node {n.name!r} (state {n.state!r}): {n.error}" for n in self.failures)
+            raise ProviderError(f"dace_ai.generate: {self.failed} of {len(self.nodes)} node(s) failed "
+                                f"(provider {self.provider!r}); nothing was cached for them:\n{lines}")
+        return self
+
+    def __str__(self) -> str:
+        usage = self.usage
+        cost = f", ${usage.cost_usd:.4f}" if usage.cost_usd is not None else ""
+        return (f"{len(self.nodes)} node(s): {self.generated} generated, {self.cached} cached, {self.failed} failed; "
+                f"{self.requests} request(s) to {self.provider!r} in {self.seconds:.1f} s "
+                f"({usage.input_tokens} input / {usage.output_tokens} output tokens{cost})")
+
+
+@dataclass
+class _Job:
+    """One distinct request and the nodes waiting for its answer."""
+
+    key: str
+    request: ProviderRequest
+    ctx: Any
+    results: list[NodeResult]
+
+
+def generate(sdfg: Any, settings: Any = None, *, progress: bool | None = None) -> GenerateSummary:
+    """Ask the provider for every pending AI node of ``sdfg`` concurrently and cache the answers.
+
+    ``settings``: an :class:`~dace_ai.config.settings.AISettings`, a dict of overrides, or
+    None (the usual sources). ``progress``: show a progress bar (default: when
+    stderr is a terminal). Returns a :class:`GenerateSummary`; failures do not
+    raise (call :meth:`GenerateSummary.raise_for_failures`), except a provider
+    that cannot start at all (no SDK, no key), which raises
+    :class:`~dace_ai.errors.ProviderError` at once.
+    """
+    from dace_ai.expansion import pipeline
+    from dace_ai.providers.select import make_client, select_provider
+
+    started = time.perf_counter()
+    settings = pipeline.resolve(settings)
+    if not settings.cache:
+        raise AIUsageError("dace_ai.generate fills the answer cache that the expansion reads, but the cache "
+                           f"setting is off (from {settings.source('cache')}); turn it on or let the "
+                           "expansion ask node by node")
+    provider = select_provider(settings)
+    summary = GenerateSummary(provider.name)
+    cache = AnswerCache()
+    jobs: dict[str, _Job] = {}
+    with pipeline.expansion_pass():
+        for nsdfg, state, node in pipeline.pending_nodes(sdfg):
+            result = NodeResult(name=str(node.label), sdfg=str(nsdfg.name), state=str(state.label), status="pending")
+            summary.nodes.append(result)
+            try:
+                ctx = pipeline.node_context(nsdfg, state, node, settings)
+                request = pipeline.build_request(ctx, settings)
+            except Exception as exc:  # noqa: BLE001 - this node cannot be asked; the others still can
+                result.status = "failed"
+                result.error = str(exc) if isinstance(exc, DaceAIError) else f"{type(exc).__name__}: {exc}"
+                continue
+            key = result.key = cache_key(provider.name, request)
+            if key in jobs:
+                result.shared = True
+                jobs[key].results.append(result)
+            elif cache.get(key) is not None:
+                result.status = "cached"
+            else:
+                jobs[key] = _Job(key, request, ctx, [result])
+
+    bar = _Progress(len(summary.nodes), enabled=sys.stderr.isatty() if progress is None else progress)
+    bar.advance(cached=summary.cached, failed=summary.failed)
+    try:
+        if jobs:
+            client = make_client(provider, settings)
+            workers = 1 if provider.offline else max(1, min(settings.max_concurrency, len(jobs)))
+            summary.requests = len(jobs)
+            _run(jobs.values(), workers, lambda job: _answer(provider, client, job, cache), bar)
+    finally:
+        bar.close()
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _answer(provider: Any, client: Any, job: _Job, cache: AnswerCache) -> tuple[Status, str | None, Usage | None]:
+    """Ask for one distinct request; cache the reply only when it is a valid answer."""
+    from dace_ai.expansion.pipeline import ask_for_node
+
+    try:
+        reply: ProviderReply = ask_for_node(provider, client, job.request, job.ctx)
+        parse_answer(reply.text, origin=f"{provider.name} answer for node {job.ctx.name!r}")
+    except DaceAIError as exc:
+        return "failed", str(exc), None
+    except Exception as exc:  # noqa: BLE001 - a provider plugin's bug must not take the other nodes down
+        return "failed", f"{type(exc).__name__}: {exc}", None
+    cache.put(job.key, provider.name, reply.as_record(), extra={"node": job.ctx.name, "via": "dace_ai.generate"})
+    return "generated", None, reply.usage
+
+
+def _run(jobs: Any, workers: int, work: Callable[[_Job], tuple[Status, str | None, Usage | None]],
+         bar: _Progress) -> None:
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dace-ai-generate")
+    started: dict[Future, tuple[_Job, float]] = {}
+    try:
+        for job in jobs:
+            started[pool.submit(work, job)] = (job, time.perf_counter())
+        pending = set(started)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                job, t0 = started[future]
+                status, error, usage = future.result()
+                for result in job.results:
+                    result.status, result.error, result.usage = status, error, usage
+                    result.seconds = time.perf_counter() - t0
+                bar.advance(done=len(job.results) if status == "generated" else 0,
+                            failed=len(job.results) if status == "failed" else 0)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+class _Progress:
+    """A rich progress bar on a terminal (nodes done / failed / cached); silent otherwise."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.counts = {"done": 0, "failed": 0, "cached": 0}
+        self._progress = None
+        if not enabled or total == 0:
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            TextColumn("dace-ai generate"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("[green]{task.fields[done]} done[/] [red]{task.fields[failed]} failed[/] "
+                       "[cyan]{task.fields[cached]} cached[/]"),
+            TimeElapsedColumn(), console=Console(stderr=True), transient=False)
+        self._task = self._progress.add_task("generate", total=total, **self.counts)
+        self._progress.start()
+
+    def advance(self, done: int = 0, failed: int = 0, cached: int = 0) -> None:
+        self.counts["done"] += done
+        self.counts["failed"] += failed
+        self.counts["cached"] += cached
+        if self._progress is not None:
+            self._progress.update(self._task, advance=done + failed + cached, **self.counts)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()

@@ -1,0 +1,117 @@
+"""The reserved ``'ai'`` implementation, on every library node class.
+
+DaCe 1.0.2 only expands a node with an implementation registered on its class,
+and matches expansions to classes through one attribute per expansion class.
+So at ``import dace_ai`` every existing library node class gets its own
+``ExpandAI_<class>`` under the name ``'ai'``, and a hook on class creation does
+the same for classes defined later (DaCe's own libraries imported lazily, user
+libraries). Then all of these work::
+
+    node.implementation = "ai"                         # one node
+    dace.libraries.blas.default_implementation = "ai"  # A @ B in a program
+    dace_ai.expand(sdfg, state, node)                  # expand one node right now
+    node.expand(state, "ai")                           # the same, seed spelling
+    node.expand(sdfg, state)                           # DaCe's own spelling
+
+A class that registered its own implementation named ``'ai'`` keeps it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from dace.transformation.transformation import ExpandTransformation
+
+from dace_ai import compat
+
+IMPLEMENTATION = "ai"
+
+
+class ExpandAI(ExpandTransformation):
+    """Replaces a library node by a tasklet whose code a model wrote (see :mod:`dace_ai.expansion.pipeline`).
+
+    ``apply`` is overridden because the pipeline replaces the node itself: the
+    generated tasklet carries its own environments, which DaCe's generic
+    ``apply`` would overwrite with the (empty) class-level list.
+    """
+
+    environments: list[Any] = []
+
+    @staticmethod
+    def expansion(node: Any, parent_state: Any, parent_sdfg: Any, *args: Any, **kwargs: Any) -> Any:
+        """The tasklet for ``node`` without placing it (DaCe's expansion interface)."""
+        from dace_ai.expansion.pipeline import generate_tasklet
+
+        return generate_tasklet(parent_sdfg, parent_state, node, kwargs.get("settings"))
+
+    def apply(self, state: Any, sdfg: Any, *args: Any, **kwargs: Any) -> None:
+        from dace_ai.expansion.pipeline import implement
+
+        node = state.node(self.subgraph[type(self)._match_node])
+        implement(sdfg, state, node, kwargs.get("settings"))
+
+
+def _class_id(node_class: type) -> str:
+    return re.sub(r"\W", "_", f"ExpandAI_{node_class.__module__}_{node_class.__qualname__}")
+
+
+def expansion_for(node_class: type) -> type:
+    """The ``'ai'`` expansion class of ``node_class``, created on first use.
+
+    It is stored as an attribute of this module so that DaCe's transformation
+    history (saved with the SDFG) can locate it by class path.
+    """
+    name = _class_id(node_class)
+    existing = globals().get(name)
+    if existing is not None and getattr(existing, "_match_node", None) is node_class:
+        return existing
+    cls = compat.make_expansion_class(name, ExpandAI, node_class)
+    globals()[name] = cls
+    return cls
+
+
+def add_ai_implementation(node_class: type) -> None:
+    """Register ``'ai'`` on ``node_class`` unless the class has its own (non-dace-ai) ``'ai'``."""
+    if compat.is_unregistered_library_node(node_class):
+        return
+    implementations = compat.own_implementations(node_class)
+    current = implementations.get(IMPLEMENTATION)
+    if current is not None:
+        is_ours = isinstance(current, type) and issubclass(current, ExpandAI)
+        if not is_ours or getattr(current, "_match_node", None) is node_class:
+            return
+    compat.register_node_implementation(node_class, IMPLEMENTATION, expansion_for(node_class))
+
+
+_installed = False
+
+
+def _expansion_pass() -> Any:
+    """The pipeline's expansion pass, imported only when a program is expanded (keeps imports cheap)."""
+    from dace_ai.expansion.pipeline import expansion_pass
+
+    return expansion_pass()
+
+
+def install() -> None:
+    """Add 'ai' to every library node class, now and later; enable the seed ``expand`` spelling."""
+    global _installed
+    if _installed:
+        return
+    compat.on_library_node_class(add_ai_implementation)
+    compat.patch_expand_spellings()
+    compat.wrap_expand_library_nodes(_expansion_pass)
+    _installed = True
+
+
+def expand(sdfg: Any, state: Any, node: Any, settings: Any = None) -> Any:
+    """Expand one library node now with dace-ai and return the tasklet that replaced it.
+
+    Works for any library node whatever its ``implementation``; ``settings`` is an
+    :class:`~dace_ai.config.settings.AISettings` or a dict of overrides (default: resolved
+    from the usual sources).
+    """
+    from dace_ai.expansion.pipeline import implement
+
+    return implement(sdfg, state, node, settings)

@@ -1,0 +1,48 @@
+"""What ``import dace_ai`` sets up in DaCe: the frontend call, the 'ai' implementation,
+per-node manual-exchange methods, and the environments generated in earlier runs."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from dace_ai import compat
+
+_done = False
+
+
+def _generate_prompt(self: Any, state: Any, settings: Any = None) -> str:
+    """The dace-ai prompt document for this node (see :func:`dace_ai.expansion.exchange.generate_prompt`)."""
+    from dace_ai.expansion.exchange import generate_prompt
+
+    return generate_prompt(self, state, settings)
+
+
+def _read_prompt_response(self: Any, state: Any, reply: Any, settings: Any = None) -> Any:
+    """Expand this node now with an answer (see :func:`dace_ai.expansion.exchange.read_prompt_response`)."""
+    from dace_ai.expansion.exchange import read_prompt_response
+
+    return read_prompt_response(self, state, reply, settings)
+
+
+def install() -> None:
+    global _done
+    if _done:
+        return
+    from dace_ai.expansion import frontend
+    from dace_ai.expansion import implementation as expansion
+
+    frontend.install()
+    expansion.install()
+    compat.add_library_node_methods(generate_prompt=_generate_prompt, read_prompt_response=_read_prompt_response)
+    try:
+        from pathlib import Path
+
+        # Only pay for importing the generator when earlier runs left environments behind.
+        if any((Path(compat.build_folder_root()) / "ai-environments").glob("*.py")):
+            from dace_ai.environments.generated import load_generated
+
+            load_generated()
+    except Exception as exc:  # never let a stray file break the import
+        warnings.warn(f"dace-ai: generated environments were not loaded: {exc}", stacklevel=2)
+    _done = True

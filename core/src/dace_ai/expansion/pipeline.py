@@ -1,0 +1,340 @@
+"""From a node in an SDFG to a tasklet: context -> prompt -> cache -> provider -> answer
+-> checks and repair rounds -> tasklet -> session.
+
+The context of an SDFG is collected once per expansion pass (types, schedules
+and storage inferred on one copy), not once per node: every outermost
+``SDFG.expand_library_nodes`` (which ``sdfg.compile()`` runs) and every
+:func:`generate_prompts`-style loop runs inside :func:`expansion_pass`, which
+keeps the collected contexts for its duration. Outside a pass each call collects
+afresh, so edits between calls are always seen.
+
+A cache hit needs no provider SDK and no key: the provider's client is only
+built when a request actually has to be sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dace_ai import compat
+from dace_ai.config.settings import AISettings, resolve_settings
+from dace_ai.context.types import NodeContext
+from dace_ai.errors import AnswerError, MissingAnswer, ProviderError
+from dace_ai.expansion.implementation import IMPLEMENTATION
+from dace_ai.prompt.answer import Answer, answer_json_schema, parse_answer
+from dace_ai.providers.api import Message, ProviderReply, ProviderRequest, _cached_fallback, _current_node
+from dace_ai.storage.cache import AnswerCache, cache_key
+
+_pass = threading.local()
+@contextlib.contextmanager
+def expansion_pass() -> Iterator[None]:
+    """Keep collected SDFG contexts (and resolved settings) until the outermost pass ends."""
+    outer = getattr(_pass, "contexts", None) is None
+    if outer:
+        _pass.contexts = {}
+        _pass.settings = None
+    try:
+        yield
+    finally:
+        if outer:
+            _pass.contexts = None
+            _pass.settings = None
+
+
+def resolve(settings: AISettings | dict[str, Any] | None) -> AISettings:
+    """Settings from an object, a dict of overrides, or the usual sources (once per pass)."""
+    if isinstance(settings, AISettings):
+        return settings
+    if settings:
+        return resolve_settings(settings)
+    if getattr(_pass, "contexts", None) is not None:
+        if _pass.settings is None:
+            _pass.settings = resolve_settings()
+        return _pass.settings
+    return resolve_settings()
+
+
+def node_context(sdfg: Any, state: Any, node: Any, settings: AISettings) -> NodeContext:
+    """The node's context, from the SDFG context collected once per pass."""
+    from dace_ai.context.collect import collect_sdfg_context
+
+    contexts: dict[tuple[int, int], Any] | None = getattr(_pass, "contexts", None)
+    root = sdfg
+    while root.parent_sdfg is not None:  # one context per SDFG tree (nested SDFGs share it)
+        root = root.parent_sdfg
+    key = (id(root), id(settings))
+    if contexts is not None and key in contexts:
+        try:
+            return contexts[key][1].node_context(state, node)
+        except (KeyError, LookupError, ValueError):
+            pass  # the SDFG changed under the pass: collect it again below
+
+    for _, nstate, pending in pending_nodes(root):
+        compat.name_unnamed_connectors(nstate, pending)
+    compat.name_unnamed_connectors(state, node)
+    sdfg_ctx = collect_sdfg_context(sdfg, settings)
+    if contexts is not None:
+        contexts[key] = (root, sdfg_ctx)  # keep the SDFG alive so its id is not reused
+    return sdfg_ctx.node_context(state, node)
+
+
+def pending_nodes(sdfg: Any) -> list[tuple[Any, Any, Any]]:
+    """``(sdfg, state, node)`` for every library node that would expand with 'ai' (nested SDFGs included)."""
+    from dace.sdfg import nodes
+
+    found = []
+    for node, parent in sdfg.all_nodes_recursive():
+        if isinstance(node, nodes.LibraryNode) and compat.resolved_implementation(node) == IMPLEMENTATION:
+            found.append((parent.sdfg, parent, node))
+    return found
+
+
+def expand_other_nodes(sdfg: Any) -> int:
+    """Expand every library node whose implementation is not 'ai', until none is left; return how many.
+
+    Compiling does this anyway; doing it first reveals the nodes such expansions
+    create (``A @ B`` is a ``MatMul`` that becomes a ``Gemm``, which 'ai' implements).
+    """
+    from dace.sdfg import nodes
+
+    count = 0
+    while True:
+        others = [(parent, node) for node, parent in sdfg.all_nodes_recursive()
+                  if isinstance(node, nodes.LibraryNode) and compat.resolved_implementation(node) != IMPLEMENTATION]
+        if not others:
+            return count
+        for state, node in others:
+            node.expand(state.sdfg, state)
+            count += 1
+
+
+def _messages(history: Sequence[Any]) -> tuple[Message, ...]:
+    result = []
+    for item in history:
+        if isinstance(item, Message):
+            result.append(item)
+        else:
+            role, content = item
+            result.append(Message(role, content))
+    return tuple(result)
+
+
+def request_for(system: str, user: str, settings: AISettings, history: Sequence[Any] = ()) -> ProviderRequest:
+    return ProviderRequest(
+        system=system,
+        messages=(Message("user", user), *_messages(history)),
+        schema=answer_json_schema(),
+        model=settings.model,
+        effort=settings.effort,
+        max_tokens=settings.max_tokens,
+        timeout=settings.timeout,
+        max_retries=settings.max_retries,
+        base_url=settings.base_url,
+    )
+
+
+def build_request(node_ctx: NodeContext, settings: AISettings | None = None,
+                  history: Sequence[Any] = ()) -> ProviderRequest:
+    """The request for a node: system prompt, the rendered prompt, then ``history``.
+
+    ``history`` holds the previous assistant answers and repair messages
+    (:class:`~dace_ai.providers.api.Message` objects or ``(role, text)`` pairs).
+    """
+    from dace_ai.prompt.render import render_prompt
+
+    settings = resolve(settings)
+    prompt = render_prompt(node_ctx, settings)
+    return request_for(prompt.system, prompt.user, settings, history)
+
+
+@dataclass
+class Outcome:
+    """An accepted answer and where it came from."""
+
+    answer: Answer
+    reply: ProviderReply
+    provider: str
+    key: str
+    source: str  #: "cache", the provider's name, or "supplied"
+    session: str
+    round: int
+    environments: set[str]
+
+
+def request_record(provider: str, request: ProviderRequest, key: str) -> dict[str, Any]:
+    """What a session records about a request (never a key)."""
+    return {"provider": provider, "model": request.model, "effort": request.effort, "max_tokens": request.max_tokens,
+            "base_url": request.base_url, "schema_name": request.schema_name, "cache_key": key}
+
+
+def _node_record(ctx: NodeContext) -> dict[str, Any]:
+    return {"key": ctx.key, "name": ctx.name, "type": ctx.node_type, "library": ctx.library, "sdfg": ctx.sdfg_name,
+            "state": ctx.state_label, "target": ctx.target.name}
+
+
+def ask_for_node(provider: Any, client: Any, request: ProviderRequest, ctx: NodeContext) -> ProviderReply:
+    """Ask ``provider`` on behalf of node ``ctx`` (providers may name files after it)."""
+    from dace_ai.providers.select import ask
+
+    token = _current_node.set(ctx)
+    try:
+        return ask(provider, client, request)
+    except ProviderError as exc:
+        if isinstance(exc.__cause__, MissingAnswer):
+            raise exc.__cause__ from None
+        raise
+    finally:
+        _current_node.reset(token)
+
+
+class AnswerSource:
+    """Replies to one provider's requests, from the answer cache or from the provider.
+
+    The cache comes first (a hit needs no SDK and no key), except for providers whose
+    own answers are authoritative (``answers_before_cache``: response files a person
+    may have edited), which are asked first and fall back to the cache when they have
+    nothing. The provider's client is built on the first request that needs it.
+    """
+
+    def __init__(self, provider: Any, settings: AISettings) -> None:
+        self.provider, self.settings = provider, settings
+        self.cache = AnswerCache()
+        self._client: Any = None
+
+    def reply(self, request: ProviderRequest, ctx: NodeContext) -> tuple[ProviderReply, str, str]:
+        """(reply, source, cache key); ``source`` is ``"cache"`` or the provider's name."""
+        from dace_ai.providers.select import make_client
+
+        key = cache_key(self.provider.name, request)
+        hit = self.cache.get(key) if self.settings.cache else None
+        if hit is not None and not self.provider.answers_before_cache:
+            return ProviderReply.from_record(hit.record), "cache", key
+        if self._client is None:
+            self._client = make_client(self.provider, self.settings)
+        token = _cached_fallback.set(hit is not None)
+        try:
+            return ask_for_node(self.provider, self._client, request, ctx), self.provider.name, key
+        except MissingAnswer:
+            if hit is None:
+                raise
+            return ProviderReply.from_record(hit.record), "cache", key  # the response file is gone, its answer is not
+        finally:
+            _cached_fallback.reset(token)
+
+    def keep(self, key: str, reply: ProviderReply, source: str) -> None:
+        """Cache a reply that parsed as an answer (cached replies are already there)."""
+        if self.settings.cache and source != "cache":
+            self.cache.put(key, self.provider.name, reply.as_record())
+
+
+def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None,
+          node_json: Any = None) -> Outcome:
+    """Ask (or replay) until an answer passes its checks; raise when it cannot.
+
+    ``supplied`` is an answer text to use for the first round instead of asking
+    (``read_prompt_response``); it is cached like any answer.
+    """
+    from dace_ai.prompt.render import render_prompt
+    from dace_ai.providers.select import select_provider
+    from dace_ai.storage.sessions import open_session
+
+    provider = select_provider(settings)
+    prompt = render_prompt(ctx, settings)
+    session = open_session(ctx.sdfg_name, ctx.key)
+    answers = AnswerSource(provider, settings)
+    history: list[Message] = []
+    attempts = 1 + (settings.max_repair_attempts if settings.compile_check else 0)
+    reports: list[Any] = []
+    for attempt in range(attempts):
+        request = request_for(prompt.system, prompt.user, settings, history)
+        if supplied is not None and attempt == 0:
+            key = cache_key(provider.name, request)
+            reply, source = ProviderReply(supplied, model="supplied"), "supplied"
+        else:
+            reply, source, key = answers.reply(request, ctx)
+        record = request_record(provider.name, request, key)
+        conversation = [(m.role, m.content) for m in request.messages]
+        try:
+            answer = parse_answer(reply.text, origin=f"{source} answer for node {ctx.name!r}")
+        except AnswerError as exc:
+            session.record_round(node=_node_record(ctx), system=request.system, messages=conversation,
+                                 request=record, reply_text=reply.text, answer=None, reports=[], status="error",
+                                 error=str(exc), source=source, node_json=node_json)
+            raise
+        answers.keep(key, reply, source)
+        reports = _check(answer, ctx, settings)
+        from dace_ai.checking.stages import failed, failure_error, repair_message
+
+        ok = not failed(reports)
+        environments: set[str] = set()
+        if ok:
+            environments = _environments(answer, ctx)
+        rnd = session.record_round(node=_node_record(ctx), system=request.system, messages=conversation,
+                                   request=record, reply_text=reply.text, answer=answer.model_dump(mode="json"),
+                                   reports=reports, status="accepted" if ok else "rejected", source=source,
+                                   node_json=node_json)
+        if ok:
+            return Outcome(answer, reply, provider.name, key, source, str(session.folder), rnd.number, environments)
+        history += [Message("assistant", reply.text), Message("user", repair_message(reports))]
+    raise failure_error(ctx, reports, attempts - 1, session.folder)
+
+
+def _check(answer: Answer, ctx: NodeContext, settings: AISettings) -> list[Any]:
+    if not settings.compile_check:
+        return []
+    from dace_ai.checking.api import CheckRequest
+    from dace_ai.checking.stages import check_workdir, run_checks
+    from dace_ai.expansion.tasklet import make_tasklet
+
+    live_node = (ctx.live or {}).get("node")
+    factory = (lambda environments: make_tasklet(live_node, answer, ctx, environments=environments)) \
+        if live_node is not None else None
+    return run_checks(CheckRequest(answer=answer, node=ctx, settings=settings, workdir=check_workdir(ctx, answer),
+                                   make_tasklet=factory))
+
+
+def _environments(answer: Answer, ctx: NodeContext) -> set[str]:
+    """Full class paths of the environments the answer uses, generating requested ones."""
+    if not answer.environments and not answer.use_environments:
+        return set()
+    from dace_ai.plugins.manager import get_plugin_manager
+
+    known = compat.registered_environments()
+    unknown = [name for name in answer.use_environments if name not in known]
+    if unknown:
+        raise AnswerError(f"answer for node {ctx.name!r}: field 'use_environments' names unknown DaCe "
+                          f"environment(s) {unknown}; registered: {', '.join(sorted(known)) or 'none'}")
+    manager = get_plugin_manager()
+    generated = {str(manager.get("environment_generators", request.generator).generate(request))  # type: ignore
+                 for request in answer.environments}
+    return generated | set(answer.use_environments)
+
+
+def generate_tasklet(sdfg: Any, state: Any, node: Any, settings: Any = None, *,
+                     supplied: str | None = None) -> Any:
+    """The tasklet for ``node`` (not yet placed in the SDFG)."""
+    from dace_ai.expansion.tasklet import make_tasklet
+
+    settings = resolve(settings)
+    ctx = node_context(sdfg, state, node, settings)
+    try:
+        node_json = node.to_json(state)
+    except Exception:
+        node_json = None
+    outcome = solve(ctx, settings, supplied=supplied, node_json=node_json)
+    provenance = {"node": ctx.name, "provider": outcome.provider, "model": outcome.reply.model or "",
+                  "source": outcome.source, "cache_key": outcome.key[:16],
+                  "session": f"ai-sessions/{outcome.session.rsplit('/', 1)[-1]}/round-{outcome.round}"}
+    return make_tasklet(node, outcome.answer, ctx, provenance, outcome.environments)
+
+
+def implement(sdfg: Any, state: Any, node: Any, settings: Any = None, *, supplied: str | None = None) -> Any:
+    """Replace ``node`` in ``state`` by a tasklet written from a model's answer; return the tasklet."""
+    from dace_ai.expansion.tasklet import place_tasklet
+
+    tasklet = generate_tasklet(sdfg, state, node, settings, supplied=supplied)
+    return place_tasklet(state, node, tasklet)

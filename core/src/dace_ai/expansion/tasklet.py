@@ -1,0 +1,99 @@
+"""Turn an accepted answer into a plain DaCe tasklet that replaces the node.
+
+The tasklet is an ordinary ``dace.nodes.Tasklet`` (C++), so an expanded SDFG
+saved with ``sdfg.save()`` compiles and runs in a fresh process without a
+provider, a key or the answer cache. Its connector types are fixed from the
+context the model was shown (pointer or value, element type): later type
+inference leaves typed connectors alone, so the code always sees what the
+prompt promised. Provenance (provider, model, cache key, session) is a comment
+at the top of the code, where it survives saving and shows in generated code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dace
+from dace import dtypes
+from dace.sdfg import nodes
+
+from dace_ai import compat
+from dace_ai.context.types import ConnectorInfo, NodeContext
+from dace_ai.errors import AnswerError
+from dace_ai.prompt.answer import Answer
+
+_LANGUAGES = {"cpp": dtypes.Language.CPP, "cuda": dtypes.Language.CPP, "hip": dtypes.Language.CPP}
+
+
+def _typeclasses() -> dict[str, dtypes.typeclass]:
+    table: dict[str, dtypes.typeclass] = {}
+    for tc, qualified in dtypes.TYPECLASS_TO_STRING.items():
+        table.setdefault(tc.ctype, tc)
+        table.setdefault(qualified, tc)
+        table.setdefault(qualified.removeprefix("dace::"), tc)
+    for alias, tc in {"int": dace.int32, "long long": dace.int64, "unsigned int": dace.uint32,
+                      "long": dace.int64, "char": dace.int8, "unsigned char": dace.uint8,
+                      "short": dace.int16, "unsigned short": dace.uint16}.items():
+        table.setdefault(alias, tc)
+    return table
+
+
+def connector_type(conn: ConnectorInfo, live_type: Any = None) -> dtypes.typeclass | None:
+    """The DaCe type of a connector as the prompt described it (``None`` when unknown)."""
+    name = conn.dtype.replace("const ", "").strip()
+    base = _typeclasses().get(name)
+    if base is None:
+        if live_type is None:
+            return None
+        base = live_type.base_type if isinstance(live_type, dtypes.pointer) else live_type
+    return dtypes.pointer(base) if conn.is_pointer else base
+
+
+def provenance_comment(provenance: dict[str, Any]) -> str:
+    fields = " ".join(f"{k}={v}" for k, v in provenance.items() if v not in (None, ""))
+    return f"// dace-ai: {fields}\n"
+
+
+def make_tasklet(node: nodes.LibraryNode, answer: Answer, ctx: NodeContext,
+                 provenance: dict[str, Any] | None = None, environments: set[str] | None = None) -> nodes.Tasklet:
+    """The tasklet for ``answer``, with ``node``'s connectors typed as in ``ctx``."""
+    inputs: dict[str, Any] = dict(node.in_connectors)
+    outputs: dict[str, Any] = dict(node.out_connectors)
+    for conn in ctx.connectors:
+        side = inputs if conn.direction == "in" else outputs
+        if conn.name in side:
+            fixed = connector_type(conn, side[conn.name])
+            if fixed is not None:
+                side[conn.name] = fixed
+    untyped = [c for c, t in {**inputs, **outputs}.items() if t is None or getattr(t, "type", 1) is None]
+    if untyped and ctx.connectors:
+        raise AnswerError(f"node {ctx.name!r}: no type known for connector(s) {untyped}")
+    code = provenance_comment(provenance or {}) + answer.code
+    tasklet = nodes.Tasklet(
+        compat_label(node.name),
+        inputs=inputs,
+        outputs=outputs,
+        code=code,
+        language=_LANGUAGES[answer.language],
+        state_fields=list(answer.state_fields),
+        code_global=answer.code_global,
+        code_init=answer.code_init,
+        code_exit=answer.code_exit,
+        side_effects=True if answer.side_effects else None,
+        ignored_symbols=set(answer.ignored_symbols),
+        debuginfo=node.debuginfo,
+    )
+    tasklet.environments = set(environments or ()) | set(answer.use_environments)
+    return tasklet
+
+
+def compat_label(name: str) -> str:
+    """Tasklet labels must be identifiers; node names usually are."""
+    label = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name) or "ai_tasklet"
+    return label if not label[0].isdigit() else f"_{label}"
+
+
+def place_tasklet(state: Any, node: nodes.LibraryNode, tasklet: nodes.Tasklet) -> nodes.Tasklet:
+    """Replace ``node`` by ``tasklet`` in ``state`` (same edges and connectors)."""
+    compat.replace_node(state, node, tasklet)
+    return tasklet

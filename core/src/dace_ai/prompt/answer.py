@@ -1,0 +1,97 @@
+"""The answer schema: what a model must return for one node.
+
+One pydantic model; its JSON schema is what providers send as structured
+output. :func:`parse_answer` accepts plain JSON or JSON inside a fenced block and
+raises :class:`~dace_ai.errors.AnswerError` naming the field and the problem for
+anything else, before anything is cached or changed in the SDFG.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from dace_ai.errors import AnswerError
+
+
+class EnvironmentRequest(BaseModel):
+    """An external library the code needs, materialised as a DaCe environment."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(description="Environment name (identifier)")
+    generator: str = Field("generic", description="Environment generator plugin to use")
+    headers: list[str] = Field(default_factory=list, description="Headers to include")
+    libraries: list[str] = Field(default_factory=list, description="Libraries to link, e.g. 'openblas'")
+    cmake_packages: list[str] = Field(default_factory=list, description="CMake packages to find")
+    compile_definitions: list[str] = Field(default_factory=list)
+
+
+class Answer(BaseModel):
+    """A model's implementation of one node."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    code: str = Field(description="Body of the tasklet (C++ statements; no function signature, no return)")
+    language: Literal["cpp", "cuda", "hip"] = Field("cpp", description="Language of the code")
+    code_global: str = Field("", description="Code at file scope: includes, helper functions (unique names)")
+    code_init: str = Field("", description="Code run once when the program is initialised")
+    code_exit: str = Field("", description="Code run once when the program is finalised")
+    state_fields: list[str] = Field(default_factory=list, description="Declarations added to the state struct")
+    side_effects: bool = Field(False, description="True if the code has effects beyond its outputs")
+    ignored_symbols: list[str] = Field(default_factory=list, description="Symbols the code deliberately ignores")
+    use_environments: list[str] = Field(default_factory=list, description="Existing DaCe environments to use")
+    environments: list[EnvironmentRequest] = Field(default_factory=list, description="New environments needed")
+    notes: str = Field("", description="Short explanation of the implementation")
+
+    @field_validator("code")
+    @classmethod
+    def _code_not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must contain the tasklet's code, got an empty string")
+        return value
+
+
+def answer_json_schema() -> dict[str, Any]:
+    """The JSON schema sent to providers (strict: every object closed)."""
+    return Answer.model_json_schema()
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.DOTALL)
+
+
+def parse_answer(text: str, *, origin: str = "answer") -> Answer:
+    """Parse and validate an answer; ``origin`` (a file name, a provider) is named in errors."""
+    if not isinstance(text, str) or not text.strip():
+        raise AnswerError(f"{origin}: the answer is empty; expected a JSON object with at least 'code'")
+    stripped = text.strip()
+    candidates = [stripped]
+    candidates += [m.group(1) for m in _FENCE.finditer(text)]
+    data: Any = None
+    last_error: json.JSONDecodeError | None = None
+    for candidate in candidates:
+        try:
+            data = json.loads(candidate)
+            break
+        except json.JSONDecodeError as exc:
+            last_error = exc
+    else:
+        detail = f" ({last_error.msg} at line {last_error.lineno} column {last_error.colno})" if last_error else ""
+        raise AnswerError(f"{origin}: not JSON{detail}; expected a JSON object (optionally in a ```json block)")
+    if not isinstance(data, dict):
+        raise AnswerError(f"{origin}: expected a JSON object, got {type(data).__name__}")
+    try:
+        return Answer.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"]) or "<answer>"
+            if err["type"] == "extra_forbidden":
+                problems.append(f"field {where!r}: unknown field (allowed: {', '.join(Answer.model_fields)})")
+            elif err["type"] == "missing":
+                problems.append(f"field {where!r}: missing (required)")
+            else:
+                problems.append(f"field {where!r}: {err['msg']} (got {err.get('input')!r:.80})")
+        raise AnswerError(f"{origin}: invalid answer: " + "; ".join(problems)) from None

@@ -1,0 +1,73 @@
+"""Files under the build-folder root: atomic writes, cross-process locks, folders.
+
+Layout under ``<build root>`` (``.dacecache`` by default)::
+
+    ai-cache/         answers, keyed by everything that determines them
+    ai-sessions/      per node: every round's prompt, answer and check logs
+    ai-environments/  generated DaCe environment modules
+    ai-check/         build folders of checks (precompiled headers, probes)
+    ai-prompts/       manual-provider prompt and response files
+
+Writes go to a temporary file in the same folder and are renamed into place,
+so a reader never sees half a file, and two processes never corrupt each other.
+Nothing written here may contain an API key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+FOLDERS = ("ai-cache", "ai-sessions", "ai-environments", "ai-check", "ai-prompts")
+
+
+def build_root() -> Path:
+    from dace_ai.compat import build_folder_root
+
+    return Path(build_folder_root()).resolve()
+
+
+def ai_folder(kind: str, root: Path | None = None) -> Path:
+    """The folder of one kind (one of :data:`FOLDERS`), created on demand."""
+    if kind not in FOLDERS:
+        raise ValueError(f"unknown storage folder {kind!r}; known: {', '.join(FOLDERS)}")
+    folder = (root or build_root()) / kind
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def atomic_write(path: Path, data: str | bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (temp file in the same folder, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = "wb" if isinstance(data, bytes) else "w"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode, **({} if isinstance(data, bytes) else {"encoding": "utf-8"})) as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def atomic_write_json(path: Path, obj: Any) -> Path:
+    return atomic_write(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def lock_for(path: Path, timeout: float = 600.0) -> FileLock:
+    """A cross-process lock guarding ``path`` (the lock file sits beside it)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(path) + ".lock", timeout=timeout)

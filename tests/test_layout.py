@@ -1,0 +1,117 @@
+"""The house rules of the code base: one package per concern, imports pointing one way,
+and shipped packs that use only the public door ``dace_ai.plugin``."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "core" / "src" / "dace_ai"
+
+#: Concern packages by layer: a package may import its own layer's packages (without
+#: cycles) and lower layers, never a higher one.
+LAYERS: list[set[str]] = [
+    {"errors"},
+    {"compat"},
+    {"plugins"},
+    {"config"},
+    {"storage"},
+    {"targets", "environments", "context", "prompt", "providers", "checking"},
+    {"expansion"},
+    {"cli"},
+]
+#: Modules that face outwards and may import any layer.
+DOORS = {"plugin", "testing", "__init__"}
+CONCERNS = {"plugins", "config", "context", "prompt", "providers", "checking", "targets", "environments",
+            "expansion", "storage", "cli"}
+
+
+def _layer(unit: str) -> int:
+    return next(i for i, names in enumerate(LAYERS) if unit in names)
+
+
+def _unit(module: str) -> str | None:
+    """``dace_ai.checking.units`` -> ``checking``; ``dace_ai.compat`` -> ``compat``."""
+    parts = module.split(".")
+    if parts[0] != "dace_ai":
+        return None
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _imports(path: Path) -> set[str]:
+    """Every dace_ai module imported anywhere in ``path`` (function-level imports included)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0 and node.module:
+                found.add(node.module)
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return {name for name in found if name == "dace_ai" or name.startswith("dace_ai.")}
+
+
+def _edges() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        source = _unit("dace_ai." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts))
+        if source in DOORS:
+            continue
+        for module in _imports(path):
+            target = _unit(module)
+            if target and target != source and target not in DOORS and (target in CONCERNS or target in
+                                                                          {"compat", "errors"}):
+                edges.setdefault(source, set()).add(target)
+    return edges
+
+
+def test_top_level_is_a_few_modules_and_one_folder_per_concern():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= 8, top
+    for concern in CONCERNS:
+        assert (PACKAGE / concern / "__init__.py").is_file(), concern
+
+
+def test_imports_point_one_way():
+    wrong = [f"{a} -> {b}" for a, targets in _edges().items() for b in targets if _layer(b) > _layer(a)]
+    assert not wrong, "imports against the layering: " + ", ".join(sorted(wrong))
+
+
+def test_no_import_cycle_between_concerns():
+    edges = _edges()
+    seen: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        seen[node] = 1
+        for nxt in sorted(edges.get(node, ())):
+            if seen.get(nxt) == 1:
+                pytest.fail("import cycle: " + " -> ".join([*path[path.index(nxt):], nxt]) if nxt in path
+                            else f"import cycle through {nxt}")
+            if nxt not in seen:
+                visit(nxt, [*path, nxt])
+        seen[node] = 2
+
+    for start in sorted(edges):
+        if start not in seen:
+            visit(start, [start])
+
+
+def test_packs_import_only_the_public_door():
+    offenders = []
+    for path in (ROOT / "plugins").rglob("*.py"):
+        if ".egg-info" in str(path):
+            continue
+        for module in _imports(path):
+            if module not in ("dace_ai.plugin",) and not module.startswith("dace_ai.plugin."):
+                offenders.append(f"{path.relative_to(ROOT)}: {module}")
+    assert not offenders, "packs must import only dace_ai.plugin:\n" + "\n".join(sorted(offenders))
+
+
+def test_public_door_exports_what_it_lists():
+    import dace_ai.plugin as door
+
+    missing = [name for name in door.__all__ if not hasattr(door, name)]
+    assert not missing
