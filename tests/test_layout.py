@@ -41,10 +41,32 @@ def _unit(module: str) -> str | None:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+def _is_type_checking(node: ast.AST) -> bool:
+    """``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): imports for annotations only, never run."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _walk_run_time(tree: ast.AST):
+    """Like :func:`ast.walk`, but without the bodies of ``if TYPE_CHECKING:`` blocks (their ``else`` stays)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        if _is_type_checking(node):
+            stack.extend(node.orelse)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
 def _imports(path: Path) -> set[str]:
-    """Every dace_ai module imported anywhere in ``path`` (function-level imports included)."""
+    """Every dace_ai module imported at run time in ``path`` (function-level imports included;
+    imports under ``if TYPE_CHECKING:`` are for annotations and never executed)."""
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _walk_run_time(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -108,6 +130,17 @@ def test_packs_import_only_the_public_door():
             if module not in ("dace_ai.plugin",) and not module.startswith("dace_ai.plugin."):
                 offenders.append(f"{path.relative_to(ROOT)}: {module}")
     assert not offenders, "packs must import only dace_ai.plugin:\n" + "\n".join(sorted(offenders))
+
+
+def test_type_checking_imports_are_skipped_and_nothing_else():
+    tree = ast.parse("from typing import TYPE_CHECKING\n"
+                     "if TYPE_CHECKING:\n    from dace_ai.cli.main import main\n"
+                     "else:\n    from dace_ai.expansion.build import build\n"
+                     "if True:\n    from dace_ai.prompt.render import render_prompt\n"
+                     "def f():\n    import dace_ai.storage.cache\n")
+    seen = {n.module if isinstance(n, ast.ImportFrom) else n.names[0].name
+            for n in _walk_run_time(tree) if isinstance(n, (ast.Import, ast.ImportFrom))}
+    assert seen == {"typing", "dace_ai.expansion.build", "dace_ai.prompt.render", "dace_ai.storage.cache"}
 
 
 def test_public_door_exports_what_it_lists():

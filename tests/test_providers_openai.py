@@ -7,7 +7,7 @@ import sys
 
 import pytest
 from dace_ai.config.settings import resolve_settings
-from dace_ai.errors import ProviderError
+from dace_ai.errors import ProviderError, SettingsError
 from dace_ai.plugins.manager import get_plugin_manager
 from dace_ai.prompt.answer import parse_answer
 from dace_ai.providers.select import make_client
@@ -100,8 +100,20 @@ def test_chat_completions_for_compatible_servers(fake_llm_server, openai_env, mo
 
 def test_unknown_api_choice_is_rejected(openai_env, monkeypatch):
     monkeypatch.setenv("DACE_ai_openai_api", "completions")
-    with pytest.raises(ProviderError, match="DACE_ai_openai_api='completions' is not allowed"):
-        make_client(get_plugin_manager().get("providers", "openai"), resolve_settings({"provider": "openai"}))
+    with pytest.raises(SettingsError, match=r"setting 'openai_api' = 'completions' from environment variable "
+                                            r"DACE_ai_openai_api is not allowed \(allowed: 'responses', 'chat'\)"):
+        resolve_settings({"provider": "openai"})
+
+
+def test_api_choice_is_a_plugin_setting_from_toml(fake_llm_server, openai_env, tmp_path, monkeypatch):
+    """``openai_api`` is owned by the openai plugin yet read from ``[tool.dace-ai]`` like a core setting."""
+    (tmp_path / "pyproject.toml").write_text('[tool.dace-ai]\nopenai_api = "chat"\n')
+    settings = resolve_settings({"provider": "openai", "base_url": fake_llm_server.openai_url}, start_dir=tmp_path)
+    assert settings.openai_api == "chat" and settings.source("openai_api").endswith("[tool.dace-ai]")
+    client = make_client(get_plugin_manager().get("providers", "openai"), settings)
+    fake_llm_server.push(Reply(text=answer_text()))
+    client.complete(_request(fake_llm_server))
+    assert fake_llm_server.requests[0].path == "/v1/chat/completions"
 
 
 def test_429_then_success(fake_llm_server, openai_env):

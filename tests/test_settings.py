@@ -124,3 +124,109 @@ def test_configured_target_applies_only_to_its_kind(register_dace_ai_plugin):
     cpu, _, _ = resolve_target(settings, kind="cpu")
     assert gpu.name == "test-gpu" and gpu_reason == "configured by argument"
     assert cpu.kind == "cpu" and cpu.name != "test-gpu"
+
+
+def _lab_plugin(settings=None):
+    """A plugin owning settings through its checker registration."""
+    from dace_ai.plugin import CheckReport, Checker, Setting, hookimpl
+
+    declared = settings or (Setting("lab_level", int, 2, "How strict the lab checker is"),
+                            Setting("lab_mode", str, "fast", "Lab checker mode", choices=("fast", "full")))
+
+    class LabPlugin:
+        @hookimpl
+        def dace_ai_checkers(self):
+            yield Checker(name="lab-check", stage="compile", default=False, settings=declared,
+                          check=lambda request: CheckReport("lab-check", "passed"))
+
+    return LabPlugin()
+
+
+@pytest.fixture
+def lab_settings(register_dace_ai_plugin):
+    register_dace_ai_plugin(_lab_plugin(), name="lab")
+    yield
+    dace.Config.set("ai", "lab_mode", value="fast")
+
+
+def test_plugin_setting_defaults_and_every_source(lab_settings, tmp_path, monkeypatch):
+    settings = resolve_settings()
+    assert (settings.lab_level, settings.lab_mode) == (2, "fast") and settings.source("lab_level") == "default"
+    (tmp_path / "dace-ai.toml").write_text('lab_level = 5\nlab_mode = "full"\n')
+    settings = resolve_settings(start_dir=tmp_path)
+    assert (settings.lab_level, settings.lab_mode) == (5, "full")
+    assert settings.source("lab_level").endswith("dace-ai.toml")
+    dace.Config.set("ai", "lab_mode", value="fast")
+    monkeypatch.setenv("DACE_ai_lab_level", "7")
+    settings = resolve_settings(start_dir=tmp_path)
+    assert settings.lab_level == 7 and settings.source("lab_level") == "environment variable DACE_ai_lab_level"
+    dace.Config.set("ai", "lab_mode", value="full")
+    assert resolve_settings().lab_mode == "full"
+    assert resolve_settings().source("lab_mode") == "dace.Config ('ai', 'lab_mode')"
+    assert resolve_settings({"lab_level": 9}).lab_level == 9
+
+
+def test_plugin_setting_bad_values_name_key_source_and_allowed(lab_settings, monkeypatch):
+    monkeypatch.setenv("DACE_ai_lab_mode", "slow")
+    with pytest.raises(SettingsError, match=r"'lab_mode' = 'slow' from environment variable DACE_ai_lab_mode "
+                                            r"is not allowed \(allowed: 'fast', 'full'\)"):
+        resolve_settings()
+    monkeypatch.delenv("DACE_ai_lab_mode")
+    with pytest.raises(SettingsError, match=r"'lab_level' = 'lots' from argument is not allowed.*allowed: int"):
+        resolve_settings({"lab_level": "lots"})
+
+
+def test_plugin_settings_in_config_cli_with_source_description_and_owner(lab_settings, monkeypatch, capsys):
+    monkeypatch.setenv("DACE_ai_lab_level", "3")
+    assert main(["config", "--json"]) == 0
+    rows = {row["key"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["lab_level"]["value"] == 3 and rows["lab_level"]["source"] == "environment variable DACE_ai_lab_level"
+    assert rows["lab_mode"]["description"] == "Lab checker mode (one of: fast, full)"
+    assert "plugin 'lab'" in rows["lab_mode"]["owner"] and rows["model"]["owner"] == "dace-ai"
+    assert main(["config"]) == 0
+    text = capsys.readouterr().out
+    assert "Owned by" in text and "lab_mode" in text and "Lab checker mode (one of: fast, full)" in text
+
+
+def test_openai_api_is_listed_as_a_setting_of_the_openai_plugin(capsys):
+    assert main(["config", "--json"]) == 0
+    rows = {row["key"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["openai_api"]["value"] == "responses" and "dace-ai-openai" in rows["openai_api"]["owner"]
+
+
+def test_misspelt_environment_variable_warns_with_closest_setting(lab_settings, monkeypatch):
+    from dace_ai.config.settings import SettingsWarning
+
+    monkeypatch.setenv("DACE_ai_max_tokns", "5")
+    monkeypatch.setenv("DACE_ai_lab_levle", "5")
+    with pytest.warns(SettingsWarning) as caught:
+        resolve_settings()
+    messages = sorted(str(w.message) for w in caught)
+    assert any("DACE_ai_max_tokns names no dace-ai setting" in m and "did you mean DACE_ai_max_tokens?" in m
+               for m in messages), messages
+    assert any("did you mean DACE_ai_lab_level?" in m for m in messages), messages
+
+
+def test_unknown_toml_key_suggests_plugin_setting(lab_settings, tmp_path):
+    (tmp_path / "dace-ai.toml").write_text("lab_levl = 1\n")
+    with pytest.raises(SettingsError, match=r"unknown setting\(s\) 'lab_levl' \(did you mean 'lab_level'\?\)"):
+        resolve_settings(start_dir=tmp_path)
+
+
+def test_plugin_setting_may_not_reuse_a_core_name(register_dace_ai_plugin):
+    from dace_ai.plugin import Setting
+
+    register_dace_ai_plugin(_lab_plugin((Setting("timeout", float, 1.0, "clash"),)), name="clash")
+    with pytest.raises(SettingsError, match=r"plugin setting\(s\) 'timeout' .*plugin 'clash'.* core setting"):
+        resolve_settings()
+
+
+def test_setting_declaration_is_checked_where_it_is_made():
+    from dace_ai.plugin import Setting
+
+    with pytest.raises(ValueError, match="Setting 'Bad-Name'"):
+        Setting("Bad-Name", str)
+    with pytest.raises(TypeError, match="type must be one of str, int, float, bool"):
+        Setting("lab_list", list)
+    with pytest.raises(ValueError, match="default 'x' is not one of"):
+        Setting("lab_mode", str, "x", choices=("a", "b"))

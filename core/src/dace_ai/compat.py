@@ -15,25 +15,25 @@ DACE_VERSION = dace.__version__
 
 
 def register_ai_config(definitions: Any) -> None:
-    """Register the ``ai`` category in DaCe's config schema so ``dace.Config.get('ai', key)`` works.
+    """Register keys of the ``ai`` category in DaCe's config schema so ``dace.Config.get('ai', key)`` works.
 
-    ``definitions`` are the settings definitions (objects with ``key``, ``dace_type``,
-    ``default``, ``description``).
+    ``definitions`` are settings definitions (objects with ``key``, ``dace_type``,
+    ``default``, ``description``). Called again with more definitions (plugin-owned
+    settings, once plugins load) it adds the new keys and keeps the existing ones and
+    any value already set (from ``.dace.conf`` or ``Config.set``).
     """
     required = Config._config_metadata.setdefault("required", {})
-    if "ai" not in required:
-        required["ai"] = {
-            "type": "dict",
-            "title": "AI implementations (dace-ai)",
-            "description": "Settings of dace-ai; see `dace-ai config`.",
-            "required": {
-                d.key: {"type": d.dace_type, "default": "" if d.default is None else d.default,
-                        "title": d.key, "description": d.description}
-                for d in definitions
-            },
-        }
+    category = required.setdefault("ai", {
+        "type": "dict",
+        "title": "AI implementations (dace-ai)",
+        "description": "Settings of dace-ai; see `dace-ai config`.",
+        "required": {},
+    })
+    for d in definitions:
+        category["required"].setdefault(d.key, {"type": d.dace_type, "default": "" if d.default is None else d.default,
+                                                "title": d.key, "description": d.description})
     current = Config._config.setdefault("ai", {})
-    for key, entry in required["ai"]["required"].items():
+    for key, entry in category["required"].items():
         current.setdefault(key, entry["default"])
 
 

@@ -59,6 +59,7 @@ from dace_ai.plugins.registrations import (
     Provenance,
     Provider,
     Registration,
+    Setting,
     Target,
 )
 from dace_ai.prompt.answer import Answer, EnvironmentRequest
@@ -113,6 +114,7 @@ __all__ = [
     "ProviderRequest",
     "Registration",
     "ScopeInfo",
+    "Setting",
     "SettingsError",
     "Status",
     "Target",

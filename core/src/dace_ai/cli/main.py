@@ -66,9 +66,13 @@ def cmd_config(args: argparse.Namespace) -> int:
         _print_json(rows)
     else:
         width = max(len(r["key"]) for r in rows)
+        owner = None
         for r in rows:
+            if r["owner"] != owner and r["owner"] != "dace-ai":
+                print(f"\nOwned by {r['owner']}:")
+            owner = r["owner"]
             value = "" if r["value"] is None else r["value"]
-            print(f"{r['key']:<{width}}  {value!s:<24} ({r['source']})")
+            print(f"{r['key']:<{width}}  {value!s:<24} ({r['source']})  {r['description']}")
     return 0
 
 

@@ -10,20 +10,30 @@ Sources, highest first:
 
 A bad value raises :class:`~dace_ai.errors.SettingsError` naming the key, the
 value, the source it came from and what is allowed.
+
+Plugins own settings too (:class:`~dace_ai.plugins.registrations.Setting` in a
+registration's ``settings``): they come from the same sources, are validated the
+same way and are read as attributes (``settings.openai_api``). They are known once
+plugins load, so :func:`resolve_settings` loads them (``import dace_ai`` does not).
+A ``DACE_ai_*`` environment variable that names no setting gets a warning naming
+the closest one.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, field_validator
 
-from dace_ai.config.definitions import BY_KEY
+from dace_ai.config.definitions import BY_KEY, SettingDef
 from dace_ai.errors import SettingsError
+from dace_ai.plugins.registrations import Setting
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -64,6 +74,8 @@ class AISettings(BaseModel):
     hip_arch: str | None = _field("hip_arch")
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
+    #: Values of plugin-owned settings, by name (filled by :func:`resolve_settings`).
+    _plugin_values: dict[str, Any] = PrivateAttr(default_factory=dict)
 
     @field_validator("checkers", mode="before")
     @classmethod
@@ -90,8 +102,87 @@ class AISettings(BaseModel):
     def source(self, key: str) -> str:
         return self._sources.get(key, "default")
 
+    @property
+    def plugin_values(self) -> dict[str, Any]:
+        """The resolved values of plugin-owned settings, by name."""
+        return dict(self._plugin_values)
+
+    def __getattr__(self, name: str) -> Any:
+        """Plugin-owned settings read like core ones: ``settings.openai_api``."""
+        try:
+            return super().__getattr__(name)  # type: ignore[misc]  # pydantic's private attributes
+        except AttributeError:
+            if name.startswith("_"):
+                raise
+        private = object.__getattribute__(self, "__pydantic_private__") or {}
+        values = private.get("_plugin_values") or {}
+        if name in values:
+            return values[name]
+        declared = plugin_settings()
+        if name in declared:
+            return declared[name][0].default
+        known = [*KEYS, *declared]
+        close = difflib.get_close_matches(name, known, n=1)
+        raise AttributeError(f"no setting named {name!r}" + (f"; did you mean {close[0]!r}?" if close else ""))
+
 
 KEYS: tuple[str, ...] = tuple(AISettings.model_fields)
+
+
+class SettingsWarning(UserWarning):
+    """A ``DACE_ai_*`` environment variable names no setting (probably a typo)."""
+
+
+def plugin_settings(manager: Any = None) -> dict[str, tuple[Setting, Any]]:
+    """The settings installed plugins declare, by name, with the registration declaring each.
+
+    Loads the plugins (once per process) and registers the keys in DaCe's config schema,
+    so ``dace.Config.set('ai', name, value=...)`` and ``.dace.conf`` work for them too. A
+    plugin setting named like a core setting is an error.
+    """
+    from dace_ai.compat import register_ai_config
+    from dace_ai.plugins.manager import get_plugin_manager
+
+    declared = (manager or get_plugin_manager()).declared_settings()
+    clashes = [f"{name!r} ({reg.origin})" for name, (_, reg) in declared.items() if name in BY_KEY]
+    if clashes:
+        raise SettingsError(f"plugin setting(s) {', '.join(clashes)} reuse the name of a core setting")
+    register_ai_config([SettingDef(name, setting.dace_type, setting.default, setting.description)
+                        for name, (setting, _) in declared.items()])
+    return declared
+
+
+def _validate_plugin(setting: Setting, value: Any, source: str) -> Any:
+    if isinstance(value, str) and setting.default is None and value.strip().lower() in ("", "none"):
+        return None
+    try:
+        checked = TypeAdapter(setting.type).validate_python(value.strip() if isinstance(value, str) else value)
+    except ValidationError as exc:
+        problem = "; ".join(e["msg"] for e in exc.errors())
+        raise SettingsError(f"setting {setting.name!r} = {value!r} from {source} is not allowed: {problem} "
+                            f"(allowed: {setting.type.__name__})") from None
+    if setting.choices and checked not in setting.choices:
+        raise SettingsError(f"setting {setting.name!r} = {value!r} from {source} is not allowed "
+                            f"(allowed: {', '.join(map(repr, setting.choices))})")
+    return checked
+
+
+_warned: set[str] = set()
+
+
+def _warn_unknown_environment(environ: Mapping[str, str], known: list[str]) -> None:
+    """Warn (once per name) about ``DACE_ai_*`` variables that name no setting."""
+    from dace_ai.plugins.manager import MANAGER_FLAGS
+
+    allowed = set(known) | set(MANAGER_FLAGS)
+    for name in environ:
+        if not name.startswith(ENV_PREFIX) or name[len(ENV_PREFIX):] in allowed or name in _warned:
+            continue
+        _warned.add(name)
+        close = difflib.get_close_matches(name[len(ENV_PREFIX):], sorted(allowed), n=1, cutoff=0.6)
+        hint = f"; did you mean {ENV_PREFIX}{close[0]}?" if close else f"; settings: {', '.join(known)}"
+        warnings.warn(f"environment variable {name} names no dace-ai setting and is ignored{hint}",
+                      SettingsWarning, stacklevel=3)
 
 
 def _find_file_settings(start: Path) -> tuple[dict[str, Any], str] | None:
@@ -133,27 +224,40 @@ def _validate_one(key: str, value: Any, source: str) -> Any:
         ) from None
 
 
+def _unknown(names: list[str], known: list[str]) -> str:
+    """``'x' (did you mean 'y'?), 'z'`` for an error message."""
+    parts = []
+    for name in names:
+        close = difflib.get_close_matches(name, known, n=1)
+        parts.append(repr(name) + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return ", ".join(parts)
+
+
 def resolve_settings(overrides: Mapping[str, Any] | None = None, *, start_dir: str | os.PathLike | None = None,
                      environ: Mapping[str, str] | None = None) -> AISettings:
-    """Resolve every setting from its sources and remember where each came from."""
+    """Resolve every setting (core and plugin-owned) from its sources and remember where each came from."""
     from dace_ai.compat import dace_config_overrides
 
+    declared = plugin_settings()
+    known = [*KEYS, *declared]
     overrides = {k: v for k, v in (overrides or {}).items()}
-    unknown = sorted(set(overrides) - set(KEYS))
+    unknown = sorted(set(overrides) - set(known))
     if unknown:
-        raise SettingsError(f"unknown setting(s) {', '.join(map(repr, unknown))}; known: {', '.join(KEYS)}")
+        raise SettingsError(f"unknown setting(s) {_unknown(unknown, known)}; known: {', '.join(known)}")
     environ = os.environ if environ is None else environ
+    _warn_unknown_environment(environ, known)
     dace_values = dace_config_overrides()
     file_found = _find_file_settings(Path(start_dir or os.getcwd()).resolve())
     file_values, file_source = file_found if file_found else ({}, "")
-    file_unknown = sorted(set(file_values) - set(KEYS))
+    file_unknown = sorted(set(file_values) - set(known))
     if file_unknown:
-        raise SettingsError(f"{file_source}: unknown setting(s) {', '.join(map(repr, file_unknown))}; "
-                            f"known: {', '.join(KEYS)}")
+        raise SettingsError(f"{file_source}: unknown setting(s) {_unknown(file_unknown, known)}; "
+                            f"known: {', '.join(known)}")
 
     values: dict[str, Any] = {}
+    plugin_values: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for key in KEYS:
+    for key in known:
         env_name = ENV_PREFIX + key
         if key in overrides and overrides[key] is not None:
             value, source = overrides[key], "argument"
@@ -164,18 +268,27 @@ def resolve_settings(overrides: Mapping[str, Any] | None = None, *, start_dir: s
         elif key in file_values:
             value, source = file_values[key], file_source
         else:
+            if key in declared:
+                plugin_values[key] = declared[key][0].default
             continue
-        values[key] = _validate_one(key, value, source)
+        if key in declared:
+            plugin_values[key] = _validate_plugin(declared[key][0], value, source)
+        else:
+            values[key] = _validate_one(key, value, source)
         sources[key] = source
     settings = AISettings.model_validate(values)
     settings._sources.update(sources)
+    settings._plugin_values.update(plugin_values)
     return settings
 
 
 def describe_settings(settings: AISettings) -> list[dict[str, Any]]:
-    """Rows of (key, value, source, description) for ``dace-ai config``."""
+    """Rows of (key, value, source, description, owner) for ``dace-ai config``: core, then plugin-owned."""
     rows = []
     for key, info in AISettings.model_fields.items():
         rows.append({"key": key, "value": getattr(settings, key), "source": settings.source(key),
-                     "description": info.description or ""})
+                     "description": info.description or "", "owner": "dace-ai"})
+    for name, (setting, registration) in plugin_settings().items():
+        rows.append({"key": name, "value": getattr(settings, name), "source": settings.source(name),
+                     "description": setting.description, "owner": registration.origin})
     return rows

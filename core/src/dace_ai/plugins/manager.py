@@ -39,10 +39,13 @@ from dace_ai.plugins.registrations import (
     Provenance,
     Provider,
     Registration,
+    Setting,
     Target,
 )
 
 ENTRY_POINT_GROUP = "dace_ai"
+#: Environment variables the plugin manager reads (``DACE_ai_<name>``); not settings, but not typos either.
+MANAGER_FLAGS: tuple[str, ...] = ("trace_plugins", "strict_plugins", "disable_plugins", "no_plugins")
 #: The distribution whose entry points are the built-in plugins.
 CORE_DISTRIBUTION = "dace-ai"
 
@@ -289,6 +292,23 @@ class PluginManager:
 
     def environment_generators(self) -> dict[str, EnvironmentGenerator]:
         return self._collect("dace_ai_environment_generators")  # type: ignore[return-value]
+
+    def declared_settings(self) -> dict[str, tuple[Setting, Registration]]:
+        """Every plugin-owned :class:`Setting`, by name, with the first registration declaring it.
+
+        Several registrations may declare the same setting (a plugin's provider and its
+        checker reading one value) only with identical declarations; two different
+        declarations of one name are an error naming both origins.
+        """
+        found: dict[str, tuple[Setting, Registration]] = {}
+        for hook_name in HOOK_TYPES:
+            for reg in self._collect(hook_name).values():
+                for setting in reg.settings:
+                    if setting.name in found and found[setting.name][0] != setting:
+                        raise PluginError(f"setting {setting.name!r} is declared differently by "
+                                          f"{found[setting.name][1].origin} and {reg.origin}")
+                    found.setdefault(setting.name, (setting, reg))
+        return dict(sorted(found.items()))
 
     def get(self, kind: str, name: str) -> Registration:
         """Look up one registration by hook kind ("providers", ...) and name, with a helpful error."""

@@ -16,7 +16,14 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:  # the types plugins receive live in higher layers; annotations only
+    from dace_ai.checking.api import CheckReport, CheckRequest
+    from dace_ai.config.settings import AISettings
+    from dace_ai.context.types import NodeContext
+    from dace_ai.prompt.answer import EnvironmentRequest
+    from dace_ai.providers.api import ProviderClient
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
@@ -46,12 +53,68 @@ def _require_callable(owner: object, field_name: str, value: Any, *, optional: b
         )
 
 
+_SETTING_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_SETTING_TYPES: dict[type, str] = {str: "str", int: "int", float: "float", bool: "bool"}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A setting owned by a plugin, declared in any of its registrations.
+
+    It behaves like a core setting: resolved from ``DACE_ai_<name>``, DaCe's
+    configuration (``dace.Config.set('ai', name, value=...)``), a ``[tool.dace-ai]``
+    table or ``dace-ai.toml``, listed by ``dace-ai config`` with its source and
+    ``help``, and read as ``settings.<name>`` from the :class:`AISettings` the
+    plugin receives. Prefix ``name`` with the plugin's name (``openai_api``) so it
+    cannot clash with another plugin's.
+
+    Example::
+
+        Setting("mylab_route", str, "fast", "Gateway route: fast or careful", choices=("fast", "careful"))
+    """
+
+    name: str
+    type: type = str
+    default: Any = None
+    help: str = ""
+    #: Allowed values; empty allows any value of ``type``.
+    choices: tuple[Any, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _SETTING_NAME.match(self.name):
+            raise ValueError(f"Setting {self.name!r}: a setting name is lower case letters, digits and '_', "
+                             "starting with a letter")
+        if self.type not in _SETTING_TYPES:
+            raise TypeError(f"Setting {self.name!r}: type must be one of str, int, float, bool, got {self.type!r}")
+        object.__setattr__(self, "choices", tuple(self.choices))
+        if self.choices and self.default is not None and self.default not in self.choices:
+            raise ValueError(f"Setting {self.name!r}: default {self.default!r} is not one of {self.choices}")
+
+    @property
+    def dace_type(self) -> str:
+        """The type's name in DaCe's config schema."""
+        return _SETTING_TYPES[self.type]
+
+    @property
+    def description(self) -> str:
+        """The help text, with the allowed values when there is a fixed set."""
+        if not self.choices:
+            return self.help
+        return f"{self.help} (one of: {', '.join(map(str, self.choices))})".strip()
+
+
 @dataclass(frozen=True, kw_only=True)
 class Registration:
-    """Common base: a unique ``name`` and the provenance filled in by the collector."""
+    """Common base: a unique ``name``, the settings and tools it declares, and its provenance.
+
+    ``settings`` are the plugin-owned :class:`Setting` s this registration reads;
+    ``tools`` the commands it runs (``dace-ai doctor`` reports whether each is on ``PATH``).
+    """
 
     name: str
     description: str = ""
+    settings: tuple[Setting, ...] = ()
+    tools: tuple[str, ...] = ()
     provenance: Provenance | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -60,6 +123,12 @@ class Registration:
                 f"{type(self).__name__}: name {self.name!r} is not allowed "
                 "(letters, digits, '_', '.', '-'; must start with a letter or digit)"
             )
+        object.__setattr__(self, "settings", tuple(self.settings))
+        object.__setattr__(self, "tools", (self.tools,) if isinstance(self.tools, str) else tuple(self.tools))
+        for setting in self.settings:
+            if not isinstance(setting, Setting):
+                raise TypeError(f"{type(self).__name__}({self.name!r}): settings must be Setting objects, "
+                                f"got {type(setting).__name__}")
 
     def with_provenance(self, provenance: Provenance) -> Registration:
         return dataclasses.replace(self, provenance=provenance)
@@ -74,9 +143,12 @@ class Registration:
 class Provider(Registration):
     """A source of answers: Anthropic, OpenAI, LiteLLM, a manual file exchange, ...
 
-    ``factory(settings)`` returns a client with ``complete(request) -> ProviderReply``
-    (see :mod:`dace_ai.providers.api`). Heavy SDKs must be imported inside the
-    factory, never at module import time.
+    ``factory(settings)`` receives the resolved :class:`~dace_ai.config.settings.AISettings`
+    (plugin-owned settings included) and returns a :class:`~dace_ai.providers.api.ProviderClient`:
+    an object with ``complete(request: ProviderRequest) -> ProviderReply``, called from
+    worker threads. Heavy SDKs must be imported inside the factory, never at module
+    import time. ``available()`` says whether it can be used unconfigured (SDK importable,
+    key set) for automatic selection.
 
     Example::
 
@@ -91,7 +163,7 @@ class Provider(Registration):
                            sdk="mylab-sdk", description="Our in-house model gateway")
     """
 
-    factory: Callable[[Any], Any]
+    factory: Callable[[AISettings], ProviderClient]
     key_env: tuple[str, ...] = ()
     sdk: str | None = None
     #: Higher ranks are preferred when no provider is configured and this one is usable.
@@ -193,7 +265,7 @@ class PromptSection(Registration):
     """
 
     order: int
-    render: Callable[[Any], str | None]
+    render: Callable[[NodeContext], str | None]
     title: str = ""
     replace: bool = False
 
@@ -208,7 +280,7 @@ class PromptSection(Registration):
 class Checker(Registration):
     """A check of generated code at one stage of the cascade (compile, verify, bench).
 
-    ``check(request)`` returns a :class:`dace_ai.checking.stages.CheckReport` with status
+    ``check(request: CheckRequest)`` returns a :class:`~dace_ai.checking.api.CheckReport` with status
     ``passed``, ``failed`` (diagnostics go back to the model) or ``inconclusive``
     (the checker could not decide; never counted as failure). ``applies(request)``
     lets a checker skip candidates it cannot judge.
@@ -224,8 +296,8 @@ class Checker(Registration):
     """
 
     stage: Literal["compile", "verify", "bench"]
-    check: Callable[[Any], Any]
-    applies: Callable[[Any], bool] | None = None
+    check: Callable[[CheckRequest], CheckReport]
+    applies: Callable[[CheckRequest], bool] | None = None
     #: Run by default (when the ``checkers`` setting does not list checkers explicitly).
     default: bool = True
 
@@ -241,9 +313,11 @@ class Checker(Registration):
 class EnvironmentGenerator(Registration):
     """Offers an external library (OpenBLAS, FFTW, cuBLAS, ...) as a DaCe environment.
 
-    ``offer(ctx)`` returns a text for the prompt describing what the model may use
-    (or ``None`` when the library is not usable here); ``generate(request)``
-    materialises the DaCe environment the answer asked for.
+    ``offer(ctx: NodeContext)`` returns a text for the prompt's environments section
+    describing what the model may request from this generator (or ``None`` when the
+    library is not usable for this node); ``generate(request: EnvironmentRequest)``
+    materialises the DaCe environment an answer asked for (its ``generator`` field
+    names this registration) and returns its full class path.
 
     Example::
 
@@ -255,8 +329,8 @@ class EnvironmentGenerator(Registration):
                                        generate=make_openblas_environment)
     """
 
-    offer: Callable[[Any], str | None]
-    generate: Callable[[Any], Any]
+    offer: Callable[[NodeContext], str | None]
+    generate: Callable[[EnvironmentRequest], str]
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -16,7 +16,8 @@ How a :class:`~dace_ai.providers.api.ProviderRequest` maps onto the API
   empty value, which the answer parser accepts).
 * ``base_url`` -> the SDK's ``base_url``, for gateways and compatible servers
   (vLLM, llama.cpp server, Ollama's ``/v1``). Servers that only implement Chat
-  Completions are reached with ``DACE_ai_openai_api=chat``: then
+  Completions are reached with the plugin's own setting ``openai_api = "chat"``
+  (``DACE_ai_openai_api=chat``, DaCe config or ``[tool.dace-ai]``): then
   ``chat.completions.create`` is called with ``response_format`` json_schema
   (strict), ``max_completion_tokens`` and ``reasoning_effort``.
 * ``max_retries`` -> the SDK's ``max_retries`` (retries 408/409/429/5xx,
@@ -50,16 +51,7 @@ from .plugin import KEY_ENV
 
 NAME = "openai"
 DEFAULT_MODEL = "gpt-5.5"
-#: Environment variable choosing the wire API: "responses" (default) or "chat".
-API_ENV = "DACE_ai_openai_api"
 PLACEHOLDER_KEY = "no-key"
-
-
-def selected_api() -> str:
-    value = os.environ.get(API_ENV, "responses").strip().lower() or "responses"
-    if value not in ("responses", "chat"):
-        raise ProviderError(f"{API_ENV}={value!r} is not allowed: use 'responses' (default) or 'chat'")
-    return value
 
 
 class OpenAIClient:
@@ -69,7 +61,8 @@ class OpenAIClient:
         self._settings = settings
         self._lock = threading.Lock()
         self._clients: dict[tuple[str | None, int, float], openai.OpenAI] = {}
-        self.api = selected_api()
+        #: "responses" or "chat": the plugin-owned setting ``openai_api`` (validated by the core).
+        self.api: str = settings.openai_api
         self._client(settings.base_url, settings.max_retries, settings.timeout)
 
     def _client(self, base_url: str | None, max_retries: int, timeout: float) -> openai.OpenAI:

@@ -9,9 +9,14 @@ from __future__ import annotations
 import importlib.util
 import os
 
-from dace_ai.plugin import Provider, hookimpl
+from dace_ai.plugin import Provider, Setting, hookimpl
 
 KEY_ENV = ("OPENAI_API_KEY",)
+
+#: The wire API: the Responses API, or Chat Completions for servers that only speak that.
+API_SETTING = Setting("openai_api", str, "responses",
+                      "Wire API of the openai provider: the Responses API, or Chat Completions for compatible "
+                      "servers without it", choices=("responses", "chat"))
 
 
 def _factory(settings):
@@ -34,5 +39,6 @@ def dace_ai_providers():
         sdk="openai",
         auto_rank=50,
         available=_available,
+        settings=(API_SETTING,),
         description="OpenAI Responses API with a strict JSON schema; base_url for compatible servers",
     )
