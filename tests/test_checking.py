@@ -216,6 +216,22 @@ def test_defaults_plus_the_checkers_named_by_the_target(runtime_plugins):
     assert "probe" in host_names and "t-rvv" not in host_names
 
 
+def test_plus_and_minus_entries_add_to_and_remove_from_the_defaults(runtime_plugins):
+    runtime_plugins(_Plugin(Checker(name="t-strict", stage="verify", check=_report("t-strict", "passed"),
+                                    default=False)), "strict-checker")
+    node = node_context()
+    defaults = [c.name for c in select_checkers(node, resolve_settings())[0]]
+    assert "t-strict" not in defaults and "probe" in defaults
+    added = [c.name for c in select_checkers(node, resolve_settings({"checkers": "+t-strict"}))[0]]
+    assert added == [*defaults, "t-strict"]
+    swapped = [c.name for c in select_checkers(node, resolve_settings({"checkers": "+t-strict,-probe"}))[0]]
+    assert swapped == [n for n in defaults if n != "probe"] + ["t-strict"]
+    with pytest.raises(SettingsError, match=r"mixes plain names with \+name/-name entries"):
+        select_checkers(node, resolve_settings({"checkers": "probe,+t-strict"}))
+    with pytest.raises(SettingsError, match=r"unknown checker\(s\) 't-strikt'.*installed: .*t-strict"):
+        select_checkers(node, resolve_settings({"checkers": "+t-strikt"}))
+
+
 # -------------------------------------------------------------------------------------- faithful
 def live_program() -> tuple[dace.SDFG, dace.SDFGState, object]:
     """A real SDFG with a node whose connectors match :func:`node_context`."""

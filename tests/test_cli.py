@@ -38,9 +38,28 @@ def test_doctor_reports_tools_and_key_presence_without_values(monkeypatch, capsy
     assert report["api_keys_set"]["ANTHROPIC_API_KEY"] is True
     assert report["api_keys_set"]["OPENAI_API_KEY"] is False
     assert report["tools"]["host compiler"]["path"]
-    for tool in ("nvcc", "hipcc", "aarch64-linux-gnu-g++", "qemu-aarch64"):
-        assert tool in report["tools"]
+    # Tools come from what the installed packs declare, each with who uses it.
+    assert report["tools"]["nvcc"]["for"] == "target 'cuda'"
+    assert report["tools"]["hipcc"]["for"] == "target 'hip'"
+    assert report["tools"]["qemu-aarch64"]["for"] == "checker 'sve-vector-lengths'"
+    assert "aarch64-linux-gnu-g++" in report["tools"] or "g++" in report["tools"]
     assert report["targets"]["host"]["matched"] is True
+
+
+def test_doctor_lists_a_tool_declared_by_a_runtime_plugin(register_dace_ai_plugin, capsys):
+    from dace_ai.plugin import CheckReport, Checker, hookimpl
+
+    class Lint:
+        @hookimpl
+        def dace_ai_checkers(self):
+            yield Checker(name="lab-lint", stage="compile", tools=("lab-lint-tool-not-installed",),
+                          check=lambda request: CheckReport("lab-lint", "passed"), default=False)
+
+    register_dace_ai_plugin(Lint(), name="lint")
+    main(["doctor", "--json"])
+    tool = json.loads(capsys.readouterr().out)["tools"]["lab-lint-tool-not-installed"]
+    assert tool == {"command": "lab-lint-tool-not-installed", "path": None, "for": "checker 'lab-lint'",
+                    "version": None}
 
 
 def test_console_script_is_installed():

@@ -1,5 +1,7 @@
 """Rendering prompts from real node contexts, and prompt sections as plugins."""
 
+import json
+
 import dace
 import pytest
 from dace_ai.config.settings import resolve_settings
@@ -135,6 +137,57 @@ def test_plugin_adds_a_section_and_replaces_another(runtime_plugin):
     assert prompt.section("house-rules") == "## House rules\n\nNo OpenMP pragmas in `probe`."
     assert prompt.section("target-guidance") == "## Lab guidance\n\nUse our tuned kernels only."
     assert names.count("target-guidance") == 1
+
+
+def test_replacing_a_section_that_does_not_exist_names_the_sections_there_are(runtime_plugin):
+    class Typo:
+        @hookimpl
+        def dace_ai_prompt_sections(self):
+            yield PromptSection(name="target-guidence", order=800, replace=True, render=lambda ctx: "x")
+
+    runtime_plugin(Typo(), "typo-sections")
+    with pytest.raises(PluginError, match=r"PromptSection 'target-guidence' from .*typo-sections.* has replace=True "
+                                          r"but no section of that name is registered \(sections: answer-format, "
+                                          r".*target-guidance.*\)\. Did you mean 'target-guidance'\?"):
+        render_prompt(_ctx(), resolve_settings())
+
+
+def test_plugins_list_shows_order_and_what_a_section_replaces(runtime_plugin, capsys):
+    from dace_ai.cli.main import main
+
+    class Lab:
+        @hookimpl
+        def dace_ai_prompt_sections(self):
+            yield PromptSection(name="target-guidance", order=810, replace=True, render=lambda ctx: "Lab rules.")
+
+    runtime_plugin(Lab(), "lab-guidance")
+    assert main(["plugins", "list", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["lab-guidance"]["prompt_sections"] == [{
+        "name": "target-guidance", "order": 810, "title": "",
+        "replaces": "'target-guidance' from dace-ai 0.1.0 (plugin 'prompt-sections')"}]
+    assert {"name": "task", "order": 100, "title": "Task", "replaces": None} in rows["prompt-sections"]["prompt_sections"]
+    assert main(["plugins", "list"]) == 0
+    assert ("prompt section 'target-guidance': order 810, replaces 'target-guidance' from dace-ai 0.1.0 "
+            "(plugin 'prompt-sections')") in capsys.readouterr().out
+
+
+def test_environment_generators_offer_text_for_the_environments_section(runtime_plugin):
+    from dace_ai.plugin import EnvironmentGenerator
+
+    seen = []
+
+    class Generators:
+        @hookimpl
+        def dace_ai_environment_generators(self):
+            yield EnvironmentGenerator(name="t-lab-blas", offer=lambda ctx: seen.append(ctx.name) or "our BLAS build",
+                                       generate=lambda request: "unused")
+            yield EnvironmentGenerator(name="t-silent", offer=lambda ctx: None, generate=lambda request: "unused")
+
+    runtime_plugin(Generators(), "lab-generators")
+    section = render_prompt(_ctx(), resolve_settings()).section("environments")
+    assert "- `t-lab-blas`: our BLAS build" in section and "- `generic`: any library" in section
+    assert "t-silent" not in section and seen == ["probe"]
 
 
 def test_section_may_skip_itself_and_failures_name_the_plugin(runtime_plugin):

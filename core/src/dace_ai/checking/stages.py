@@ -2,10 +2,12 @@
 
 Checkers are plugins (``dace_ai_checkers``). Which ones run:
 
-* the ``checkers`` setting, when set, names them exactly (a site swaps checkers by
-  configuration alone; an unknown name is an error listing the installed ones);
-* otherwise every registration with ``default=True`` plus those the node's target
-  names in its ``checkers`` field.
+* by default, every registration with ``default=True`` plus those the node's target
+  names in its ``checkers`` field;
+* the ``checkers`` setting, when it lists plain names, names them exactly (a site swaps
+  checkers by configuration alone); when every entry is ``+name`` or ``-name`` it adds
+  to or removes from the defaults (``checkers = "+faithful,-probe"``). An unknown name
+  is an error listing the installed ones; mixing both forms is an error too.
 
 Each checker's ``applies(request)`` may skip a candidate. Stages run in the order
 ``compile`` -> ``verify`` -> ``bench``; after the first stage with a failure the
@@ -56,13 +58,19 @@ def select_checkers(node: NodeContext, settings: Any,
     manager = manager or get_plugin_manager()
     registered = manager.checkers()
     missing: list[CheckReport] = []
-    if settings.checkers:
-        unknown = [name for name in settings.checkers if name not in registered]
-        if unknown:
-            raise SettingsError(
-                f"setting 'checkers' from {settings.source('checkers')} names unknown checker(s) "
-                f"{', '.join(map(repr, unknown))}; installed: {', '.join(registered) or 'none'}")
-        names = list(dict.fromkeys(settings.checkers))
+    entries = list(settings.checkers or ())
+    signed = [e for e in entries if e[:1] in "+-"]
+    where = f"setting 'checkers' from {settings.source('checkers')}"
+    if signed and len(signed) != len(entries):
+        raise SettingsError(f"{where} mixes plain names with +name/-name entries ({', '.join(entries)}): either "
+                            "list the checkers to run, or add (+) to and remove (-) from the defaults")
+    unknown = [e.lstrip("+-") for e in entries if e.lstrip("+-") not in registered]
+    if unknown:
+        raise SettingsError(
+            f"{where} names unknown checker(s) {', '.join(map(repr, unknown))}; "
+            f"installed: {', '.join(registered) or 'none'}")
+    if entries and not signed:
+        names = list(dict.fromkeys(entries))
     else:
         names = [name for name, checker in registered.items() if checker.default]
         target = manager.targets().get(node.target.name)
@@ -74,6 +82,11 @@ def select_checkers(node: NodeContext, settings: Any,
                                            details={"stage": "compile"}))
             elif name not in names:
                 names.append(name)
+        for entry in signed:
+            if entry[0] == "+" and entry[1:] not in names:
+                names.append(entry[1:])
+            elif entry[0] == "-" and entry[1:] in names:
+                names.remove(entry[1:])
     chosen = [registered[name] for name in names]
     return sorted(chosen, key=lambda c: STAGES.index(c.stage)), missing
 

@@ -18,16 +18,6 @@ from typing import Any
 
 from dace_ai.errors import DaceAIError
 
-#: Tools the checks of the target packs use, by what they are for.
-TOOLS: tuple[tuple[str, str], ...] = (
-    ("nvcc", "CUDA checks"),
-    ("hipcc", "HIP checks"),
-    ("aarch64-linux-gnu-g++", "ARM SVE cross compilation"),
-    ("qemu-aarch64", "running SVE code at several vector lengths"),
-    ("clang++", "alternative compile checker"),
-)
-
-
 def _print_json(data: Any) -> None:
     json.dump(data, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
@@ -39,12 +29,27 @@ def _manager():
     return get_plugin_manager()
 
 
+def _section_rows(manager) -> dict[str, list[dict[str, Any]]]:
+    """Each plugin's prompt sections with their order and the section each replaces, by plugin name."""
+    replaced = manager.replaced_sections()
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for section in manager.prompt_sections():
+        plugin = section.provenance.plugin if section.provenance else "unknown"
+        original = replaced.get(section.name)
+        rows.setdefault(plugin, []).append({
+            "name": section.name, "order": section.order, "title": section.title,
+            "replaces": f"{section.name!r} from {original.origin}" if original else None})
+    return rows
+
+
 def cmd_plugins_list(args: argparse.Namespace) -> int:
+    manager = _manager()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # failures are listed below, with their errors
-        records = _manager().records()
+        records = manager.records()
+    sections = _section_rows(manager)
     if args.json:
-        _print_json([r.as_dict() for r in records])
+        _print_json([{**r.as_dict(), "prompt_sections": sections.get(r.name, [])} for r in records])
     else:
         name_w = max((len(r.name) for r in records), default=4)
         dist_w = max((len(f"{r.distribution} {r.version}") for r in records), default=4)
@@ -55,6 +60,9 @@ def cmd_plugins_list(args: argparse.Namespace) -> int:
             print((line + what).rstrip())
             if r.error:
                 print(f"{'':<{name_w}}  {r.error}")
+            for row in sections.get(r.name, []):
+                replaces = f", replaces {row['replaces']}" if row["replaces"] else ""
+                print(f"{'':<{name_w}}  prompt section {row['name']!r}: order {row['order']}{replaces}")
     return 1 if any(r.status == "failed" for r in records) else 0
 
 
@@ -86,6 +94,19 @@ def _tool_version(path: str) -> str:
     return (versioned or lines or [""])[0]
 
 
+def declared_tools(manager) -> dict[str, list[str]]:
+    """The commands installed packs declare (targets' compilers, any registration's ``tools``), with who uses each."""
+    from dace_ai.plugins.manager import iter_registrations
+    from dace_ai.plugins.registrations import Target
+
+    found: dict[str, list[str]] = {}
+    for kind, reg in iter_registrations(manager):
+        commands = [*((reg.compiler[0],) if isinstance(reg, Target) and reg.compiler else ()), *reg.tools]
+        for command in commands:
+            found.setdefault(command, []).append(f"{kind[:-1].replace('_', ' ')} {reg.name!r}")
+    return dict(sorted(found.items()))
+
+
 def doctor_report() -> dict[str, Any]:
     """What this machine offers dace-ai, without printing any secret."""
     from dace_ai.targets.host import host_compiler
@@ -97,8 +118,8 @@ def doctor_report() -> dict[str, Any]:
         records = manager.records()
     compiler = host_compiler()[0][0]
     tools = {"host compiler": {"command": compiler, "path": shutil.which(compiler), "for": "host code"}}
-    for command, purpose in TOOLS:
-        tools[command] = {"command": command, "path": shutil.which(command), "for": purpose}
+    for command, users in declared_tools(manager).items():
+        tools[command] = {"command": command, "path": shutil.which(command), "for": "; ".join(users)}
     for info in tools.values():
         info["version"] = _tool_version(info["path"]) if info["path"] else None
     key_vars = sorted({var for p in manager.providers().values() for var in p.key_env}

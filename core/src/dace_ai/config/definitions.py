@@ -33,7 +33,8 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef("cache", "bool", True, "Reuse answers from the ai-cache folder"),
     SettingDef("extra_instructions", "str", "", "Text appended to every prompt"),
     SettingDef("target", "str", None, "Hardware target name; empty detects it"),
-    SettingDef("checkers", "str", None, "Checker names to run, comma separated; empty runs the defaults"),
+    SettingDef("checkers", "str", None, "Checker names to run, comma separated; empty runs the defaults; "
+               "+name,-name adds to or removes from the defaults"),
     SettingDef("max_concurrency", "int", 4, "Requests in flight at once", (("ge", 1),)),
     SettingDef("prompt_dir", "str", None, "Folder of the manual provider's prompt/response files"),
     SettingDef("interactive", "bool", None, "Ask for pasted answers on a terminal (manual provider)"),

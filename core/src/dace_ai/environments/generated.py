@@ -18,10 +18,14 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import EnvironmentGenerator
+
+if TYPE_CHECKING:
+    from dace_ai.context.types import NodeContext
+    from dace_ai.prompt.answer import EnvironmentRequest
 
 MODULE_PREFIX = "dace_ai_env_"
 
@@ -117,13 +121,12 @@ def _root() -> Path:
     return build_root()
 
 
-def _offer(ctx: Any) -> str | None:
-    return ("If the code needs an external library that no listed environment provides, request one in "
-            "'environments' (name, headers, libraries to link, CMake packages); it becomes a DaCe environment "
-            "and is linked with the program.")
+def _offer(ctx: NodeContext) -> str | None:
+    return ("any library: give `name`, `headers`, `libraries` to link and `cmake_packages`; it becomes a DaCe "
+            "environment linked with the program.")
 
 
-def _generate(request: Any) -> str:
+def _generate(request: EnvironmentRequest) -> str:
     return materialise(request)
 
 

@@ -110,6 +110,8 @@ class PluginManager:
         self._records: dict[str, PluginRecord] = {}
         self._plugin_objects: dict[str, Any] = {}
         self._cache: dict[str, dict[str, Registration]] = {}
+        #: Prompt sections replaced by a ``replace=True`` section: name -> the replaced registration.
+        self._replaced: dict[str, Registration] = {}
         self.trace = _env_flag("DACE_ai_trace_plugins")
 
     # ------------------------------------------------------------------ loading
@@ -261,20 +263,35 @@ class PluginManager:
 
     def _resolve(self, hook_name: str, found: dict[str, list[Registration]]) -> dict[str, Registration]:
         result: dict[str, Registration] = {}
+        replaced: dict[str, Registration] = {}
         for name, regs in found.items():
-            if len(regs) == 1:
-                result[name] = regs[0]
-                continue
             if hook_name == "dace_ai_prompt_sections":
                 replacing = [r for r in regs if getattr(r, "replace", False)]
                 originals = [r for r in regs if not getattr(r, "replace", False)]
-                if len(replacing) == 1 and len(originals) <= 1:
-                    result[name] = replacing[0]
+                if len(replacing) == 1 and len(originals) == 1:
+                    result[name], replaced[name] = replacing[0], originals[0]
                     continue
+                if len(replacing) == 1 and not originals:
+                    there = ", ".join(sorted(n for n, rs in found.items() if any(not getattr(r, "replace", False)
+                                                                                  for r in rs)))
+                    close = difflib.get_close_matches(name, there.split(", "), n=1)
+                    hint = f" Did you mean {close[0]!r}?" if close else ""
+                    raise PluginError(f"PromptSection {name!r} from {replacing[0].origin} has replace=True but "
+                                      f"no section of that name is registered (sections: {there}).{hint}")
+            if len(regs) == 1:
+                result[name] = regs[0]
+                continue
             claimants = "; ".join(r.origin for r in regs)
             kind = HOOK_TYPES[hook_name].__name__
             raise PluginError(f"{kind} name {name!r} is registered more than once: {claimants}")
+        if hook_name == "dace_ai_prompt_sections":
+            self._replaced = replaced
         return dict(sorted(result.items()))
+
+    def replaced_sections(self) -> dict[str, Registration]:
+        """Prompt sections replaced by a ``replace=True`` section, by name: the registration replaced."""
+        self._collect("dace_ai_prompt_sections")
+        return dict(self._replaced)
 
     def providers(self) -> dict[str, Provider]:
         return self._collect("dace_ai_providers")  # type: ignore[return-value]

@@ -150,7 +150,8 @@ def render_guidance(ctx: NodeContext) -> str | None:
 
 
 def render_environments(ctx: NodeContext) -> str:
-    """The DaCe environments of this machine, split by whether their installation check passes."""
+    """The DaCe environments of this machine, split by whether their installation check passes, and what
+    each environment generator offers for this node (``offer(ctx)``)."""
     available = [e for e in ctx.environments if e.available]
     missing = [e for e in ctx.environments if not e.available]
     lines = []
@@ -164,9 +165,36 @@ def render_environments(ctx: NodeContext) -> str:
     if missing:
         lines += ["", "Registered but not installed here (do not use): "
                   + ", ".join(f"`{e.name.rsplit('.', 1)[-1]}`" for e in missing) + "."]
-    lines += ["", ("A library installed on this machine but not listed can be requested in `environments` "
-                   "(headers and libraries to link); otherwise use only the C++ standard library.")]
+    offers = _generator_offers(ctx)
+    if offers:
+        lines += ["", "A library installed on this machine but not listed can be requested in `environments` "
+                  "(headers and libraries to link), naming one of these generators in its `generator` field:"]
+        lines += [f"- `{name}`: {text}" for name, text in offers]
+        lines += ["", "Otherwise use only the C++ standard library."]
+    else:
+        lines += ["", "No environment generator is installed: use only the C++ standard library and the "
+                  "environments listed above."]
     return "\n".join(lines)
+
+
+def _generator_offers(ctx: NodeContext) -> list[tuple[str, str]]:
+    """(name, text) of every environment generator with an offer for this node."""
+    from dace_ai.errors import PluginError
+    from dace_ai.plugins.manager import get_plugin_manager
+
+    offers = []
+    for name, generator in get_plugin_manager().environment_generators().items():
+        try:
+            text = generator.offer(ctx)
+        except Exception as exc:
+            raise PluginError(f"environment generator {name!r} from {generator.origin}: offer() failed for node "
+                              f"{ctx.name!r}: {type(exc).__name__}: {exc}") from exc
+        if text is not None and not isinstance(text, str):
+            raise PluginError(f"environment generator {name!r} from {generator.origin}: offer() returned "
+                              f"{type(text).__name__}; expected str or None")
+        if text and text.strip():
+            offers.append((name, " ".join(text.split())))
+    return offers
 
 
 @functools.cache

@@ -76,5 +76,5 @@ def dace_ai_targets():
 def dace_ai_checkers():
     yield Checker(name=COMPILE_CHECKER, stage="compile", check=check_compile, applies=applies,
                   description="Cross compiles SVE code with -march=armv8-a+sve")
-    yield Checker(name=VL_CHECKER, stage="verify", check=check_vector_lengths, applies=applies,
+    yield Checker(name=VL_CHECKER, stage="verify", check=check_vector_lengths, applies=applies, tools=("qemu-aarch64",),
                   description="Runs SVE code under qemu at 128, 512 and 2048 bits; results must agree")
