@@ -79,3 +79,29 @@ def test_registration_validation_names_the_problem():
 
     with pytest.raises(ValueError, match="stage must be one of"):
         Checker(name="c", stage="lint", check=lambda r: None)
+
+
+def test_pytest_plugin_costs_other_projects_nothing_until_a_fixture_is_used(tmp_path):
+    """In another project's session the plugin is loaded, yet dace_ai and DaCe stay unimported (and so
+    DaCe unpatched) until a test asks for a dace-ai fixture."""
+    import os
+    import subprocess
+    import sys
+
+    project = tmp_path / "other-project"
+    (project / "tests").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[project]\nname = "other"\nversion = "1"\n')
+    (project / "tests" / "test_other.py").write_text(
+        "import sys\n\n"
+        "def test_a_plain_test(request):\n"
+        "    assert request.config.pluginmanager.hasplugin('dace_ai')\n"
+        "    loaded = sorted(m for m in sys.modules if m == 'dace' or m.startswith(('dace.', 'dace_ai')))\n"
+        "    assert loaded == ['dace_ai_pytest'], loaded\n\n"
+        "def test_z_fixture_imports_on_use(register_dace_ai_plugin):\n"
+        "    assert 'dace_ai' in sys.modules and 'dace' in sys.modules\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DACE_ai_", "PYTEST_"))}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "-p", "no:randomly", "tests"], cwd=project, capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 passed" in proc.stdout

@@ -1,11 +1,9 @@
-"""A pytest plugin for dace-ai plugin authors (loaded automatically via ``pytest11``).
+"""Test helpers for dace-ai plugin authors.
 
-Fixtures:
-
-* ``dace_ai_plugin_manager``: a fresh plugin manager (entry points loaded) installed as
-  the process-wide one for the duration of a test;
-* ``register_dace_ai_plugin``: ``register_dace_ai_plugin(obj, name=...)`` registers a plugin
-  object (a module or any object with ``@hookimpl`` functions) for one test only.
+The fixtures ``dace_ai_plugin_manager`` and ``register_dace_ai_plugin`` come from the
+pytest plugin :mod:`dace_ai_pytest`, which pytest loads in every session (entry point
+``pytest11``) and which imports dace-ai only when a test uses one of them; this module
+is imported explicitly by the tests that want its helpers.
 
 Contract checks, callable from a plugin's own tests::
 
@@ -18,8 +16,6 @@ Contract checks, callable from a plugin's own tests::
 :class:`FakeProvider` is a scripted provider client for tests: it answers from a
 queue of texts and records every request. It is a fake and is never registered
 through an entry point.
-
-This module must stay cheap to import: pytest imports it in every session.
 """
 
 from __future__ import annotations
@@ -27,8 +23,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
-
-import pytest
 
 
 class FakeProvider:
@@ -111,36 +105,3 @@ def check_registrations(plugin: Any) -> dict[str, list[Any]]:
         assert isinstance(text, str) and text.strip(), f"target {target.name!r}: describe() must return text"
         assert isinstance(target.resolved_flags(detection), tuple)
     return found
-
-
-@pytest.fixture
-def dace_ai_plugin_manager():
-    """A fresh, loaded plugin manager installed as the process-wide one for this test."""
-    from dace_ai.plugins.manager import PluginManager, set_plugin_manager
-
-    manager = PluginManager()
-    manager.load()
-    previous = set_plugin_manager(manager)
-    try:
-        yield manager
-    finally:
-        set_plugin_manager(previous)
-
-
-@pytest.fixture
-def register_dace_ai_plugin():
-    """Register plugin objects on the process-wide manager for one test, then remove them."""
-    from dace_ai.plugins.manager import get_plugin_manager
-
-    names: list[str] = []
-    manager = get_plugin_manager()
-
-    def register(plugin: Any, name: str | None = None) -> Any:
-        plugin_name = name or f"test-plugin-{len(names)}"
-        manager.register(plugin, plugin_name)
-        names.append(plugin_name)
-        return plugin
-
-    yield register
-    for plugin_name in names:
-        manager.unregister(plugin_name)
