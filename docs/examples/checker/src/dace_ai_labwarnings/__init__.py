@@ -1,0 +1,1 @@
+"""dace-ai-labwarnings: A dace-ai checker that refuses code with compiler warnings."""

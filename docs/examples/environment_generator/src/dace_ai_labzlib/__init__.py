@@ -1,0 +1,1 @@
+"""dace-ai-labzlib: zlib offered to dace-ai answers as a DaCe environment."""

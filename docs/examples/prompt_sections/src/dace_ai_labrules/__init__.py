@@ -1,0 +1,1 @@
+"""dace-ai-labrules: The lab's house rules as dace-ai prompt sections."""

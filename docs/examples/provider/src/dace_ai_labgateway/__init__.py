@@ -1,0 +1,1 @@
+"""dace-ai-labgateway: the lab's model gateway as a dace-ai provider."""
