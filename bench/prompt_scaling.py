@@ -1,10 +1,13 @@
-"""How context collection and prompt rendering scale with the number of AI nodes.
+"""How writing the prompts of a program scales with its number of AI nodes.
 
-Builds one SDFG with 20 and one with 200 ``AINode`` s (one per state, each inside
-a map over the rows of its own arrays, half of them in a nested map), then
-times collecting the SDFG's context once and rendering the prompt of every
-node. Collection must be linear (one inferred copy per SDFG, not one per node),
-so t200 / t20 should stay near 10; the target is at most 12.
+Times the path a user runs: ``dace_ai.generate_prompts(sdfg, folder)`` on the SDFG of a
+real ``@dace.program`` with 20 and with 200 ``dace_ai.ai(...)`` calls (a chain: each node
+reads the previous one's output; every fourth one inside a ``dace.map`` over rows). That
+includes copying the SDFG, expanding its other library nodes, collecting every node's
+context, rendering the prompts through the installed prompt sections and writing the
+files. Parsing the program (DaCe's frontend, not dace-ai) is left out. Collection must be
+linear in the nodes (one inferred copy per SDFG, not one per node), so t200 / t20 should
+stay near 10; the target is at most 12.
 
 Run: ``.venv/bin/python bench/prompt_scaling.py``
 """
@@ -12,63 +15,76 @@ Run: ``.venv/bin/python bench/prompt_scaling.py``
 from __future__ import annotations
 
 import gc
+import importlib.util
+import shutil
+import sys
+import tempfile
 import time
+from pathlib import Path
 
-import dace
-from dace_ai.config.settings import resolve_settings
-from dace_ai.context.collect import collect_sdfg_context
-from dace_ai.expansion.ainode import AINode
-from dace_ai.prompt.render import render_prompt
-
-REPEATS = 5
+REPEATS = 3
 
 
-def build(count: int) -> dace.SDFG:
-    """An SDFG with ``count`` AI nodes, each in its own state inside one or two maps."""
-    N = dace.symbol("N")
-    sdfg = dace.SDFG(f"scaling_{count}")
-    previous = None
+def program_source(count: int) -> str:
+    """A module with one program of ``count`` AI nodes, as a user would write it."""
+    lines = ["import dace", "import dace_ai", "", "N = dace.symbol('N')", "", "",
+             "@dace.program", f"def scaling_{count}(A: dace.float64[N, 8]):", "    X0 = A"]
     for k in range(count):
-        sdfg.add_array(f"A{k}", [N, 8], dace.float64)
-        sdfg.add_array(f"B{k}", [N, 8], dace.float64)
-        state = sdfg.add_state(f"s{k}") if previous is None else sdfg.add_state_after(previous, f"s{k}")
-        previous = state
-        node = AINode(f"ai{k}", f"Write _a scaled by {k + 1} into _out.", inputs={"_a"}, outputs={"_out"})
-        read, write = state.add_read(f"A{k}"), state.add_write(f"B{k}")
-        me, mx = state.add_map(f"rows{k}", {"i": "0:N"})
-        if k % 2:
-            ie, ix = state.add_map(f"cols{k}", {"j": "0:8"})
-            state.add_memlet_path(read, me, ie, node, dst_conn="_a", memlet=dace.Memlet(f"A{k}[i, j]"))
-            state.add_memlet_path(node, ix, mx, write, src_conn="_out", memlet=dace.Memlet(f"B{k}[i, j]"))
+        if k % 4 == 3:
+            lines += [f"    X{k + 1} = dace.define_local([N, 8], dace.float64)",
+                      "    for i in dace.map[0:N]:",
+                      f"        X{k + 1}[i] = dace_ai.ai('Row i: write _in0 scaled by {k + 1} into _out.', "
+                      f"X{k}[i], name='ai{k}')"]
         else:
-            state.add_memlet_path(read, me, node, dst_conn="_a", memlet=dace.Memlet(f"A{k}[i, 0:8]"))
-            state.add_memlet_path(node, mx, write, src_conn="_out", memlet=dace.Memlet(f"B{k}[i, 0:8]"))
-    return sdfg
+            lines.append(f"    X{k + 1} = dace_ai.ai('Write _in0 plus {k + 1} into _out.', X{k}, name='ai{k}')")
+    lines.append(f"    return X{count}")
+    return "\n".join(lines) + "\n"
 
 
-def prompts_for(sdfg: dace.SDFG, settings) -> list[str]:
-    ctx = collect_sdfg_context(sdfg, settings)
-    return [render_prompt(ctx.node_context(state, node), settings).user for state, node in ctx.library_nodes()]
+def load_sdfg(count: int, folder: Path):
+    """The SDFG of the program (parsed once; each timed run gets it from a fresh load)."""
+    path = folder / f"scaling_{count}.py"
+    path.write_text(program_source(count))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    spec.loader.exec_module(module)
+    sdfg = getattr(module, f"scaling_{count}").to_sdfg()
+    sdfg.save(str(folder / f"scaling_{count}.sdfg"))
+    return folder / f"scaling_{count}.sdfg"
 
 
-def timed(count: int, settings) -> float:
-    """Best of ``REPEATS`` wall times (a fresh SDFG each time, so nothing is reused between runs)."""
+def timed(saved: Path, count: int, work: Path) -> float:
+    """Best of ``REPEATS`` wall times of generate_prompts (a freshly loaded SDFG and an empty folder each time)."""
+    import dace
+    import dace_ai
+
     best = float("inf")
-    for _ in range(REPEATS):
-        sdfg = build(count)
+    for repeat in range(REPEATS):
+        sdfg = dace.SDFG.from_file(str(saved))
+        folder = work / f"prompts-{count}-{repeat}"
         gc.collect()  # start each run from the same heap, so earlier garbage is not billed to it
         start = time.perf_counter()
-        prompts = prompts_for(sdfg, settings)
+        written = dace_ai.generate_prompts(sdfg, folder)
         best = min(best, time.perf_counter() - start)
-        assert len(prompts) == count and len(set(prompts)) == count
+        assert len(written) == count, (len(written), count)
+        assert len({p.prompt.read_text() for p in written}) == count
+        shutil.rmtree(folder)
     return best
 
 
 def main() -> None:
-    settings = resolve_settings()
-    prompts_for(build(2), settings)  # once-per-process costs: plugin loading, target detection, environments
-    t20 = timed(20, settings)
-    t200 = timed(200, settings)
+    import dace_ai  # noqa: F401 - registers the ai expansion before programs are parsed
+
+    work = Path(tempfile.mkdtemp(prefix="dace-ai-prompt-scaling-"))
+    try:
+        saved = {count: load_sdfg(count, work) for count in (2, 20, 200)}
+        timed(saved[2], 2, work)  # once-per-process costs: plugin loading, target detection, environments
+        t20 = timed(saved[20], 20, work)
+        t200 = timed(saved[200], 200, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("dace_ai.generate_prompts(sdfg, folder) on a @dace.program with N dace_ai.ai() calls")
     print(f"t20  = {t20 * 1000:8.1f} ms  ({t20 / 20 * 1000:.2f} ms per node)")
     print(f"t200 = {t200 * 1000:8.1f} ms  ({t200 / 200 * 1000:.2f} ms per node)")
     ratio = t200 / t20
