@@ -240,7 +240,7 @@ sdfg.save({str(tmp_path / "after.sdfg")!r})
 print(json.dumps(out, default=str))
 """
     env = {**os.environ, **provider_env(llm), "DACE_default_build_folder": str(_isolated_dace_ai)}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, env=env, cwd=tmp_path,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
@@ -305,7 +305,7 @@ def test_the_installed_command_runs_in_its_own_process(llm, tmp_path, _isolated_
     twice_sdfg().save(str(path))
     env = {**os.environ, **provider_env(llm), "DACE_default_build_folder": str(_isolated_dace_ai)}
     done = subprocess.run([sys.executable, "-m", "dace_ai.cli.main", "history", str(path), "--json"],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+                          check=False, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr
     assert [r["status"] for r in json.loads(done.stdout)] == ["accepted"]
 

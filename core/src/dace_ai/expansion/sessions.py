@@ -22,6 +22,7 @@ After a change of code the program's build folder is removed, so the next
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -211,8 +212,15 @@ def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings
     as it was (the rejected rounds are recorded in the session).
     """
     from dace_ai.checking.stages import failed, failure_error, repair_message
-    from dace_ai.expansion.pipeline import AnswerSource, _check, _environments, node_context, request_for, \
-        request_record, resolve
+    from dace_ai.expansion.pipeline import (
+        AnswerSource,
+        _check,
+        _environments,
+        node_context,
+        request_for,
+        request_record,
+        resolve,
+    )
     from dace_ai.expansion.tasklet import update_tasklet
     from dace_ai.prompt.answer import parse_answer
     from dace_ai.providers.select import select_provider
@@ -241,8 +249,6 @@ def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings
     answers = AnswerSource(provider, settings)
     attempts = 1 + (settings.max_repair_attempts if settings.compile_check else 0)
     reports: list[Any] = []
-    import time
-
     for attempt in range(attempts):
         started = time.time()
         request = request_for(system, messages[0][1], settings, history_messages)
@@ -250,10 +256,11 @@ def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings
         record = {**request_record(provider.name, request, key), "reason": "refine"}
         conversation_sent = [(m.role, m.content) for m in request.messages]
         extra = {"parent": g.round, "edited_by_hand": edited}
-        common = dict(node=node_record, system=request.system, messages=conversation_sent, request=record,
-                      reply_text=reply.text, source=source, usage=reply.usage, started=started,
-                      reason="refine" if attempt == 0 else "repair", feedback=feedback if attempt == 0 else "",
-                      extra=extra)
+        common: dict[str, Any] = {
+            "node": node_record, "system": request.system, "messages": conversation_sent, "request": record,
+            "reply_text": reply.text, "source": source, "usage": reply.usage, "started": started,
+            "reason": "refine" if attempt == 0 else "repair", "feedback": feedback if attempt == 0 else "",
+            "extra": extra}
         try:
             answer = parse_answer(reply.text, origin=f"{source} answer refining {g.name!r}")
         except AnswerError as exc:
@@ -277,7 +284,7 @@ def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings
     raise failure_error(ctx, reports, attempts - 1, session.folder)
 
 
-def rollback(sdfg: Any, name: Any = None, round: int | None = None) -> Any:  # noqa: A002 - the seed's keyword
+def rollback(sdfg: Any, name: Any = None, round: int | None = None) -> Any:
     """Put the answer of an earlier accepted ``round`` back into the selected tasklet (no model is asked)."""
     from dace_ai.expansion.tasklet import update_tasklet
     from dace_ai.prompt.answer import Answer
