@@ -181,7 +181,9 @@ def test_pinned_tasklets_are_left_alone_by_refine_rollback_and_build_repairs(llm
     dace_ai.unpin(sdfg, tasklet)
     assert not is_pinned(tasklet) and "pinned" not in provenance(tasklet)
     compiled = dace_ai.build(sdfg, rounds=1)  # now the build repairs it
-    assert len(llm.requests) == 2 and "broken_by_hand" in llm.requests[1].text()
+    repair_request = last_user_text(llm.requests[1])
+    assert len(llm.requests) == 2 and "broken_by_hand" in repair_request and "edited by hand" in repair_request
+    assert dace_ai.history(sdfg)[-1]["reason"] == "program build repair"
     A = np.random.rand(6)
     np.testing.assert_allclose(compiled(A=A, N=6), 2 * A)
 

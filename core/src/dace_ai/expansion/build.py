@@ -161,6 +161,11 @@ def repair_tasklet(entry: Blame, message: str, settings: AISettings) -> Any:
     session = Session(folder)
     session_node = session.summary().get("node") or {"name": fields.get("node", tasklet.label)}
     sdfg_name = session_node.get("sdfg", entry.sdfg.name)
+    from dace_ai.expansion.sessions import hand_edit_note, hand_edits
+
+    edited_code, edited_global = hand_edits(tasklet, session, number)
+    if edited_code is not None:  # what the program contains is what must be repaired
+        message = hand_edit_note(edited_code, edited_global) + "\n\n" + message
     messages.append(("user", message))
     provider = select_provider(settings)
     request = request_for(system, messages[0][1], settings, messages[1:])
@@ -172,7 +177,8 @@ def repair_tasklet(entry: Blame, message: str, settings: AISettings) -> Any:
     rnd = session.record_round(node=session_node,
                                system=system, messages=messages, request=record, reply_text=reply.text,
                                answer=answer.model_dump(mode="json"), reports=[], status="accepted", source=source,
-                               usage=reply.usage, reason="program build repair", extra={"parent": number})
+                               usage=reply.usage, reason="program build repair",
+                               extra={"parent": number, "edited_by_hand": edited_code is not None})
     fields.update({"provider": provider.name, "model": reply.model or "", "source": source, "cache_key": key[:16],
                    "session": f"ai-sessions/{folder.name}/round-{rnd.number}"})
     session.update_round(rnd.number, provenance=[[k, v] for k, v in fields.items()])

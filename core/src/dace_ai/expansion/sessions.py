@@ -109,14 +109,36 @@ def select(sdfg: Any, name: Any = None) -> Generated:
 
 
 # ---------------------------------------------------------------------------------------- reading
+def hand_edits(tasklet: Any, session: Session | None, number: int | None) -> tuple[str | None, str | None]:
+    """(code, code_global) of ``tasklet`` where they differ from round ``number``'s answer (edited by hand).
+
+    ``code`` is None when nothing was edited; ``code_global`` is None when only ``code`` was.
+    """
+    answer = session.answer(number) if session is not None and number is not None else None
+    if answer is None:
+        return None, None
+    code = body(tasklet)
+    global_code = getattr(tasklet.code_global, "as_string", "") or ""
+    code_changed = code.strip() != str(answer.get("code", "")).strip()
+    global_changed = global_code.strip() != str(answer.get("code_global", "")).strip()
+    if not code_changed and not global_changed:
+        return None, None
+    return code, (global_code if global_changed else None)
+
+
+def hand_edit_note(code: str, code_global: str | None) -> str:
+    """The words telling the model that the code it revises is the hand-edited one."""
+    parts = [("The code of this tasklet was edited by hand after your last answer. The edited version below is "
+              "what the program contains now: revise it (not your previous answer), keeping the hand edits "
+              f"unless told otherwise.\n\n`code`:\n```cpp\n{code.rstrip()}\n```")]
+    if code_global is not None:
+        parts.append(f"`code_global`:\n```cpp\n{code_global.rstrip()}\n```")
+    return "\n\n".join(parts)
+
+
 def _edited(g: Generated) -> bool:
     """True when the tasklet's code differs from its session round's answer (edited by hand)."""
-    answer = g.session.answer(g.round) if g.session is not None and g.round is not None else None
-    if answer is None:
-        return False
-    global_code = getattr(g.tasklet.code_global, "as_string", "") or ""
-    return (body(g.tasklet).strip() != str(answer.get("code", "")).strip()
-            or global_code.strip() != str(answer.get("code_global", "")).strip())
+    return hand_edits(g.tasklet, g.session, g.round)[0] is not None
 
 
 def _totals(rounds: list[dict[str, Any]]) -> tuple[dict[str, int], float | None]:
@@ -192,13 +214,7 @@ def _refuse_pinned(g: Generated, what: str) -> None:
 # ---------------------------------------------------------------------------------------- changing
 def refine_message(feedback: str, edited_code: str | None, edited_global: str | None) -> str:
     """The user message of a refine round: hand edits (when any) first, then the feedback."""
-    parts = []
-    if edited_code is not None:
-        parts.append("The code of this tasklet was edited by hand after your last answer. The edited version "
-                     "below is what the program contains now: revise it (not your previous answer), keeping "
-                     f"the hand edits unless the feedback says otherwise.\n\n`code`:\n```cpp\n{edited_code}\n```")
-        if edited_global is not None:
-            parts.append(f"`code_global`:\n```cpp\n{edited_global}\n```")
+    parts = [hand_edit_note(edited_code, edited_global)] if edited_code is not None else []
     parts.append(f"Feedback on the implementation:\n\n{feedback.strip()}")
     parts.append("Answer again with the complete improved answer in the same JSON format.")
     return "\n\n".join(parts) + "\n"
@@ -236,13 +252,10 @@ def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings
                            f"(messages.json and answer.txt in {session.round_folder(g.round or 0)})")
     system, messages = conversation
     settings = resolve(settings)
-    answer_now = session.answer(g.round) or {}  # type: ignore[arg-type]
-    edited = _edited(g)
-    global_now = getattr(g.tasklet.code_global, "as_string", "") or ""
-    edited_global = global_now if edited and global_now.strip() != str(answer_now.get("code_global", "")).strip() \
-        else None
+    edited_code, edited_global = hand_edits(g.tasklet, session, g.round)
+    edited = edited_code is not None
     history_messages: list[tuple[str, str]] = [*messages[1:], ("user", refine_message(
-        feedback, body(g.tasklet) if edited else None, edited_global))]
+        feedback, edited_code, edited_global))]
     provider = select_provider(settings)
     ctx = node_context(g.sdfg, g.state, g.tasklet, settings)
     node_record = {**(session.summary().get("node") or {}), "tasklet": g.tasklet.label}
