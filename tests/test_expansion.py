@@ -256,5 +256,8 @@ def test_dace_ai_expand_replaces_one_node_and_cache_answers_without_provider(pro
         state.remove_node(n)
     dace_ai.expand(sdfg, state, add_node())
     assert len(provider.requests) == asked
-    sessions = dace_ai.list_sessions()
-    assert len(sessions) == 1 and sessions[0]["rounds"] == 1 and sessions[0]["current"] == 1
+    sessions = dace_ai.list_sessions()  # a new node is a new session (sessions are named after node guids)
+    assert len(sessions) == 2 and all(s["rounds"] == 1 and s["current"] == 1 for s in sessions)
+    sources = sorted(json.loads(Path(s["folder"], "session.json").read_text())["rounds"][0]["source"]
+                     for s in sessions)
+    assert sources == ["cache", "scripted"]

@@ -47,6 +47,14 @@ _LAZY: dict[str, str] = {
     "render_prompt": "dace_ai.prompt.render",
     "build": "dace_ai.expansion.build",
     "repair": "dace_ai.expansion.build",
+    "sessions": "dace_ai.expansion.sessions",
+    "show": "dace_ai.expansion.sessions",
+    "history": "dace_ai.expansion.sessions",
+    "refine": "dace_ai.expansion.sessions",
+    "rollback": "dace_ai.expansion.sessions",
+    "pin": "dace_ai.expansion.sessions",
+    "unpin": "dace_ai.expansion.sessions",
+    "is_pinned": "dace_ai.expansion.provenance",
 }
 
 

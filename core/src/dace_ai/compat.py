@@ -491,3 +491,36 @@ def resolved_implementation(node: Any) -> str | None:
         return Config.get("library", cls._dace_library_name, "default_implementation")
     except Exception:
         return None
+
+
+# --------------------------------------------------------------------------- sessions
+def node_guid(node: Any) -> str | None:
+    """A node's ``guid``: kept by ``deepcopy`` and by ``save``/``from_file``, distinct between nodes.
+
+    Sessions are named after it, so a node keeps its session across compiles and
+    processes, and two programs that share a name never share one.
+    """
+    guid = getattr(node, "guid", None)
+    return str(guid) if guid else None
+
+
+def discard_build_folder(sdfg: Any) -> None:
+    """Remove the SDFG's build folder so the next ``compile()`` generates and builds everything again.
+
+    With ``compiler.use_cache`` DaCe would otherwise reuse a library built from old code.
+    """
+    import shutil
+
+    folder = getattr(sdfg, "build_folder", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def load_sdfg(path: Any) -> Any:
+    """An SDFG read from a ``.sdfg`` / ``.sdfgz`` file."""
+    return dace.SDFG.from_file(str(path))
+
+
+def save_sdfg(sdfg: Any, path: Any, compress: bool = False) -> None:
+    """Write ``sdfg`` to ``path`` (DaCe's JSON, gzip-compressed when ``compress``)."""
+    sdfg.save(str(path), compress=compress)

@@ -1,4 +1,4 @@
-"""The ``dace-ai`` command: plugins, effective settings, machine check, targets.
+"""The ``dace-ai`` command: plugins, effective settings, machine check, targets, sessions.
 
 Exit codes follow the usual convention: 0 success, 1 the command ran and found a
 problem (a plugin failed to load, a setting is invalid), 2 wrong usage.
@@ -187,6 +187,10 @@ def make_parser() -> argparse.ArgumentParser:
                                          "target chosen for CPU and GPU code.")
     targets.add_argument("--json", action="store_true", help="machine-readable output")
     targets.set_defaults(func=cmd_targets)
+
+    from dace_ai.cli.sessions import add_commands as add_session_commands
+
+    add_session_commands(sub)
     return parser
 
 

@@ -26,9 +26,11 @@ from dace_ai.checking.api import stable_paths
 from dace_ai.checking.diagnostics import Diagnostic, errors_with_notes, format_diagnostics, parse_diagnostics
 from dace_ai.config.settings import AISettings
 from dace_ai.errors import CheckFailed
+from dace_ai.expansion.provenance import is_pinned, provenance, session_round
+
+__all__ = ["blame", "build", "is_pinned", "provenance", "repair"]
 
 _MARKER = re.compile(r"////__DACE:(\d+):(\d+):(\d+)(?![\d,])")
-_PROVENANCE = re.compile(r"^\s*//\s*dace-ai:(?P<fields>.*)$", re.MULTILINE)
 
 
 @dataclass
@@ -44,37 +46,12 @@ class Blame:
 
 
 # ------------------------------------------------------------------------------------- provenance
-def provenance(tasklet: Any) -> dict[str, str] | None:
-    """The ``// dace-ai: key=value ...`` fields at the top of a generated tasklet's code, or None."""
-    code = getattr(getattr(tasklet, "code", None), "as_string", None)
-    first_line = code.lstrip().split("\n", 1)[0] if isinstance(code, str) else ""
-    m = _PROVENANCE.match(first_line)
-    if not m:
-        return None
-    return dict(part.split("=", 1) for part in m.group("fields").split() if "=" in part)
-
-
 def _session_folder(fields: dict[str, str]) -> tuple[Path, int] | None:
     """(session folder, round) from the ``session=ai-sessions/<name>/round-N`` field."""
     from dace_ai.storage.files import build_root
 
-    m = re.match(r"^(?P<folder>.+)/round-(?P<round>\d+)$", fields.get("session", ""))
-    return (build_root() / m.group("folder"), int(m.group("round"))) if m else None
-
-
-def is_pinned(tasklet: Any) -> bool:
-    """Pinned tasklets are never changed by repairs (a user accepted them as they are)."""
-    fields = provenance(tasklet) or {}
-    if fields.get("pinned", "").lower() in ("1", "true", "yes"):
-        return True
-    found = _session_folder(fields)
-    if found is None:
-        return False
-    try:
-        summary = json.loads((found[0] / "session.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return False
-    return bool(summary.get("pinned"))
+    found = session_round(fields)
+    return (build_root() / "ai-sessions" / found[0], found[1]) if found else None
 
 
 # ---------------------------------------------------------------------------------------- blame
@@ -184,6 +161,11 @@ def repair_tasklet(entry: Blame, message: str, settings: AISettings) -> Any:
     session = Session(folder)
     session_node = session.summary().get("node") or {"name": fields.get("node", tasklet.label)}
     sdfg_name = session_node.get("sdfg", entry.sdfg.name)
+    from dace_ai.expansion.sessions import hand_edit_note, hand_edits
+
+    edited_code, edited_global = hand_edits(tasklet, session, number)
+    if edited_code is not None:  # what the program contains is what must be repaired
+        message = hand_edit_note(edited_code, edited_global) + "\n\n" + message
     messages.append(("user", message))
     provider = select_provider(settings)
     request = request_for(system, messages[0][1], settings, messages[1:])
@@ -194,9 +176,12 @@ def repair_tasklet(entry: Blame, message: str, settings: AISettings) -> Any:
     record = {**request_record(provider.name, request, key), "reason": "program build repair"}
     rnd = session.record_round(node=session_node,
                                system=system, messages=messages, request=record, reply_text=reply.text,
-                               answer=answer.model_dump(mode="json"), reports=[], status="accepted", source=source)
+                               answer=answer.model_dump(mode="json"), reports=[], status="accepted", source=source,
+                               usage=reply.usage, reason="program build repair",
+                               extra={"parent": number, "edited_by_hand": edited_code is not None})
     fields.update({"provider": provider.name, "model": reply.model or "", "source": source, "cache_key": key[:16],
                    "session": f"ai-sessions/{folder.name}/round-{rnd.number}"})
+    session.update_round(rnd.number, provenance=[[k, v] for k, v in fields.items()])
     tasklet.code = compat_code(provenance_comment(fields) + answer.code)
     tasklet.code_global = compat_code(answer.code_global)
     tasklet.code_init = compat_code(answer.code_init)

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from dace_ai import compat
@@ -244,12 +246,14 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
 
     provider = select_provider(settings)
     prompt = render_prompt(ctx, settings)
-    session = open_session(ctx.sdfg_name, ctx.key)
+    live_node = (ctx.live or {}).get("node")
+    session = open_session(ctx.sdfg_name, ctx.key, guid=compat.node_guid(live_node), label=ctx.name)
     answers = AnswerSource(provider, settings)
     history: list[Message] = []
     attempts = 1 + (settings.max_repair_attempts if settings.compile_check else 0)
     reports: list[Any] = []
     for attempt in range(attempts):
+        started = time.time()
         request = request_for(prompt.system, prompt.user, settings, history)
         if supplied is not None and attempt == 0:
             key = cache_key(provider.name, request)
@@ -263,7 +267,8 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
         except AnswerError as exc:
             session.record_round(node=_node_record(ctx), system=request.system, messages=conversation,
                                  request=record, reply_text=reply.text, answer=None, reports=[], status="error",
-                                 error=str(exc), source=source, node_json=node_json)
+                                 error=str(exc), source=source, node_json=node_json, usage=reply.usage,
+                                 started=started)
             raise
         answers.keep(key, reply, source)
         reports = _check(answer, ctx, settings)
@@ -276,7 +281,8 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
         rnd = session.record_round(node=_node_record(ctx), system=request.system, messages=conversation,
                                    request=record, reply_text=reply.text, answer=answer.model_dump(mode="json"),
                                    reports=reports, status="accepted" if ok else "rejected", source=source,
-                                   node_json=node_json)
+                                   node_json=node_json, usage=reply.usage, started=started,
+                                   reason="expansion" if attempt == 0 else "repair")
         if ok:
             return Outcome(answer, reply, provider.name, key, source, str(session.folder), rnd.number, environments)
         history += [Message("assistant", reply.text), Message("user", repair_message(reports))]
@@ -329,6 +335,10 @@ def generate_tasklet(sdfg: Any, state: Any, node: Any, settings: Any = None, *,
     provenance = {"node": ctx.name, "provider": outcome.provider, "model": outcome.reply.model or "",
                   "source": outcome.source, "cache_key": outcome.key[:16],
                   "session": f"ai-sessions/{outcome.session.rsplit('/', 1)[-1]}/round-{outcome.round}"}
+    from dace_ai.storage.sessions import Session
+
+    Session(Path(outcome.session)).update_round(outcome.round, provenance=[[k, v] for k, v in provenance.items()],
+                                                environments=sorted(outcome.environments))
     return make_tasklet(node, outcome.answer, ctx, provenance, outcome.environments)
 
 

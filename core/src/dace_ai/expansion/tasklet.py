@@ -97,3 +97,18 @@ def place_tasklet(state: Any, node: nodes.LibraryNode, tasklet: nodes.Tasklet) -
     """Replace ``node`` by ``tasklet`` in ``state`` (same edges and connectors)."""
     compat.replace_node(state, node, tasklet)
     return tasklet
+
+
+def update_tasklet(tasklet: nodes.Tasklet, answer: Answer, provenance: dict[str, Any],
+                   environments: set[str] | None = None) -> nodes.Tasklet:
+    """Give an existing generated tasklet the code of ``answer`` (refine, rollback); edges and connectors stay."""
+    language = _LANGUAGES[answer.language]
+    tasklet.code = dace.properties.CodeBlock(provenance_comment(provenance) + answer.code, language)
+    tasklet.code_global = dace.properties.CodeBlock(answer.code_global, language)
+    tasklet.code_init = dace.properties.CodeBlock(answer.code_init, language)
+    tasklet.code_exit = dace.properties.CodeBlock(answer.code_exit, language)
+    tasklet.state_fields = list(answer.state_fields)
+    tasklet.side_effects = True if answer.side_effects else None
+    tasklet.ignored_symbols = set(answer.ignored_symbols)
+    tasklet.environments = set(environments or ()) | set(answer.use_environments)
+    return tasklet

@@ -1,23 +1,49 @@
-"""Sessions: every round of every node's generation, on disk.
+"""Sessions: every round of every node's generation, on disk, readable by a person.
 
 Layout::
 
-    <build root>/ai-sessions/<sdfg>.<node key>/
-        session.json          node, rounds, outcome, the round in use
-        node.json             the library node as it was before expansion (to restore it later)
+    <build root>/ai-sessions/<session id>/
+        session.json          the record below
+        node.json             the library node as it was before expansion (DaCe's JSON)
         round-1/
-            prompt.md         system prompt and conversation sent
+            prompt.md         system prompt and conversation sent (markdown)
+            messages.json     the same conversation as data (continued by refine and repairs)
             request.json      provider, model, effort, limits, cache key (never an API key)
             answer.txt        the raw reply
             answer.json       the parsed answer (when it parsed)
+            feedback.md       what the user asked for (refine rounds)
             checks.json       the checkers' reports; check-<name>.log each checker's diagnostics
         round-2/ ...
 
-A round is what one request produced. Rounds are numbered per node across
-expansions, so a later compile that asks again appends rather than overwrites;
-a replayed cache hit identical to the last round is not recorded twice.
-Everything is written atomically; nothing here is needed to compile or run an
-expanded SDFG.
+Identity. A session id is ``<node label>-<first 12 hex digits of the node's guid>``:
+DaCe keeps a node's ``guid`` through ``deepcopy`` (so ``sdfg.compile()``, which expands
+a copy, appends to the same session) and through ``sdfg.save()`` / ``SDFG.from_file()``,
+while two programs that share a name have different guids, so they never collide.
+The generated tasklet names its session and round in its provenance comment
+(``// dace-ai: ... session=ai-sessions/<id>/round-<n>``).
+
+``session.json`` (format 1)::
+
+    {"format": 1, "id": "...", "node": {"name", "key", "type", "library", "sdfg", "state",
+                                        "target", "guid"},
+     "created": <unix time>, "updated": <unix time>,
+     "current": <round in use, or null>, "pinned": false,
+     "rounds": [{"number", "status": "accepted"|"rejected"|"error", "source", "reason":
+                 "expansion"|"repair"|"refine"|"program build repair", "error", "cache_key",
+                 "started", "time" (finished), "tokens": {"input", "output"}, "cost_usd",
+                 "feedback", "edited_by_hand", "parent" (round continued), "replayed",
+                 "checks": [{"checker", "stage", "status", "seconds"}],
+                 "verification" (level reached), "provenance" ({field: value} of the tasklet),
+                 "environments" ([class paths])}, ...],
+     "events": [{"action": "rollback"|"pin"|"unpin", "round", "time"}, ...]}
+
+Readers are tolerant: a missing field reads as its default and unknown fields
+(written by newer versions or other tools) are kept when the record is
+rewritten. A round is what one request produced. Rounds are numbered per
+session, so a later compile that asks again appends rather than overwrites; a
+replayed cache hit identical to the last round is not recorded twice.
+Everything is written atomically under a cross-process lock; nothing here is
+needed to compile or run an expanded SDFG.
 """
 
 from __future__ import annotations
@@ -25,13 +51,17 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dace_ai.storage.files import ai_folder, atomic_write, atomic_write_json, lock_for
 
+FORMAT = 1
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
+#: Verification levels from weakest to strongest (a round's level is the last stage all of whose checks passed).
+LEVELS = ("none", "compile", "verify", "bench")
 
 
 def _safe(text: str) -> str:
@@ -39,9 +69,15 @@ def _safe(text: str) -> str:
 
 
 def session_name(sdfg_name: str, node_key: str) -> str:
-    """The folder name of a node's session (file-system safe)."""
+    """A positional folder name, used only for nodes without a guid (none in DaCe 1.0.2)."""
     key = node_key if node_key.startswith(f"{sdfg_name}.") or not sdfg_name else f"{sdfg_name}.{node_key}"
     return _safe(key)
+
+
+def session_id(label: str, guid: str) -> str:
+    """The stable, unique id of the session of the node labelled ``label`` with DaCe ``guid``."""
+    digits = re.sub(r"[^0-9a-fA-F]", "", guid).lower()[:12]
+    return _safe(f"{label}-{digits}" if digits else label)
 
 
 @dataclass(frozen=True)
@@ -52,29 +88,124 @@ class RoundRecord:
     folder: Path
 
 
+def _tokens(usage: Any) -> tuple[dict[str, int | None], float | None]:
+    if usage is None:
+        return {"input": None, "output": None}, None
+    get = usage.get if isinstance(usage, dict) else (lambda k: getattr(usage, k, None))
+    return {"input": get("input_tokens"), "output": get("output_tokens")}, get("cost_usd")
+
+
+def verification_level(checks: list[dict[str, Any]]) -> str:
+    """The strongest stage whose checks all passed (and every stage before it), from ``checks`` rows."""
+    level = "none"
+    for stage in LEVELS[1:]:
+        rows = [row for row in checks if row.get("stage") == stage]
+        if not rows or any(row.get("status") != "passed" for row in rows):
+            break
+        level = stage
+    return level
+
+
 class Session:
-    """The session folder of one node; open with :func:`open_session`."""
+    """The session folder of one node; open with :func:`open_session` or :func:`session_by_id`."""
 
     def __init__(self, folder: Path) -> None:
-        self.folder = folder
+        self.folder = Path(folder)
+
+    @property
+    def id(self) -> str:
+        return self.folder.name
 
     @property
     def summary_path(self) -> Path:
         return self.folder / "session.json"
 
+    def exists(self) -> bool:
+        return self.summary_path.is_file()
+
     def summary(self) -> dict[str, Any]:
+        """``session.json`` (a default record when missing or unreadable)."""
         try:
-            return json.loads(self.summary_path.read_text(encoding="utf-8"))
-        except (FileNotFoundError, json.JSONDecodeError):
-            return {"rounds": []}
+            data = json.loads(self.summary_path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            data = None
+        if not isinstance(data, dict):
+            data = {}
+        if not isinstance(data.get("rounds"), list):
+            data["rounds"] = []
+        data["rounds"] = [r for r in data["rounds"] if isinstance(r, dict) and isinstance(r.get("number"), int)]
+        return data
 
     def rounds(self) -> list[RoundRecord]:
         return [RoundRecord(r["number"], self.folder / f"round-{r['number']}") for r in self.summary()["rounds"]]
 
+    def round_entry(self, number: int) -> dict[str, Any] | None:
+        """The record of round ``number`` in ``session.json``, or None."""
+        return next((r for r in self.summary()["rounds"] if r["number"] == number), None)
+
+    def round_folder(self, number: int) -> Path:
+        return self.folder / f"round-{number}"
+
+    def answer(self, number: int) -> dict[str, Any] | None:
+        """The parsed answer of round ``number`` (``answer.json``), or None."""
+        try:
+            data = json.loads((self.round_folder(number) / "answer.json").read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def conversation(self, number: int) -> tuple[str, list[tuple[str, str]]] | None:
+        """(system, messages) of round ``number`` with that round's answer appended, or None."""
+        folder = self.round_folder(number)
+        try:
+            data = json.loads((folder / "messages.json").read_text(encoding="utf-8"))
+            answer = (folder / "answer.txt").read_text(encoding="utf-8")
+            messages = [(str(role), str(text)) for role, text in data["messages"]]
+            return str(data["system"]), [*messages, ("assistant", answer)]
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError):
+            return None
+
+    def _update(self, change: Callable[[dict[str, Any]], Any]) -> Any:
+        with lock_for(self.summary_path):
+            summary = self.summary()
+            summary.setdefault("format", FORMAT)
+            summary.setdefault("id", self.id)
+            result = change(summary)
+            summary["updated"] = time.time()
+            atomic_write_json(self.summary_path, summary)
+            return result
+
+    def update_round(self, number: int, **fields: Any) -> None:
+        """Add or replace fields of round ``number``'s record (e.g. the tasklet's provenance)."""
+        def change(summary: dict[str, Any]) -> None:
+            for entry in summary["rounds"]:
+                if entry["number"] == number:
+                    entry.update(fields)
+        self._update(change)
+
+    def set_current(self, number: int, action: str = "rollback") -> None:
+        """Make round ``number`` the one in use and log ``action``."""
+        def change(summary: dict[str, Any]) -> None:
+            summary["current"] = number
+            summary.setdefault("events", []).append({"action": action, "round": number, "time": time.time()})
+        self._update(change)
+
+    def set_pinned(self, pinned: bool) -> None:
+        def change(summary: dict[str, Any]) -> None:
+            summary["pinned"] = pinned
+            summary.setdefault("events", []).append({"action": "pin" if pinned else "unpin",
+                                                     "round": summary.get("current"), "time": time.time()})
+        self._update(change)
+
+    @property
+    def pinned(self) -> bool:
+        return bool(self.summary().get("pinned"))
+
     def record_round(self, *, node: dict[str, Any], system: str, messages: list[tuple[str, str]],
                      request: dict[str, Any], reply_text: str | None, answer: dict[str, Any] | None,
                      reports: list[Any], status: str, error: str = "", source: str = "",
-                     node_json: Any = None) -> RoundRecord:
+                     node_json: Any = None, usage: Any = None, reason: str = "", feedback: str = "",
+                     started: float | None = None, extra: dict[str, Any] | None = None) -> RoundRecord:
         """Append one round (prompt, answer, checks) and update ``session.json``.
 
         ``status`` is ``accepted``, ``rejected`` (failed its checks) or ``error``
@@ -83,16 +214,20 @@ class Session:
         """
         with lock_for(self.summary_path):
             summary = self.summary()
-            summary.setdefault("rounds", [])
+            summary.setdefault("format", FORMAT)
+            summary.setdefault("id", self.id)
+            summary.setdefault("created", time.time())
             last = summary["rounds"][-1] if summary["rounds"] else None
             if (source == "cache" and last is not None and last.get("cache_key") == request.get("cache_key")
-                    and last.get("status") == status):
+                    and last.get("status") == status and not feedback):
                 last["replayed"] = last.get("replayed", 0) + 1
+                if status == "accepted":
+                    summary["current"] = last["number"]
                 summary["updated"] = time.time()
                 atomic_write_json(self.summary_path, summary)
-                return RoundRecord(last["number"], self.folder / f"round-{last['number']}")
-            number = (last["number"] + 1) if last else 1
-            folder = self.folder / f"round-{number}"
+                return RoundRecord(last["number"], self.round_folder(last["number"]))
+            number = max((r["number"] for r in summary["rounds"]), default=0) + 1
+            folder = self.round_folder(number)
             atomic_write(folder / "prompt.md", render_conversation(system, messages))
             atomic_write_json(folder / "messages.json", {"system": system, "messages": [list(m) for m in messages]})
             atomic_write_json(folder / "request.json", request)
@@ -100,6 +235,8 @@ class Session:
                 atomic_write(folder / "answer.txt", reply_text)
             if answer is not None:
                 atomic_write_json(folder / "answer.json", answer)
+            if feedback:
+                atomic_write(folder / "feedback.md", feedback.rstrip() + "\n")
             report_rows = []
             for report in reports:
                 row = {"checker": report.checker, "status": report.status, "seconds": round(report.seconds, 3),
@@ -109,9 +246,18 @@ class Session:
             atomic_write_json(folder / "checks.json", report_rows)
             if node_json is not None and not (self.folder / "node.json").exists():
                 atomic_write_json(self.folder / "node.json", node_json)
-            summary.update({"node": node, "updated": time.time()})
-            summary["rounds"].append({"number": number, "status": status, "source": source, "error": error,
-                                      "cache_key": request.get("cache_key"), "time": time.time()})
+            tokens, cost = _tokens(usage)
+            now = time.time()
+            summary["node"] = {**(summary.get("node") or {}), **node}
+            summary["updated"] = now
+            entry = {"number": number, "status": status, "source": source, "error": error,
+                     "cache_key": request.get("cache_key"), "started": started or now, "time": now,
+                     "tokens": tokens, "cost_usd": cost, "reason": reason or "expansion",
+                     "checks": report_rows, "verification": verification_level(report_rows)}
+            if feedback:
+                entry["feedback"] = feedback
+            entry.update(extra or {})
+            summary["rounds"].append(entry)
             if status == "accepted":
                 summary["current"] = number
             atomic_write_json(self.summary_path, summary)
@@ -125,17 +271,31 @@ def render_conversation(system: str, messages: list[tuple[str, str]]) -> str:
     return "".join(parts)
 
 
-def open_session(sdfg_name: str, node_key: str, root: Path | None = None) -> Session:
-    """The session of one node (created on first write)."""
-    return Session(ai_folder("ai-sessions", root) / session_name(sdfg_name, node_key))
+def open_session(sdfg_name: str, node_key: str, root: Path | None = None, *, guid: str | None = None,
+                 label: str | None = None) -> Session:
+    """The session of one node (created on first write): by guid when known, else by position."""
+    if guid:
+        name = session_id(label or node_key.rsplit("/", 1)[-1], guid)
+    else:
+        name = session_name(sdfg_name, node_key)
+    return Session(ai_folder("ai-sessions", root) / name)
+
+
+def session_by_id(identifier: str, root: Path | None = None) -> Session:
+    """The session folder named ``identifier`` (``ai-sessions/<id>`` or just ``<id>``)."""
+    name = identifier.removeprefix("ai-sessions/").strip("/")
+    if not name or "/" in name or name in (".", ".."):
+        raise ValueError(f"not a session id: {identifier!r}")
+    return Session(ai_folder("ai-sessions", root) / name)
 
 
 def list_sessions(root: Path | None = None) -> list[dict[str, Any]]:
-    """Every session under the build root: name, folder, node, rounds and the round in use."""
+    """Every session under the build root: name, folder, node, rounds, the round in use, pinned."""
     folder = ai_folder("ai-sessions", root)
     result = []
     for path in sorted(p for p in folder.iterdir() if p.is_dir()):
         summary = Session(path).summary()
         result.append({"name": path.name, "folder": str(path), "node": summary.get("node", {}),
-                       "rounds": len(summary.get("rounds", [])), "current": summary.get("current")})
+                       "rounds": len(summary["rounds"]), "current": summary.get("current"),
+                       "pinned": bool(summary.get("pinned"))})
     return result

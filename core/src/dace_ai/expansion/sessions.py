@@ -1,0 +1,352 @@
+"""The sessions API: list, show, history, refine, rollback, pin and unpin generated tasklets.
+
+Every function takes an SDFG (built here or loaded with ``SDFG.from_file`` in
+another process) and selects one generated tasklet by the library node it
+replaced (``"twice"``), its tasklet label, its session id, the tasklet object
+itself, or nothing when the SDFG has exactly one. A generated tasklet finds its
+session through its provenance comment (:mod:`dace_ai.expansion.provenance`);
+the session is read from the build folder root it was written to.
+
+* ``refine`` continues the round's conversation with the user's feedback, runs
+  the usual checks (and repair rounds) and only then changes the tasklet; a
+  failed round leaves the tasklet and the SDFG exactly as they were. Code edited
+  by hand since the last answer is what the model is asked to revise, and the
+  request says so.
+* ``rollback`` puts an earlier accepted round's answer back; it asks no model.
+* ``pin`` marks a tasklet (in its provenance and its session) so that refine,
+  rollback, build repairs and optimize leave it alone.
+
+After a change of code the program's build folder is removed, so the next
+``compile()`` builds the new code.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from dace_ai import compat
+from dace_ai.errors import AIUsageError, AnswerError
+from dace_ai.expansion.provenance import body, is_pinned, provenance, session_round, with_fields
+from dace_ai.storage.sessions import Session, session_by_id
+
+
+@dataclass
+class Generated:
+    """A generated tasklet in an SDFG and its session (None when not in this build folder)."""
+
+    sdfg: Any
+    state: Any
+    tasklet: Any
+    fields: dict[str, str]
+    session: Session | None
+    round: int | None
+
+    @property
+    def name(self) -> str:
+        return self.fields.get("node") or self.tasklet.label
+
+    @property
+    def session_id(self) -> str:
+        found = session_round(self.fields)
+        return found[0] if found else ""
+
+    def describe(self) -> str:
+        return f"{self.name} (tasklet {self.tasklet.label!r}, session {self.session_id or 'unknown'})"
+
+
+def generated_tasklets(sdfg: Any) -> list[Generated]:
+    """Every tasklet of ``sdfg`` (nested SDFGs included) that dace-ai generated."""
+    from dace.sdfg import nodes
+
+    found = []
+    for node, parent in sdfg.all_nodes_recursive():
+        if not isinstance(node, nodes.Tasklet):
+            continue
+        fields = provenance(node)
+        if fields is None:
+            continue
+        where = session_round(fields)
+        session = None
+        if where is not None:
+            try:
+                candidate = session_by_id(where[0])
+            except ValueError:
+                candidate = None
+            session = candidate if candidate is not None and candidate.exists() else None
+        found.append(Generated(parent.sdfg, parent, node, fields, session, where[1] if where else None))
+    return found
+
+
+def select(sdfg: Any, name: Any = None) -> Generated:
+    """The generated tasklet named ``name`` (node name, tasklet label, session id or the tasklet object)."""
+    from dace.sdfg import nodes
+
+    candidates = generated_tasklets(sdfg)
+    listing = "; ".join(g.describe() for g in candidates) or "none"
+    if name is None:
+        if len(candidates) == 1:
+            return candidates[0]
+        raise AIUsageError(f"SDFG {sdfg.name!r} has {len(candidates)} generated tasklets, so name one; "
+                           f"candidates: {listing}")
+    if isinstance(name, nodes.Node):
+        chosen = [g for g in candidates if g.tasklet is name]
+        if not chosen:
+            raise AIUsageError(f"tasklet {getattr(name, 'label', name)!r} is not a generated tasklet of SDFG "
+                               f"{sdfg.name!r}; candidates: {listing}")
+        return chosen[0]
+    text = str(name)
+    for matches in ([g for g in candidates if g.name == text], [g for g in candidates if g.tasklet.label == text],
+                    [g for g in candidates if g.session_id == text]):
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise AIUsageError(f"{text!r} names {len(matches)} generated tasklets of SDFG {sdfg.name!r}; "
+                               f"pass a session id or the tasklet object instead: "
+                               f"{'; '.join(g.describe() for g in matches)}")
+    raise AIUsageError(f"SDFG {sdfg.name!r} has no generated tasklet named {text!r}; candidates: {listing}")
+
+
+# ---------------------------------------------------------------------------------------- reading
+def hand_edits(tasklet: Any, session: Session | None, number: int | None) -> tuple[str | None, str | None]:
+    """(code, code_global) of ``tasklet`` where they differ from round ``number``'s answer (edited by hand).
+
+    ``code`` is None when nothing was edited; ``code_global`` is None when only ``code`` was.
+    """
+    answer = session.answer(number) if session is not None and number is not None else None
+    if answer is None:
+        return None, None
+    code = body(tasklet)
+    global_code = getattr(tasklet.code_global, "as_string", "") or ""
+    code_changed = code.strip() != str(answer.get("code", "")).strip()
+    global_changed = global_code.strip() != str(answer.get("code_global", "")).strip()
+    if not code_changed and not global_changed:
+        return None, None
+    return code, (global_code if global_changed else None)
+
+
+def hand_edit_note(code: str, code_global: str | None) -> str:
+    """The words telling the model that the code it revises is the hand-edited one."""
+    parts = [("The code of this tasklet was edited by hand after your last answer. The edited version below is "
+              "what the program contains now: revise it (not your previous answer), keeping the hand edits "
+              f"unless told otherwise.\n\n`code`:\n```cpp\n{code.rstrip()}\n```")]
+    if code_global is not None:
+        parts.append(f"`code_global`:\n```cpp\n{code_global.rstrip()}\n```")
+    return "\n\n".join(parts)
+
+
+def _edited(g: Generated) -> bool:
+    """True when the tasklet's code differs from its session round's answer (edited by hand)."""
+    return hand_edits(g.tasklet, g.session, g.round)[0] is not None
+
+
+def _totals(rounds: list[dict[str, Any]]) -> tuple[dict[str, int], float | None]:
+    tokens = {"input": 0, "output": 0}
+    cost: float | None = None
+    for entry in rounds:
+        for side in ("input", "output"):
+            value = (entry.get("tokens") or {}).get(side)
+            tokens[side] += value if isinstance(value, int) else 0
+        if isinstance(entry.get("cost_usd"), (int, float)):
+            cost = (cost or 0.0) + entry["cost_usd"]
+    return {**tokens, "total": tokens["input"] + tokens["output"]}, cost
+
+
+def _row(g: Generated) -> dict[str, Any]:
+    summary = g.session.summary() if g.session is not None else {"rounds": []}
+    entry = next((r for r in summary["rounds"] if r["number"] == g.round), {})
+    level = g.fields.get("verification") or entry.get("verification") or ""
+    tokens, cost = _totals(summary["rounds"])
+    return {"name": g.name, "label": g.tasklet.label, "state": g.state.label, "sdfg": g.sdfg.name,
+            "session": g.session_id, "round": g.round, "rounds": len(summary["rounds"]),
+            "pinned": is_pinned(g.tasklet), "edited": _edited(g),
+            "verification": level, "tokens": tokens, "cost_usd": cost,
+            "provider": g.fields.get("provider", ""), "model": g.fields.get("model", ""),
+            "folder": str(g.session.folder) if g.session is not None else None}
+
+
+def sessions(sdfg: Any) -> list[dict[str, Any]]:
+    """One row per generated tasklet: name, session, round, pinned, edited by hand, verification, tokens."""
+    return [_row(g) for g in generated_tasklets(sdfg)]
+
+
+def show(sdfg: Any, name: Any = None) -> dict[str, Any]:
+    """The selected tasklet's row plus its code as it is now, the round's answer and the session's events."""
+    g = select(sdfg, name)
+    answer = g.session.answer(g.round) if g.session is not None and g.round is not None else None
+
+    def text(block: Any) -> str:
+        return getattr(block, "as_string", "") or ""
+
+    return {**_row(g), "code": body(g.tasklet), "code_global": text(g.tasklet.code_global),
+            "code_init": text(g.tasklet.code_init), "code_exit": text(g.tasklet.code_exit),
+            "notes": (answer or {}).get("notes", ""), "answer": answer, "provenance": g.fields,
+            "events": g.session.summary().get("events", []) if g.session is not None else []}
+
+
+def history(sdfg: Any, name: Any = None) -> list[dict[str, Any]]:
+    """Every recorded round of the selected tasklet's session, oldest first (``in_use`` marks its round)."""
+    g = _with_session(select(sdfg, name))
+    rounds = []
+    for entry in g.session.summary()["rounds"]:  # type: ignore[union-attr]
+        answer = g.session.answer(entry["number"]) or {}  # type: ignore[union-attr]
+        rounds.append({**entry, "in_use": entry["number"] == g.round, "code": answer.get("code"),
+                       "folder": str(g.session.round_folder(entry["number"]))})  # type: ignore[union-attr]
+    return rounds
+
+
+def _with_session(g: Generated) -> Generated:
+    if g.session is None:
+        from dace_ai.storage.files import build_root
+
+        raise AIUsageError(f"the session of {g.describe()} is not under the build folder root {build_root()}: "
+                           "run where the SDFG was generated, or set DaCe's default_build_folder to that root")
+    return g
+
+
+def _refuse_pinned(g: Generated, what: str) -> None:
+    if is_pinned(g.tasklet):
+        raise AIUsageError(f"{g.describe()} is pinned, so {what} leaves it alone; unpin it first "
+                           "(dace_ai.unpin or `dace-ai unpin`)")
+
+
+# ---------------------------------------------------------------------------------------- changing
+def refine_message(feedback: str, edited_code: str | None, edited_global: str | None) -> str:
+    """The user message of a refine round: hand edits (when any) first, then the feedback."""
+    parts = [hand_edit_note(edited_code, edited_global)] if edited_code is not None else []
+    parts.append(f"Feedback on the implementation:\n\n{feedback.strip()}")
+    parts.append("Answer again with the complete improved answer in the same JSON format.")
+    return "\n\n".join(parts) + "\n"
+
+
+def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings: Any = None) -> Any:
+    """Ask for a new round of the selected tasklet's conversation with ``feedback``; return the tasklet.
+
+    The answer goes through the usual checks and repair rounds. Only an accepted
+    answer changes the tasklet; otherwise the error is raised and the SDFG is left
+    as it was (the rejected rounds are recorded in the session).
+    """
+    from dace_ai.checking.stages import failed, failure_error, repair_message
+    from dace_ai.expansion.pipeline import (
+        AnswerSource,
+        _check,
+        _environments,
+        node_context,
+        request_for,
+        request_record,
+        resolve,
+    )
+    from dace_ai.expansion.tasklet import update_tasklet
+    from dace_ai.prompt.answer import parse_answer
+    from dace_ai.providers.select import select_provider
+
+    if not isinstance(feedback, str) or not feedback.strip():
+        raise AIUsageError("refine needs feedback: the text telling the model what to improve")
+    g = _with_session(select(sdfg, name))
+    _refuse_pinned(g, "refine")
+    session: Session = g.session  # type: ignore[assignment]
+    conversation = session.conversation(g.round) if g.round is not None else None
+    if conversation is None:
+        raise AIUsageError(f"{g.describe()}: round {g.round} of its session has no recorded conversation "
+                           f"(messages.json and answer.txt in {session.round_folder(g.round or 0)})")
+    system, messages = conversation
+    settings = resolve(settings)
+    edited_code, edited_global = hand_edits(g.tasklet, session, g.round)
+    edited = edited_code is not None
+    history_messages: list[tuple[str, str]] = [*messages[1:], ("user", refine_message(
+        feedback, edited_code, edited_global))]
+    provider = select_provider(settings)
+    ctx = node_context(g.sdfg, g.state, g.tasklet, settings)
+    node_record = {**(session.summary().get("node") or {}), "tasklet": g.tasklet.label}
+    answers = AnswerSource(provider, settings)
+    attempts = 1 + (settings.max_repair_attempts if settings.compile_check else 0)
+    reports: list[Any] = []
+    for attempt in range(attempts):
+        started = time.time()
+        request = request_for(system, messages[0][1], settings, history_messages)
+        reply, source, key = answers.reply(request, ctx)
+        record = {**request_record(provider.name, request, key), "reason": "refine"}
+        conversation_sent = [(m.role, m.content) for m in request.messages]
+        extra = {"parent": g.round, "edited_by_hand": edited}
+        common: dict[str, Any] = {
+            "node": node_record, "system": request.system, "messages": conversation_sent, "request": record,
+            "reply_text": reply.text, "source": source, "usage": reply.usage, "started": started,
+            "reason": "refine" if attempt == 0 else "repair", "feedback": feedback if attempt == 0 else "",
+            "extra": extra}
+        try:
+            answer = parse_answer(reply.text, origin=f"{source} answer refining {g.name!r}")
+        except AnswerError as exc:
+            session.record_round(answer=None, reports=[], status="error", error=str(exc), **common)
+            raise
+        answers.keep(key, reply, source)
+        reports = _check(answer, ctx, settings)
+        ok = not failed(reports)
+        environments = _environments(answer, ctx) if ok else set()
+        rnd = session.record_round(answer=answer.model_dump(mode="json"), reports=reports,
+                                   status="accepted" if ok else "rejected", **common)
+        if ok:
+            fields = {"node": g.name, "provider": provider.name, "model": reply.model or "", "source": source,
+                      "cache_key": key[:16], "session": f"ai-sessions/{session.id}/round-{rnd.number}"}
+            session.update_round(rnd.number, provenance=[[k, v] for k, v in fields.items()],
+                                 environments=sorted(environments))
+            update_tasklet(g.tasklet, answer, fields, environments)
+            compat.discard_build_folder(sdfg)
+            return g.tasklet
+        history_messages += [("assistant", reply.text), ("user", repair_message(reports))]
+    raise failure_error(ctx, reports, attempts - 1, session.folder)
+
+
+def rollback(sdfg: Any, name: Any = None, round: int | None = None) -> Any:
+    """Put the answer of an earlier accepted ``round`` back into the selected tasklet (no model is asked)."""
+    from dace_ai.expansion.tasklet import update_tasklet
+    from dace_ai.prompt.answer import Answer
+
+    g = _with_session(select(sdfg, name))
+    session: Session = g.session  # type: ignore[assignment]
+    summary = session.summary()
+    accepted = [r["number"] for r in summary["rounds"] if r.get("status") == "accepted"]
+    if not isinstance(round, int) or isinstance(round, bool):
+        raise AIUsageError(f"rollback needs round=<number>; accepted rounds of {g.describe()}: {accepted}")
+    _refuse_pinned(g, "rollback")
+    entry = next((r for r in summary["rounds"] if r["number"] == round), None)
+    if entry is None or entry.get("status") != "accepted":
+        why = "does not exist" if entry is None else f"was {entry.get('status')}"
+        raise AIUsageError(f"round {round} of {g.describe()} {why}; accepted rounds: {accepted}")
+    data = session.answer(round)
+    if data is None:
+        raise AIUsageError(f"round {round} of {g.describe()} has no readable answer.json in "
+                           f"{session.round_folder(round)}")
+    answer = Answer.model_validate(data)
+    stored = entry.get("provenance")
+    if isinstance(stored, list):
+        fields = {str(k): str(v) for k, v in stored}
+    elif isinstance(stored, dict):
+        fields = {str(k): str(v) for k, v in stored.items()}
+    else:
+        fields = {"node": g.name, "source": entry.get("source", ""),
+                  "cache_key": str(entry.get("cache_key") or "")[:16]}
+    fields["session"] = f"ai-sessions/{session.id}/round-{round}"
+    environments = set(entry.get("environments") or ())
+    update_tasklet(g.tasklet, answer, fields, environments)
+    session.set_current(round, "rollback")
+    compat.discard_build_folder(sdfg)
+    return g.tasklet
+
+
+def pin(sdfg: Any, name: Any = None) -> Any:
+    """Pin the selected tasklet: refine, rollback, build repairs and optimize leave it alone."""
+    g = select(sdfg, name)
+    with_fields(g.tasklet, pinned="true")
+    if g.session is not None:
+        g.session.set_pinned(True)
+    return g.tasklet
+
+
+def unpin(sdfg: Any, name: Any = None) -> Any:
+    """Undo :func:`pin`."""
+    g = select(sdfg, name)
+    with_fields(g.tasklet, pinned=None)
+    if g.session is not None:
+        g.session.set_pinned(False)
+    return g.tasklet
