@@ -241,27 +241,37 @@ class Checker(Registration):
 class EnvironmentGenerator(Registration):
     """Offers an external library (OpenBLAS, FFTW, cuBLAS, ...) as a DaCe environment.
 
-    ``offer(ctx)`` returns a text for the prompt describing what the model may use
-    (or ``None`` when the library is not usable here); ``generate(request)``
-    materialises the DaCe environment the answer asked for.
+    ``detect()`` (optional) says whether the library is really installed here (header
+    and shared library found); when it does not match, the generator is neither offered
+    nor used, and a request for it is refused with its reason. ``offer(ctx)`` returns
+    the prompt text for the node (how to request it, calling convention, where to make
+    plans and handles), or ``None`` when it does not suit the node (e.g. a GPU library
+    for CPU code). ``generate(request)`` returns an ``EnvironmentSpec`` (data only:
+    headers, libraries, flags, ...) for the answer's request, or raises ``ValueError``
+    with a reason for the model; the core stores and registers it.
 
     Example::
 
-        from dace_ai.plugin import hookimpl, EnvironmentGenerator
+        from dace_ai.plugin import hookimpl, EnvironmentGenerator, EnvironmentSpec, detect_library
 
         @hookimpl
         def dace_ai_environment_generators():
-            yield EnvironmentGenerator(name="openblas", offer=offer_openblas,
-                                       generate=make_openblas_environment)
+            yield EnvironmentGenerator(
+                name="zlib", detect=lambda: detect_library(["zlib.h"], ["z"]),
+                offer=lambda ctx: 'Request {"name": "zlib", "generator": "zlib"} to use zlib.',
+                generate=lambda request: EnvironmentSpec(name="zlib", generator="zlib",
+                                                         headers=["zlib.h"], libraries=["z"]))
     """
 
     offer: Callable[[Any], str | None]
     generate: Callable[[Any], Any]
+    detect: Callable[[], Detection] | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _require_callable(self, "offer", self.offer)
         _require_callable(self, "generate", self.generate)
+        _require_callable(self, "detect", self.detect, optional=True)
 
 
 #: The registration type each hook must yield, by hook name.

@@ -150,9 +150,15 @@ def render_guidance(ctx: NodeContext) -> str | None:
 
 
 def render_environments(ctx: NodeContext) -> str:
-    """The DaCe environments of this machine, split by whether their installation check passes."""
-    available = [e for e in ctx.environments if e.available]
-    missing = [e for e in ctx.environments if not e.available]
+    """Installed DaCe environments that suit the node, and the libraries generators offer for it.
+
+    Environments that are registered but not installed, or made for another kind of
+    target (CUDA for CPU code), are not offered; library packs offer themselves only
+    when their library is found (their ``offer``), with their own guidance.
+    """
+    from dace_ai.environments.resolve import offers, suitable_environments
+
+    available = suitable_environments(ctx)
     lines = []
     if available:
         lines.append("Installed here (name them in `use_environments` to use their headers and libraries):")
@@ -160,12 +166,15 @@ def render_environments(ctx: NodeContext) -> str:
             extra = ", ".join(f"`{h}`" for h in env.headers)
             lines.append(f"- `{env.name}`" + (f": headers {extra}" if extra else ""))
     else:
-        lines.append("No registered DaCe environment is installed here.")
-    if missing:
-        lines += ["", "Registered but not installed here (do not use): "
-                  + ", ".join(f"`{e.name.rsplit('.', 1)[-1]}`" for e in missing) + "."]
-    lines += ["", ("A library installed on this machine but not listed can be requested in `environments` "
-                   "(headers and libraries to link); otherwise use only the C++ standard library.")]
+        lines.append("No registered DaCe environment suits this node here.")
+    offered = offers(ctx)
+    packs = [(name, text) for name, text in offered if name != "generic"]
+    if packs:
+        lines += ["", "Libraries you may request in `environments` (give `generator` as named):"]
+        for name, text in packs:
+            lines += ["", f"### `{name}`", text]
+    generic = [text for name, text in offered if name == "generic"]
+    lines += ["", generic[0] if generic else "Otherwise use only the C++ standard library."]
     return "\n".join(lines)
 
 
