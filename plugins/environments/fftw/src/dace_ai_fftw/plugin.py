@@ -20,7 +20,8 @@ FFTW 3 (`fftw3.h`, linked with `-lfftw3`). Request it with \
 (e.g. `fftw_plan plan;`), create it in `code_init` as `__state->plan = fftw_plan_dft_1d(N, tmp_in, tmp_out, \
 FFTW_FORWARD, FFTW_ESTIMATE | FFTW_UNALIGNED);` on buffers from `fftw_malloc` that you free right after \
 planning (the program's arrays are not known at init time), and call `fftw_destroy_plan(__state->plan);` in \
-`code_exit`. Symbols such as N can be used in `code_init`.
+`code_exit`. Sizes in `code_init` must be constants or symbols DaCe passes to the program's initialisation; \
+a size known only from an array's shape is not available there.
 - In the tasklet body execute with the new-array interface: \
 `fftw_execute_dft(__state->plan, (fftw_complex*)in, (fftw_complex*)out);` (`fftw_complex` is `double[2]`; \
 `std::complex<double>` has the same layout). Only the `fftw_execute*` calls are thread-safe; never plan in the body.
