@@ -368,7 +368,23 @@ def test_cublas_pack_compiles_a_handle_made_in_init_code_with_nvcc(tmp_path):
     unit.write_text('#include <cublas_v2.h>\nstruct S { cublasHandle_t handle; };\n'
                     "int init(S *s) { return cublasCreate(&s->handle) == CUBLAS_STATUS_SUCCESS ? 0 : 1; }\n"
                     "void fini(S *s) { cublasDestroy(s->handle); }\n")
-    cmd = ["nvcc", "-shared", "-Xcompiler", "-fPIC", *(f"-I{d}" for d in env.cmake_includes), str(unit),
-           *env.cmake_libraries, *(f for f in env.cmake_link_flags), "-o", str(tmp_path / "unit.so")]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    compile_cmd = ["nvcc", "-c", "-Xcompiler", "-fPIC", *(f"-I{d}" for d in env.cmake_includes), str(unit),
+                   "-o", str(tmp_path / "unit.o")]
+    result = subprocess.run(compile_cmd, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
+    # DaCe links with the host compiler driver, which is what the link flags are written for.
+    link_cmd = ["g++", "-shared", str(tmp_path / "unit.o"), *env.cmake_libraries, *env.cmake_link_flags,
+                "-o", str(tmp_path / "unit.so")]
+    result = subprocess.run(link_cmd, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+@pytest.mark.parametrize("module", ["dace_ai_openblas.plugin", "dace_ai_fftw.plugin", "dace_ai_cublas.plugin",
+                                    "dace_ai.environments.generated"])
+def test_environment_packs_meet_the_registration_contract(module):
+    import importlib
+
+    from dace_ai.testing import check_registrations
+
+    (generator,) = check_registrations(importlib.import_module(module))["dace_ai_environment_generators"]
+    assert generator.offer(_context("gpu", in_gpu_kernel=True)) is None or generator.name == "generic"
