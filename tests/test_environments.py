@@ -388,3 +388,32 @@ def test_environment_packs_meet_the_registration_contract(module):
 
     (generator,) = check_registrations(importlib.import_module(module))["dace_ai_environment_generators"]
     assert generator.offer(_context("gpu", in_gpu_kernel=True)) is None or generator.name == "generic"
+
+
+def test_a_refused_environment_goes_back_to_the_model_in_a_repair_round(register_dace_ai_plugin):
+    """The refusal is a failed check: the model reads why and answers again without it."""
+    code = "for (int i = 0; i < N; ++i) _out[i] = 2 * _a[i];"
+    fake = FakeProvider([json.dumps({"code": code, "environments": [{"name": "mkl", "generator": "no-such-pack"}]}),
+                         json.dumps({"code": code})])
+    register_dace_ai_plugin(fake.plugin("scripted-repair"), "scripted-repair")
+    dace.Config.set("ai", "provider", value="scripted-repair")
+    dace.Config.set("ai", "checkers", value="probe")
+
+    @dace.program
+    def prog(A: dace.float64[N], B: dace.float64[N]):
+        dace_ai.ai("Write _out[i] = 2 * _a[i].", a=A, out=B, name="twice_env")
+
+    sdfg = prog.to_sdfg()
+    try:
+        ((_, state, node),) = pending_nodes(sdfg)
+        dace_ai.expand(sdfg, state, node)
+    finally:
+        dace.Config.set("ai", "checkers", value="")
+        dace.Config.set("ai", "provider", value="")
+    assert len(fake.requests) == 2
+    repair = fake.requests[1].messages[-1].content
+    assert "Check 'environments'" in repair and "(generator 'no-such-pack'): no such environment generator" in repair
+    A = np.arange(5.0)
+    B = np.zeros(5)
+    sdfg(A=A, B=B, N=5)
+    np.testing.assert_allclose(B, 2 * A)

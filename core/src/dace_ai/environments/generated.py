@@ -18,6 +18,7 @@ fields of the answer's request into a spec.
 from __future__ import annotations
 
 import json
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,8 @@ HOME_MODULE = "dace_ai.environments.ai"
 FOLDER = "ai-environments"
 #: Version of the stored record layout.
 FORMAT = 1
+#: Serialises class registration (nodes are generated concurrently).
+_register_lock = threading.RLock()
 
 
 class StoredEnvironmentError(ValueError):
@@ -55,9 +58,14 @@ def _register(spec: EnvironmentSpec) -> str:
     import importlib
 
     path = class_path(spec)
-    if compat.registered_environment(path) is not None:
-        return path
-    importlib.import_module(HOME_MODULE)
+    with _register_lock:
+        if compat.registered_environment(path) is None:
+            importlib.import_module(HOME_MODULE)
+            _define(spec)
+    return path
+
+
+def _define(spec: EnvironmentSpec) -> None:
     dependencies = []
     for dep in spec.dependencies:
         env = compat.registered_environment(dep)
@@ -74,7 +82,6 @@ def _register(spec: EnvironmentSpec) -> str:
         "cmake_link_flags": list(spec.link_flags), "headers": list(spec.headers),
         "state_fields": list(spec.state_fields), "init_code": spec.init_code, "finalize_code": spec.finalize_code,
         "dependencies": dependencies})
-    return path
 
 
 def materialise(spec: EnvironmentSpec, root: Path | None = None) -> str:
