@@ -182,7 +182,7 @@ def test_model_requested_environment_is_stored_as_data_and_a_saved_sdfg_runs_in_
         "sdfg(A=A, B=B, N=7)\n"
         "assert np.allclose(B, 3 * A + 2), B\n"
         "print('fresh-ok')\n")
-    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=_fresh_env(root), capture_output=True,
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=_fresh_env(root), check=False, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "fresh-ok" in result.stdout
@@ -239,7 +239,7 @@ def test_code_fields_are_stored_inertly_and_never_executed_even_by_a_fresh_impor
               f"env = dace.library.get_environment({path!r})\n"
               f"assert env.init_code == {payload!r}\n"
               "print('loaded-ok')\n")
-    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=_fresh_env(root), capture_output=True,
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=_fresh_env(root), check=False, capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "loaded-ok" in result.stdout
@@ -263,7 +263,7 @@ def test_damaged_or_tampered_stored_environment_warns_naming_the_file_and_import
     assert "'spec.libraries.0'" not in messages or "library" in messages
     assert loaded == [good]
     script = "import warnings\nimport dace_ai\nprint('import-ok')\n"
-    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=_fresh_env(root), capture_output=True,
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=_fresh_env(root), check=False, capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0 and "import-ok" in result.stdout, result.stderr[-2000:]
     assert "broken_0123456789ab.json" in result.stderr and "zbad_0123456789ab.json" in result.stderr
@@ -370,12 +370,12 @@ def test_cublas_pack_compiles_a_handle_made_in_init_code_with_nvcc(tmp_path):
                     "void fini(S *s) { cublasDestroy(s->handle); }\n")
     compile_cmd = ["nvcc", "-c", "-Xcompiler", "-fPIC", *(f"-I{d}" for d in env.cmake_includes), str(unit),
                    "-o", str(tmp_path / "unit.o")]
-    result = subprocess.run(compile_cmd, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(compile_cmd, check=False, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     # DaCe links with the host compiler driver, which is what the link flags are written for.
     link_cmd = ["g++", "-shared", str(tmp_path / "unit.o"), *env.cmake_libraries, *env.cmake_link_flags,
                 "-o", str(tmp_path / "unit.so")]
-    result = subprocess.run(link_cmd, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(link_cmd, check=False, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
 
 

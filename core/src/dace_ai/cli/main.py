@@ -110,8 +110,13 @@ def doctor_report() -> dict[str, Any]:
 def environment_report(manager: Any) -> dict[str, list[dict[str, Any]]]:
     """Every environment: registered in DaCe, offered by packs (generators), stored by earlier runs."""
     from dace_ai import compat
-    from dace_ai.environments.generated import HOME_MODULE, StoredEnvironmentError, class_path, load_generated
-    from dace_ai.environments.generated import stored_specs
+    from dace_ai.environments.generated import (
+        HOME_MODULE,
+        StoredEnvironmentError,
+        class_path,
+        load_generated,
+        stored_specs,
+    )
     from dace_ai.environments.installed import check_environment, environment_infos
     from dace_ai.environments.resolve import detect_generator
 

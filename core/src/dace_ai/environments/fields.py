@@ -8,8 +8,8 @@ made of path characters, and compiler/linker flags of a few known shapes.
 Quotes, spaces, newlines, ``;``, ``$``, backticks and the like never match, so
 nothing a model writes can become a shell word, a CMake statement or Python.
 
-Each check returns the value unchanged or raises ``ValueError`` with a short
-reason (pydantic turns it into an error naming the field).
+Each check takes a string (pydantic has checked the type) and returns it, or raises
+``ValueError`` with a short reason (pydantic turns it into an error naming the field).
 """
 
 from __future__ import annotations
@@ -56,8 +56,6 @@ LINK_FLAG_FORMS = "-l<library>, -L/<absolute path>, -Wl,-rpath,/<absolute path>,
 
 
 def _plain(value: str, what: str) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"{what} must be a string")
     if len(value) > MAX_VALUE:
         raise ValueError(f"{what} is longer than {MAX_VALUE} characters")
     if not value:
@@ -147,8 +145,6 @@ def state_field(value: str) -> str:
 
 def cpp_code(value: str) -> str:
     """C++ statements for init or finalize code: kept as text for the C++ compiler only."""
-    if not isinstance(value, str):
-        raise ValueError("code must be a string")
     if "\x00" in value:
         raise ValueError("code contains a NUL byte")
     if len(value) > MAX_CODE:

@@ -67,7 +67,7 @@ def offers(ctx: Any) -> list[tuple[str, str]]:
             continue
         try:
             text = generator.offer(ctx)
-        except Exception:  # noqa: BLE001 - a broken offer is not offered
+        except Exception:  # noqa: BLE001, S112 - a broken offer is simply not offered
             continue
         if text and text.strip():
             texts.append((name, text.strip()))
