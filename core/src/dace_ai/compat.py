@@ -434,6 +434,42 @@ def registered_environments() -> dict[str, Any]:
     return dict(dace.library._DACE_REGISTERED_ENVIRONMENTS)
 
 
+#: The fields DaCe 1.0.2 requires of an environment class.
+ENVIRONMENT_FIELDS = ("cmake_minimum_version", "cmake_packages", "cmake_variables", "cmake_includes",
+                      "cmake_libraries", "cmake_compile_flags", "cmake_link_flags", "cmake_files", "headers",
+                      "state_fields", "init_code", "finalize_code", "dependencies")
+
+
+def define_environment(module: str, class_name: str, fields: dict[str, Any]) -> Any:
+    """Build and register a DaCe environment class from plain values; return the class.
+
+    ``module`` must be an imported module with a file: DaCe records that file and names
+    the environment ``<module>.<class_name>``. The class is also set as an attribute of
+    the module so the path resolves like any other. Missing fields get DaCe's empty values.
+    """
+    import sys
+
+    import dace.library
+
+    defaults: dict[str, Any] = {"cmake_minimum_version": None, "cmake_variables": {}, "init_code": "",
+                                "finalize_code": ""}
+    values = {name: fields.get(name, defaults.get(name, [])) for name in ENVIRONMENT_FIELDS}
+    unknown = set(fields) - set(ENVIRONMENT_FIELDS)
+    if unknown:
+        raise ValueError(f"not DaCe environment fields: {sorted(unknown)}")
+    cls = type(class_name, (), {**values, "__module__": module, "__doc__": f"DaCe environment {class_name}."})
+    cls = dace.library.environment(cls)
+    setattr(sys.modules[module], class_name, cls)
+    return cls
+
+
+def registered_environment(path: str) -> Any | None:
+    """The environment registered under ``path`` in this process, or None."""
+    import dace.library
+
+    return dace.library._DACE_REGISTERED_ENVIRONMENTS.get(path)
+
+
 def environment_file(env: Any) -> str | None:
     """The module file that defined an environment (its relative headers are resolved from there)."""
     return getattr(env, "_dace_file_path", None)

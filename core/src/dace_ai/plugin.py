@@ -12,6 +12,9 @@ core may be reorganised without breaking them. By hook:
   :func:`json_only_instruction`) and :func:`current_node` for providers that name files after nodes;
 * targets and prompt sections: :class:`NodeContext` (with :class:`ConnectorInfo`,
   :class:`ScopeInfo`, :class:`TargetInfo`, :class:`EnvironmentInfo`), :func:`read_cpu`;
+* environment generators (library packs): the answer's :class:`EnvironmentRequest` in,
+  an :class:`EnvironmentSpec` (data only) out, :func:`detect_library` / :func:`find_header` /
+  :func:`find_shared_library` for ``detect``;
 * checkers: :class:`CheckRequest` in, :class:`CheckReport` out, the :class:`Answer` under
   check, and the standalone-unit kit (:func:`host_unit`, :func:`device_unit`,
   :func:`run_tool`, :func:`report_from_tool`, :func:`check_gpu_unit`, ...).
@@ -39,6 +42,8 @@ from dace_ai.checking.units import (
     connector_declaration,
     dace_include_dir,
     device_unit,
+    environment_flags,
+    environment_prelude,
     host_unit,
     report_from_tool,
     run_tool,
@@ -48,6 +53,8 @@ from dace_ai.checking.units import (
 )
 from dace_ai.config.settings import AISettings, resolve_settings
 from dace_ai.context.types import ConnectorInfo, EnvironmentInfo, NodeContext, ScopeInfo, TargetInfo
+from dace_ai.environments.installed import detect_library, find_header, find_shared_library
+from dace_ai.environments.spec import EnvironmentSpec
 from dace_ai.errors import AnswerError, CheckFailed, DaceAIError, PluginError, ProviderError, SettingsError
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import (
@@ -102,6 +109,7 @@ __all__ = [
     "EnvironmentGenerator",
     "EnvironmentInfo",
     "EnvironmentRequest",
+    "EnvironmentSpec",
     "Message",
     "NodeContext",
     "PluginError",
@@ -129,7 +137,12 @@ __all__ = [
     "cut_off_error",
     "dace_include_dir",
     "describe_failure",
+    "detect_library",
     "device_unit",
+    "environment_flags",
+    "environment_prelude",
+    "find_header",
+    "find_shared_library",
     "hookimpl",
     "host_unit",
     "json_only_instruction",

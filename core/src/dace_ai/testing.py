@@ -85,7 +85,8 @@ def check_registrations(plugin: Any) -> dict[str, list[Any]]:
     plugin; providers' factories are callable and SDKs are not imported at module
     import; targets' ``detect()`` returns a Detection and ``describe()`` a non-empty
     string; prompt sections render ``str`` or ``None``-compatible callables; checkers
-    have a valid stage. Returns the registrations by hook, for further assertions.
+    have a valid stage; environment generators' ``detect()`` returns a Detection and, when
+    installed, ``generate()`` an ``EnvironmentSpec``. Returns the registrations by hook.
     """
     from dace_ai.plugins.registrations import HOOK_TYPES, Detection
 
@@ -104,4 +105,22 @@ def check_registrations(plugin: Any) -> dict[str, list[Any]]:
         text = target.describe(detection)
         assert isinstance(text, str) and text.strip(), f"target {target.name!r}: describe() must return text"
         assert isinstance(target.resolved_flags(detection), tuple)
+    for generator in found["dace_ai_environment_generators"]:
+        _check_environment_generator(generator, Detection)
     return found
+
+
+def _check_environment_generator(generator: Any, detection_type: type) -> None:
+    """``detect()`` gives a Detection with a reason; when installed, a bare request gives an EnvironmentSpec."""
+    from dace_ai.environments.spec import EnvironmentSpec
+    from dace_ai.prompt.answer import EnvironmentRequest
+
+    detection = generator.detect() if generator.detect is not None else None
+    if detection is not None:
+        assert isinstance(detection, detection_type), f"generator {generator.name!r}: detect() must return Detection"
+        assert isinstance(detection.reason, str) and detection.reason, f"generator {generator.name!r}: empty reason"
+    if detection is None or detection.matched:
+        spec = generator.generate(EnvironmentRequest(name=generator.name.replace("-", "_"), generator=generator.name))
+        assert isinstance(spec, EnvironmentSpec), (f"generator {generator.name!r}: generate() must return an "
+                                                   f"EnvironmentSpec, got {type(spec).__name__}")
+

@@ -75,17 +75,17 @@ def _is_clang(executable: str) -> bool:
     return "clang" in compiler_identity(executable).lower()
 
 
-def _environment_classes(answer: Any) -> tuple[list[Any], list[str]]:
-    """DaCe environment classes the answer uses, and the names that are not registered."""
+def _environment_classes(answer: Any, resolved: Any = ()) -> tuple[list[Any], list[str]]:
+    """DaCe environment classes the answer uses (``resolved`` class paths first), and unknown names."""
     import dace.library
 
     found, unknown = [], []
-    for name in answer.use_environments:
+    for name in dict.fromkeys([*sorted(resolved), *answer.use_environments]):
         try:
             found.append(dace.library.get_environment(name))
         except Exception:  # noqa: BLE001 - DaCe raises several kinds for unknown names
             unknown.append(name)
-    return found, unknown
+    return list(dict.fromkeys(found)), unknown
 
 
 def _environment_headers(env: Any) -> list[str]:
@@ -107,7 +107,7 @@ def probe_source(request: CheckRequest) -> str:
     Section comments tell the model which part of its answer a diagnosed line came from.
     """
     answer, node = request.answer, request.node
-    envs, _ = _environment_classes(answer)
+    envs, _ = _environment_classes(answer, request.environments)
     headers = [h for env in envs for h in _environment_headers(env)]
     headers += [h for req in answer.environments for h in req.headers]
     params: dict[str, str] = {"__state": f"{PROBE_FUNCTION}_state_t *__state"}
@@ -214,8 +214,9 @@ def probe_check(request: CheckRequest) -> CheckReport:
     if not os.path.isfile(os.path.join(include, "dace", "dace.h")):
         return CheckReport("probe", "inconclusive", f"DaCe runtime header dace/dace.h not found under {include}")
     pch_args, pch_note = ensure_pch(compiler, flags)
-    envs, _ = _environment_classes(request.answer)
+    envs, _ = _environment_classes(request.answer, request.environments)
     env_args = [f"-I{d}" for env in envs for d in (env.cmake_includes or [])]
+    env_args += [f for env in envs for f in (env.cmake_compile_flags or []) if f.startswith(("-D", "-I"))]
     env_args += [f"-D{d}" for req in request.answer.environments for d in req.compile_definitions]
     folder = Path(request.workdir) / "probe"
     folder.mkdir(parents=True, exist_ok=True)
@@ -317,7 +318,7 @@ def standalone_sdfg(request: CheckRequest) -> Any:
         else:
             sdfg.add_symbol(sym, types.get(ctype.strip(), dace.int64))
     state = sdfg.add_state("check")
-    envs, _ = _environment_classes(answer)
+    envs, _ = _environment_classes(answer, request.environments)
     environments = {env.full_class_path() for env in envs}
     if request.make_tasklet is not None:  # the very tasklet the expansion would place, typed the same way
         tasklet = request.make_tasklet(environments)

@@ -15,9 +15,10 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dace_ai.checking.api import CheckReport, Status, stable_paths
 from dace_ai.context.types import ConnectorInfo, NodeContext
@@ -100,7 +101,35 @@ def state_struct(answer: Answer, name: str = "dace_ai_state_t") -> str:
     return f"struct {name} {{\n    int dace_ai_unused;\n{fields}}};\n"
 
 
-def host_unit(answer: Answer, node: NodeContext, *, prelude: str = "", extra_locals: str = "") -> str:
+def _registered(environments: Iterable[str]) -> list[Any]:
+    from dace_ai import compat
+
+    found = [compat.registered_environment(path) for path in sorted(environments)]
+    return [env for env in found if env is not None]
+
+
+def environment_prelude(environments: Iterable[str]) -> str:
+    """``#include`` lines for the headers of the answer's environments (``CheckRequest.environments``)."""
+    lines = []
+    for env in _registered(environments):
+        headers = env.headers() if callable(env.headers) else env.headers
+        if isinstance(headers, dict):
+            headers = headers.get("frame", [])
+        lines += [f"#include <{h}>" for h in headers or ()]
+    return "\n".join(dict.fromkeys(lines))
+
+
+def environment_flags(environments: Iterable[str]) -> list[str]:
+    """Compiler arguments of the answer's environments: include folders and ``-D``/``-I`` flags."""
+    flags: list[str] = []
+    for env in _registered(environments):
+        flags += [f"-I{d}" for d in (env.cmake_includes or ())]
+        flags += [f for f in (env.cmake_compile_flags or ()) if f.startswith(("-D", "-I"))]
+    return list(dict.fromkeys(flags))
+
+
+def host_unit(answer: Answer, node: NodeContext, *, prelude: str = "", extra_locals: str = "",
+              environments: Iterable[str] = ()) -> str:
     """A unit whose functions hold the answer's init, tasklet and exit code as DaCe runs them on the host.
 
     Signature of the tasklet function: ``(dace_ai_state_t* __state, <symbols>,
@@ -115,7 +144,7 @@ def host_unit(answer: Answer, node: NodeContext, *, prelude: str = "", extra_loc
     tasklet_params = ", ".join([state_param, *syms, *params, *conns])
     init_params = ", ".join([state_param, *syms])
     return (
-        f"{prelude}\n{state_struct(answer)}\n"
+        f"{prelude}\n{environment_prelude(environments)}\n{state_struct(answer)}\n"
         f"// code_global\n{answer.code_global}\n\n"
         f"void dace_ai_init({init_params}) {{\n{answer.code_init}\n}}\n\n"
         f"void dace_ai_exit({init_params}) {{\n{answer.code_exit}\n}}\n\n"
@@ -184,7 +213,7 @@ def touches_gpu(node: NodeContext) -> bool:
 
 def check_gpu_unit(checker: str, answer: Answer, node: NodeContext, workdir: Path, *, compiler: str,
                    arch_flag: str, arch: str, arch_source: str, prelude: str, stream_type: str, suffix: str,
-                   env: Mapping[str, str] | None = None) -> CheckReport:
+                   env: Mapping[str, str] | None = None, environments: Iterable[str] = ()) -> CheckReport:
     """Compile the tasklet as device code (inside a GPU kernel) or as host code over GPU data.
 
     The shape every GPU pack needs (CUDA with nvcc, HIP with hipcc): the unit as DaCe
@@ -196,12 +225,13 @@ def check_gpu_unit(checker: str, answer: Answer, node: NodeContext, workdir: Pat
     if node.in_gpu_kernel:
         source, where = device_unit(answer, node, prelude=prelude), "device code (inside a GPU kernel)"
     else:
-        source = host_unit(answer, node, prelude=prelude,
+        source = host_unit(answer, node, prelude=prelude, environments=environments,
                            extra_locals=f"    {stream_type} __dace_current_stream = nullptr;\n")
         where = "host code over GPU data"
     unit = workdir / f"candidate{suffix}"
     unit.write_text(source)
-    argv = [compiler, "-std=c++17", arch_flag, "-c", "-I", str(dace_include_dir()), unit.name, "-o", "candidate.o"]
+    argv = [compiler, "-std=c++17", arch_flag, "-c", "-I", str(dace_include_dir()), *environment_flags(environments),
+            unit.name, "-o", "candidate.o"]
     report = report_from_tool(checker, run_tool(argv, cwd=workdir, timeout=180, env=env), workdir,
                               passed_note=f"compiled as {where} for {arch} ({arch_source})",
                               failure_prefix=f"{compiler} rejected the code as {where} for {arch}:\n",

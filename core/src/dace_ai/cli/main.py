@@ -128,7 +128,45 @@ def doctor_report() -> dict[str, Any]:
     targets = {name: {"matched": d.matched, "reason": d.reason}
                for name, d in ((n, detect(t)) for n, t in manager.targets().items())}
     failed = [r.as_dict() for r in records if r.status == "failed"]
-    return {"tools": tools, "api_keys_set": keys, "targets": targets, "failed_plugins": failed}
+    return {"tools": tools, "api_keys_set": keys, "targets": targets, "environments": environment_report(manager),
+            "failed_plugins": failed}
+
+
+def environment_report(manager: Any) -> dict[str, list[dict[str, Any]]]:
+    """Every environment: registered in DaCe, offered by packs (generators), stored by earlier runs."""
+    from dace_ai import compat
+    from dace_ai.environments.generated import (
+        HOME_MODULE,
+        StoredEnvironmentError,
+        class_path,
+        load_generated,
+        stored_specs,
+    )
+    from dace_ai.environments.installed import check_environment, environment_infos
+    from dace_ai.environments.resolve import detect_generator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        load_generated()
+        registered = [{"name": e.name, "installed": e.available, "reason": e.reason, "gpu": e.gpu}
+                      for e in environment_infos() if not e.name.startswith(HOME_MODULE + ".")]
+    packs = []
+    for name, generator in manager.environment_generators().items():
+        detection = detect_generator(generator)
+        packs.append({"name": name, "installed": detection.matched, "reason": detection.reason,
+                      "from": str(generator.provenance or "")})
+    generated = []
+    for path, spec in stored_specs():
+        if isinstance(spec, StoredEnvironmentError):
+            generated.append({"name": path.name, "installed": False, "reason": f"not usable: {spec}",
+                              "file": str(path)})
+            continue
+        env = compat.registered_environment(class_path(spec))
+        info = check_environment(class_path(spec), env) if env is not None else None
+        generated.append({"name": class_path(spec), "installed": bool(info and info.available),
+                          "reason": info.reason if info else "not registered", "file": str(path),
+                          "generator": spec.generator})
+    return {"registered": registered, "packs": packs, "generated": generated}
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -146,6 +184,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print("Targets:")
         for name, t in report["targets"].items():
             print(f"  {name:<22} {'detected' if t['matched'] else 'not detected'}: {t['reason']}")
+        titles = {"registered": "DaCe environments (registered)", "packs": "Environment packs (generators)",
+                  "generated": "Stored environments (generated)"}
+        for kind, title in titles.items():
+            print(f"{title}:")
+            for env in report["environments"][kind] or [{"name": "(none)", "installed": None, "reason": ""}]:
+                state = {True: "installed", False: "not installed", None: ""}[env["installed"]]
+                print(f"  {env['name']:<22} {state}{': ' + env['reason'] if env['reason'] else ''}")
         for failed in report["failed_plugins"]:
             print(f"Plugin {failed['name']} ({failed['distribution']} {failed['version']}) failed: {failed['error']}")
     return 1 if report["failed_plugins"] else 0

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dace_ai import compat
+from dace_ai.plugins.registrations import Detection
 
 
 #: CMake packages whose presence we can check without CMake (others are not checked).
@@ -31,6 +32,7 @@ class EnvironmentInfo:
     libraries: tuple[str, ...] = ()
     available: bool = True
     reason: str = ""
+    gpu: bool = False  #: builds on CUDA or HIP (offered to GPU targets only)
 
 
 _PACKAGE_TOOLS = {"CUDA": ("nvcc",), "HIP": ("hipcc",), "MPI": ("mpicxx", "mpic++", "mpicc")}
@@ -91,7 +93,7 @@ def check_environment(path: str, env: Any) -> EnvironmentInfo:
         libraries = tuple(_value(env, "cmake_libraries"))
     except Exception as exc:  # noqa: BLE001 - a broken environment is reported, not fatal
         return EnvironmentInfo(path, available=False, reason=f"cannot read its fields: {type(exc).__name__}: {exc}")
-    info = EnvironmentInfo(path, headers=headers, libraries=libraries)
+    info = EnvironmentInfo(path, headers=headers, libraries=libraries, gpu=is_gpu_environment(env))
     installed = getattr(env, "is_installed", None)
     if callable(installed):
         try:
@@ -138,4 +140,61 @@ def _check_all(names: tuple[str, ...]) -> tuple[EnvironmentInfo, ...]:
 def environment_infos() -> list[EnvironmentInfo]:
     """Every registered environment with its installation check, sorted by name (cached per registry)."""
     names = tuple(sorted(compat.registered_environments()))
-    return [EnvironmentInfo(e.name, e.headers, e.libraries, e.available, e.reason) for e in _check_all(names)]
+    return [EnvironmentInfo(e.name, e.headers, e.libraries, e.available, e.reason, e.gpu) for e in _check_all(names)]
+
+
+_GPU_PACKAGES = {"CUDA", "HIP", "hip", "CUDAToolkit"}
+
+
+def is_gpu_environment(env: Any, _depth: int = 0) -> bool:
+    """True when an environment builds on CUDA or HIP (itself or through its dependencies)."""
+    try:
+        if set(_value(env, "cmake_packages")) & _GPU_PACKAGES:
+            return True
+        return _depth < 8 and any(is_gpu_environment(dep, _depth + 1) for dep in (env.dependencies or ()))
+    except Exception:  # noqa: BLE001 - unreadable fields: treat as not GPU
+        return False
+
+
+def suits(info: EnvironmentInfo, target_kind: str) -> bool:
+    """Whether an environment may be offered to code for a target of ``target_kind``."""
+    return info.available and (target_kind == "gpu" or not info.gpu)
+
+
+def find_header(header: str, extra_dirs: Iterable[str] = ()) -> Path | None:
+    """The file a compiler would include for ``<header>`` (extra folders first), or None."""
+    for folder in (*map(Path, extra_dirs), *include_dirs()):
+        candidate = folder / header
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def find_shared_library(name: str, extra_dirs: Iterable[str] = ()) -> str | None:
+    """Where the shared library ``lib<name>.so`` is (extra folders first), or None."""
+    for folder in extra_dirs:
+        hits = sorted(Path(folder).glob(f"lib{name}.so*"))
+        if hits:
+            return str(hits[0])
+    found = ctypes.util.find_library(name)
+    return found
+
+
+def detect_library(headers: Iterable[str], libraries: Iterable[str], *, header_dirs: Iterable[str] = (),
+                   library_dirs: Iterable[str] = ()) -> Detection:
+    """Whether every header and shared library is found on this machine (no compiler run).
+
+    ``details`` maps ``headers`` and ``libraries`` to where each was found; the reason
+    names what is missing. Library packs use it in their ``detect``.
+    """
+    extra_inc, extra_lib = list(header_dirs), list(library_dirs)
+    found_headers = {h: find_header(h, extra_inc) for h in headers}
+    found_libs = {lib: find_shared_library(lib, extra_lib) for lib in libraries}
+    missing = [f"header {h}" for h, p in found_headers.items() if p is None]
+    missing += [f"library lib{lib}.so" for lib, p in found_libs.items() if p is None]
+    details = {"headers": {h: str(p) for h, p in found_headers.items() if p},
+               "libraries": {lib: p for lib, p in found_libs.items() if p}}
+    if missing:
+        return Detection(False, "not found: " + ", ".join(missing), details)
+    where = ", ".join([*details["headers"].values(), *details["libraries"].values()])
+    return Detection(True, f"found {where}", details)

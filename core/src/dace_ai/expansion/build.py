@@ -25,7 +25,7 @@ from dace_ai import compat
 from dace_ai.checking.api import stable_paths
 from dace_ai.checking.diagnostics import Diagnostic, errors_with_notes, format_diagnostics, parse_diagnostics
 from dace_ai.config.settings import AISettings
-from dace_ai.errors import CheckFailed
+from dace_ai.errors import AnswerError, CheckFailed
 from dace_ai.expansion.provenance import is_pinned, provenance, session_round
 
 __all__ = ["blame", "build", "is_pinned", "provenance", "repair"]
@@ -187,7 +187,7 @@ def repair_tasklet(entry: Blame, message: str, settings: AISettings) -> Any:
     tasklet.code_init = compat_code(answer.code_init)
     tasklet.code_exit = compat_code(answer.code_exit)
     tasklet.state_fields = list(answer.state_fields)
-    tasklet.environments = set(tasklet.environments or ()) | set(answer.use_environments) | _generated_envs(answer)
+    tasklet.environments = set(tasklet.environments or ()) | _resolved_envs(answer, tasklet, session_node)
     return tasklet
 
 
@@ -208,12 +208,26 @@ def compat_code(text: str) -> Any:
     return dace.properties.CodeBlock(text, dace.Language.CPP)
 
 
-def _generated_envs(answer: Any) -> set[str]:
-    from dace_ai.plugins.manager import get_plugin_manager
+def _resolved_envs(answer: Any, tasklet: Any, session_node: dict[str, Any]) -> set[str]:
+    """Class paths of the repaired answer's environments; a refusal is an answer error."""
+    from dace_ai.environments.resolve import resolve_environments
 
-    manager = get_plugin_manager()
-    return {str(manager.get("environment_generators", req.generator).generate(req))  # type: ignore[attr-defined]
-            for req in answer.environments}
+    if not answer.environments and not answer.use_environments:
+        return set()
+    resolution = resolve_environments(answer, _environment_node(session_node, answer))
+    if resolution.problems:
+        raise AnswerError(f"repair of tasklet {tasklet.label!r}: " + "; ".join(resolution.problems))
+    return resolution.paths
+
+
+def _environment_node(session_node: dict[str, Any], answer: Any) -> Any:
+    """The node context environments are resolved for: the session's target, GPU when the code is."""
+    from dataclasses import replace
+
+    ctx = _asking_node(session_node, "")
+    if answer.language in ("cuda", "hip") or ctx.target.name in ("cuda", "hip"):
+        ctx.target = replace(ctx.target, kind="gpu")
+    return ctx
 
 
 def compiler_output(sdfg: Any, error: BaseException) -> str:

@@ -1,5 +1,5 @@
 """What ``import dace_ai`` sets up in DaCe: the frontend call, the 'ai' implementation,
-per-node manual-exchange methods, and the environments generated in earlier runs."""
+per-node manual-exchange methods, and the environments stored (as data) by earlier runs."""
 
 from __future__ import annotations
 
@@ -38,11 +38,11 @@ def install() -> None:
     try:
         from pathlib import Path
 
-        # Only pay for importing the generator when earlier runs left environments behind.
-        if any((Path(compat.build_folder_root()) / "ai-environments").glob("*.py")):
+        # Only pay for importing the loader when earlier runs left environments behind.
+        if any((Path(compat.build_folder_root()) / "ai-environments").glob("*.json")):
             from dace_ai.environments.generated import load_generated
 
             load_generated()
-    except Exception as exc:  # never let a stray file break the import
-        warnings.warn(f"dace-ai: generated environments were not loaded: {exc}", stacklevel=2)
+    except Exception as exc:  # noqa: BLE001 - never let a stray file break the import
+        warnings.warn(f"dace-ai: stored environments were not loaded: {exc}", stacklevel=2)
     _done = True

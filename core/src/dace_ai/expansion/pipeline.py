@@ -271,13 +271,17 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
                                  started=started)
             raise
         answers.keep(key, reply, source)
-        reports = _check(answer, ctx, settings)
+        resolution = _environments(answer, ctx)
+        if resolution.problems:  # refused environments go back to the model like a failed check
+            from dace_ai.checking.api import CheckReport
+
+            reports = [CheckReport("environments", "failed", "\n".join(resolution.problems))]
+        else:
+            reports = _check(answer, ctx, settings, resolution.paths)
         from dace_ai.checking.stages import failed, failure_error, repair_message
 
         ok = not failed(reports)
-        environments: set[str] = set()
-        if ok:
-            environments = _environments(answer, ctx)
+        environments = resolution.paths if ok else set()
         rnd = session.record_round(node=_node_record(ctx), system=request.system, messages=conversation,
                                    request=record, reply_text=reply.text, answer=answer.model_dump(mode="json"),
                                    reports=reports, status="accepted" if ok else "rejected", source=source,
@@ -289,7 +293,7 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
     raise failure_error(ctx, reports, attempts - 1, session.folder)
 
 
-def _check(answer: Answer, ctx: NodeContext, settings: AISettings) -> list[Any]:
+def _check(answer: Answer, ctx: NodeContext, settings: AISettings, environments: set[str] | None = None) -> list[Any]:
     if not settings.compile_check:
         return []
     from dace_ai.checking.api import CheckRequest
@@ -300,24 +304,16 @@ def _check(answer: Answer, ctx: NodeContext, settings: AISettings) -> list[Any]:
     factory = (lambda environments: make_tasklet(live_node, answer, ctx, environments=environments)) \
         if live_node is not None else None
     return run_checks(CheckRequest(answer=answer, node=ctx, settings=settings, workdir=check_workdir(ctx, answer),
-                                   make_tasklet=factory))
+                                   make_tasklet=factory, environments=set(environments or ())))
 
 
-def _environments(answer: Answer, ctx: NodeContext) -> set[str]:
-    """Full class paths of the environments the answer uses, generating requested ones."""
+def _environments(answer: Answer, ctx: NodeContext) -> Any:
+    """The environments the answer uses (registered ones by name, requested ones generated), or refusals."""
+    from dace_ai.environments.resolve import Resolution, resolve_environments
+
     if not answer.environments and not answer.use_environments:
-        return set()
-    from dace_ai.plugins.manager import get_plugin_manager
-
-    known = compat.registered_environments()
-    unknown = [name for name in answer.use_environments if name not in known]
-    if unknown:
-        raise AnswerError(f"answer for node {ctx.name!r}: field 'use_environments' names unknown DaCe "
-                          f"environment(s) {unknown}; registered: {', '.join(sorted(known)) or 'none'}")
-    manager = get_plugin_manager()
-    generated = {str(manager.get("environment_generators", request.generator).generate(request))  # type: ignore
-                 for request in answer.environments}
-    return generated | set(answer.use_environments)
+        return Resolution()
+    return resolve_environments(answer, ctx)
 
 
 def generate_tasklet(sdfg: Any, state: Any, node: Any, settings: Any = None, *,

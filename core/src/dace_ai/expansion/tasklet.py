@@ -83,7 +83,7 @@ def make_tasklet(node: nodes.LibraryNode, answer: Answer, ctx: NodeContext,
         ignored_symbols=set(answer.ignored_symbols),
         debuginfo=node.debuginfo,
     )
-    tasklet.environments = set(environments or ()) | set(answer.use_environments)
+    tasklet.environments = set(environments or ())  # resolved class paths (see environments.resolve)
     return tasklet
 
 

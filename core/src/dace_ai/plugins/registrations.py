@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the types plugins receive live in higher layers; annotation
     from dace_ai.checking.api import CheckReport, CheckRequest
     from dace_ai.config.settings import AISettings
     from dace_ai.context.types import NodeContext
+    from dace_ai.environments.spec import EnvironmentSpec
     from dace_ai.prompt.answer import EnvironmentRequest
     from dace_ai.providers.api import ProviderClient
 
@@ -313,29 +314,37 @@ class Checker(Registration):
 class EnvironmentGenerator(Registration):
     """Offers an external library (OpenBLAS, FFTW, cuBLAS, ...) as a DaCe environment.
 
-    ``offer(ctx: NodeContext)`` returns a text for the prompt's environments section
-    describing what the model may request from this generator (or ``None`` when the
-    library is not usable for this node); ``generate(request: EnvironmentRequest)``
-    materialises the DaCe environment an answer asked for (its ``generator`` field
-    names this registration) and returns its full class path.
+    ``detect()`` (optional) says whether the library is really installed here (header
+    and shared library found); when it does not match, the generator is neither offered
+    nor used, and a request for it is refused with its reason. ``offer(ctx)`` returns
+    the prompt text for the node (how to request it, calling convention, where to make
+    plans and handles), or ``None`` when it does not suit the node (e.g. a GPU library
+    for CPU code). ``generate(request)`` returns an ``EnvironmentSpec`` (data only:
+    headers, libraries, flags, ...) for the answer's request, or raises ``ValueError``
+    with a reason for the model; the core stores and registers it.
 
     Example::
 
-        from dace_ai.plugin import hookimpl, EnvironmentGenerator
+        from dace_ai.plugin import hookimpl, EnvironmentGenerator, EnvironmentSpec, detect_library
 
         @hookimpl
         def dace_ai_environment_generators():
-            yield EnvironmentGenerator(name="openblas", offer=offer_openblas,
-                                       generate=make_openblas_environment)
+            yield EnvironmentGenerator(
+                name="zlib", detect=lambda: detect_library(["zlib.h"], ["z"]),
+                offer=lambda ctx: 'Request {"name": "zlib", "generator": "zlib"} to use zlib.',
+                generate=lambda request: EnvironmentSpec(name="zlib", generator="zlib",
+                                                         headers=["zlib.h"], libraries=["z"]))
     """
 
     offer: Callable[[NodeContext], str | None]
-    generate: Callable[[EnvironmentRequest], str]
+    generate: Callable[[EnvironmentRequest], EnvironmentSpec]
+    detect: Callable[[], Detection] | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _require_callable(self, "offer", self.offer)
         _require_callable(self, "generate", self.generate)
+        _require_callable(self, "detect", self.detect, optional=True)
 
 
 #: The registration type each hook must yield, by hook name.

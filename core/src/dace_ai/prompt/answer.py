@@ -14,19 +14,53 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from dace_ai.environments.spec import (
+    MAX_ITEMS,
+    AbsolutePath,
+    CMakePackage,
+    CompileFlag,
+    CppCode,
+    Definition,
+    GeneratorName,
+    Header,
+    Identifier,
+    Library,
+    LinkFlag,
+    StateField,
+)
 from dace_ai.errors import AnswerError
 
 
 class EnvironmentRequest(BaseModel):
-    """An external library the code needs, materialised as a DaCe environment."""
+    """An external library the code needs, materialised as a DaCe environment.
+
+    Every field is checked against an allow-list of forms (identifiers, header and
+    library names, absolute paths, known flag shapes; see
+    :mod:`dace_ai.environments.fields`), because these values reach DaCe's code
+    generator and CMake. The request is stored as data, never as code.
+    """
 
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(description="Environment name (identifier)")
-    generator: str = Field("generic", description="Environment generator plugin to use")
-    headers: list[str] = Field(default_factory=list, description="Headers to include")
-    libraries: list[str] = Field(default_factory=list, description="Libraries to link, e.g. 'openblas'")
-    cmake_packages: list[str] = Field(default_factory=list, description="CMake packages to find")
-    compile_definitions: list[str] = Field(default_factory=list)
+    name: Identifier = Field(description="Environment name (an identifier)")
+    generator: GeneratorName = Field("generic", description="Environment generator plugin to use (a library pack "
+                                                             "offered above, or 'generic')")
+    headers: list[Header] = Field(default_factory=list, max_length=MAX_ITEMS, description="Headers to include")
+    libraries: list[Library] = Field(default_factory=list, max_length=MAX_ITEMS,
+                                     description="Libraries to link, e.g. 'openblas'")
+    cmake_packages: list[CMakePackage] = Field(default_factory=list, max_length=MAX_ITEMS,
+                                               description="CMake packages to find")
+    compile_definitions: list[Definition] = Field(default_factory=list, max_length=MAX_ITEMS,
+                                                  description="Preprocessor definitions, NAME or NAME=value")
+    include_dirs: list[AbsolutePath] = Field(default_factory=list, max_length=MAX_ITEMS,
+                                             description="Extra include folders (absolute paths)")
+    compile_flags: list[CompileFlag] = Field(default_factory=list, max_length=MAX_ITEMS,
+                                             description="Compiler flags of the allowed forms")
+    link_flags: list[LinkFlag] = Field(default_factory=list, max_length=MAX_ITEMS,
+                                       description="Linker flags of the allowed forms (-l, -L, -Wl,-rpath)")
+    state_fields: list[StateField] = Field(default_factory=list, max_length=MAX_ITEMS,
+                                           description="C++ declarations added to the program state")
+    init_code: CppCode = Field("", description="C++ run once when the program starts")
+    finalize_code: CppCode = Field("", description="C++ run once when the program ends")
 
 
 class Answer(BaseModel):

@@ -12,8 +12,6 @@ targets differ in exactly those two sections.
 
 from __future__ import annotations
 
-import functools
-
 from dace_ai.context.types import ConnectorInfo, NodeContext, ScopeInfo
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import PromptSection
@@ -150,10 +148,15 @@ def render_guidance(ctx: NodeContext) -> str | None:
 
 
 def render_environments(ctx: NodeContext) -> str:
-    """The DaCe environments of this machine, split by whether their installation check passes, and what
-    each environment generator offers for this node (``offer(ctx)``)."""
-    available = [e for e in ctx.environments if e.available]
-    missing = [e for e in ctx.environments if not e.available]
+    """Installed DaCe environments that suit the node, and the libraries generators offer for it.
+
+    Environments that are registered but not installed, or made for another kind of
+    target (CUDA for CPU code), are not offered; library packs offer themselves only
+    when their library is found (their ``offer``), with their own guidance.
+    """
+    from dace_ai.environments.resolve import offers, suitable_environments
+
+    available = suitable_environments(ctx)
     lines = []
     if available:
         lines.append("Installed here (name them in `use_environments` to use their headers and libraries):")
@@ -161,43 +164,18 @@ def render_environments(ctx: NodeContext) -> str:
             extra = ", ".join(f"`{h}`" for h in env.headers)
             lines.append(f"- `{env.name}`" + (f": headers {extra}" if extra else ""))
     else:
-        lines.append("No registered DaCe environment is installed here.")
-    if missing:
-        lines += ["", "Registered but not installed here (do not use): "
-                  + ", ".join(f"`{e.name.rsplit('.', 1)[-1]}`" for e in missing) + "."]
-    offers = _generator_offers(ctx)
-    if offers:
-        lines += ["", "A library installed on this machine but not listed can be requested in `environments` "
-                  "(headers and libraries to link), naming one of these generators in its `generator` field:"]
-        lines += [f"- `{name}`: {text}" for name, text in offers]
-        lines += ["", "Otherwise use only the C++ standard library."]
-    else:
-        lines += ["", "No environment generator is installed: use only the C++ standard library and the "
-                  "environments listed above."]
+        lines.append("No registered DaCe environment suits this node here.")
+    offered = offers(ctx)
+    packs = [(name, text) for name, text in offered if name != "generic"]
+    if packs:
+        lines += ["", "Libraries you may request in `environments` (give `generator` as named):"]
+        for name, text in packs:
+            lines += ["", f"### `{name}`", text]
+    generic = [text for name, text in offered if name == "generic"]
+    lines += ["", generic[0] if generic else "Otherwise use only the C++ standard library."]
     return "\n".join(lines)
 
 
-def _generator_offers(ctx: NodeContext) -> list[tuple[str, str]]:
-    """(name, text) of every environment generator with an offer for this node."""
-    from dace_ai.errors import PluginError
-    from dace_ai.plugins.manager import get_plugin_manager
-
-    offers = []
-    for name, generator in get_plugin_manager().environment_generators().items():
-        try:
-            text = generator.offer(ctx)
-        except Exception as exc:
-            raise PluginError(f"environment generator {name!r} from {generator.origin}: offer() failed for node "
-                              f"{ctx.name!r}: {type(exc).__name__}: {exc}") from exc
-        if text is not None and not isinstance(text, str):
-            raise PluginError(f"environment generator {name!r} from {generator.origin}: offer() returned "
-                              f"{type(text).__name__}; expected str or None")
-        if text and text.strip():
-            offers.append((name, " ".join(text.split())))
-    return offers
-
-
-@functools.cache
 def _answer_fields() -> tuple[str, ...]:
     """One line per field of the answer model (computed once: pydantic's default lookup is slow)."""
     lines = []

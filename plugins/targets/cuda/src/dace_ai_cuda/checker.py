@@ -102,4 +102,4 @@ def check_cuda(request: CheckRequest) -> CheckReport:
     arch, arch_source = resolve_arch(request.settings)
     return check_gpu_unit(CHECKER, request.answer, request.node, request.workdir, compiler="nvcc",
                           arch_flag=f"-arch={arch}", arch=arch, arch_source=arch_source, prelude=prelude(),
-                          stream_type="cudaStream_t", suffix=".cu")
+                          stream_type="cudaStream_t", suffix=".cu", environments=request.environments)

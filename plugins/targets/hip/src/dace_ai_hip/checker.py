@@ -61,4 +61,5 @@ def check_hip(request: CheckRequest) -> CheckReport:
     arch, arch_source = resolve_arch(request.settings)
     return check_gpu_unit(CHECKER, request.answer, request.node, request.workdir, compiler="hipcc",
                           arch_flag=f"--offload-arch={arch}", arch=arch, arch_source=arch_source, prelude=PRELUDE,
-                          stream_type="hipStream_t", suffix=".hip", env={"HIP_PLATFORM": "amd"})
+                          stream_type="hipStream_t", suffix=".hip", env={"HIP_PLATFORM": "amd"},
+                          environments=request.environments)

@@ -15,7 +15,15 @@ import math
 import platform
 import shutil
 
-from dace_ai.plugin import CheckReport, CheckRequest, dace_include_dir, host_unit, report_from_tool, run_tool
+from dace_ai.plugin import (
+    CheckReport,
+    CheckRequest,
+    dace_include_dir,
+    environment_flags,
+    host_unit,
+    report_from_tool,
+    run_tool,
+)
 
 from .harness import HarnessError, buffers, first_difference, harness_source, parse_outputs, symbol_values
 
@@ -48,8 +56,9 @@ def check_compile(request: CheckRequest) -> CheckReport:
     workdir = request.workdir
     workdir.mkdir(parents=True, exist_ok=True)
     unit = workdir / "candidate.cpp"
-    unit.write_text(host_unit(request.answer, request.node, prelude=PRELUDE))
-    argv = [compiler(request), "-std=c++17", "-c", "-O1", "-I", str(dace_include_dir()), *_flags(request),
+    unit.write_text(host_unit(request.answer, request.node, prelude=PRELUDE, environments=request.environments))
+    argv = [compiler(request), "-std=c++17", "-c", "-O1", "-I", str(dace_include_dir()),
+            *environment_flags(request.environments), *_flags(request),
             unit.name, "-o", "candidate.o"]
     return report_from_tool(COMPILE_CHECKER, run_tool(argv, cwd=workdir, timeout=120), workdir)
 

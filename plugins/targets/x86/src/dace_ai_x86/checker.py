@@ -15,7 +15,15 @@ import re
 import shutil
 from dataclasses import dataclass
 
-from dace_ai.plugin import CheckReport, CheckRequest, dace_include_dir, host_unit, report_from_tool, run_tool
+from dace_ai.plugin import (
+    CheckReport,
+    CheckRequest,
+    dace_include_dir,
+    environment_flags,
+    host_unit,
+    report_from_tool,
+    run_tool,
+)
 
 from .cpu import features_for_flags, read_cpu
 
@@ -87,9 +95,9 @@ def check_x86(request: CheckRequest) -> CheckReport:
     workdir = request.workdir
     workdir.mkdir(parents=True, exist_ok=True)
     unit = workdir / "candidate.cpp"
-    unit.write_text(host_unit(answer, node, prelude=_prelude()))
+    unit.write_text(host_unit(answer, node, prelude=_prelude(), environments=request.environments))
     argv = [compiler, "-std=c++17", "-c", "-O0", "-fPIC", "-Wno-psabi", "-I", str(dace_include_dir()),
-            *target.flags, unit.name, "-o", "candidate.o"]
+            *environment_flags(request.environments), *target.flags, unit.name, "-o", "candidate.o"]
     result = run_tool(argv, cwd=workdir, timeout=120)
     prefix = ""
     if missing:

@@ -1,0 +1,1 @@
+"""dace-ai environment pack: cuBLAS for CUDA targets."""

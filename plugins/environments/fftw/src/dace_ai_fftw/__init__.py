@@ -1,0 +1,1 @@
+"""dace-ai environment pack: FFTW 3 (double and single precision)."""

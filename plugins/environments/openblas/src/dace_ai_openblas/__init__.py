@@ -1,0 +1,1 @@
+"""dace-ai environment pack: OpenBLAS through its CBLAS interface."""
