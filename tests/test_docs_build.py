@@ -68,6 +68,7 @@ def test_pages_added_without_editing_mkdocs_yml_are_built_and_listed(tmp_path):
     shutil.copytree(REPO / "docs", root / "docs", ignore=shutil.ignore_patterns("build", "*.egg-info"))
     (root / "core").symlink_to(REPO / "core")
     (root / "docs" / "guides" / "run-on-the-cluster.md").write_text("# Run on the cluster\n\nSteps.\n")
+    (root / "docs" / "user").mkdir(exist_ok=True)
     (root / "docs" / "user" / "quickstart.md").write_text("# Quickstart\n\nFirst steps.\n")
     proc = _build(root, tmp_path / "site")
     assert proc.returncode == 0, proc.stdout + proc.stderr

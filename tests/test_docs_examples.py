@@ -182,10 +182,9 @@ def test_environment_generator_example_is_offered_and_links_zlib(examples_site):
     if not Path("/usr/include/zlib.h").is_file():
         pytest.skip("zlib headers are not installed (Debian: zlib1g-dev)")
     prompt = run_json(PROGRAM + PROMPTS, examples_site)["prompt"]
-    assert "- `zlib`: zlib 1." in prompt and "`crc32`" in prompt
+    assert "### `zlib`\nzlib 1." in prompt and "`crc32`" in prompt
     answer = {"code": "for (int i = 0; i < N; ++i) _out[i] = (double)crc32(0L, (const Bytef*)(_in0 + i), "
                       "sizeof(double));",
-              "code_global": "#include <zlib.h>",
               "environments": [{"name": "zlib", "generator": "zlib"}]}
     out = run_json(PROGRAM + f"ANSWERS = [{json.dumps(json.dumps(answer))}]\n" + SCRIPTED + """
 import zlib

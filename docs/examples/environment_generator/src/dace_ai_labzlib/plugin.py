@@ -1,48 +1,58 @@
 """The ``zlib`` environment generator: answers may use zlib where it is installed.
 
-``offer(ctx)`` adds a line to the prompt's environments section telling the model
-what it may request (or returns ``None`` where zlib is missing, so the model is not
-told about it). When an answer requests ``{"name": "zlib", "generator": "zlib"}``,
-``generate(request)`` returns the full class path of a DaCe environment that adds
-the header and links the library; the tasklet names it, and DaCe does the rest.
+``detect()`` says whether zlib's header and shared library are on this machine; where
+they are not, the generator is neither offered in the prompt nor usable, and a request
+for it is refused with that reason. ``offer(ctx)`` is the text the prompt's
+environments section shows for a node (``None`` where zlib does not suit it).
+``generate(request)`` returns an ``EnvironmentSpec``: plain data (headers, libraries)
+that dace-ai stores and turns into a DaCe environment with its own code, so nothing an
+answer says ever becomes Python.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from functools import lru_cache
 
-from dace_ai.plugin import EnvironmentGenerator, EnvironmentRequest, NodeContext, PluginError, hookimpl
+from dace_ai.plugin import (
+    Detection,
+    EnvironmentGenerator,
+    EnvironmentRequest,
+    EnvironmentSpec,
+    NodeContext,
+    detect_library,
+    hookimpl,
+)
 
-HEADER = Path("/usr/include/zlib.h")
+
+@lru_cache(maxsize=1)
+def detect() -> Detection:
+    return detect_library(["zlib.h"], ["z"])
 
 
-def zlib_version() -> str | None:
-    """The installed zlib's version, from its header; ``None`` when it is not installed."""
-    if not HEADER.is_file():
-        return None
-    found = re.search(r'#define ZLIB_VERSION "([^"]+)"', HEADER.read_text(errors="replace"))
+def zlib_version() -> str:
+    """The installed zlib's version, read from the header ``detect`` found."""
+    header = detect().details.get("headers", {}).get("zlib.h", "")
+    try:
+        with open(header, encoding="utf-8", errors="replace") as f:
+            found = re.search(r'#define ZLIB_VERSION "([^"]+)"', f.read())
+    except OSError:
+        return "unknown"
     return found.group(1) if found else "unknown"
 
 
 def offer(ctx: NodeContext) -> str | None:
-    version = zlib_version()
-    if version is None or ctx.target.kind != "cpu":
+    if ctx.target.kind != "cpu" or ctx.in_gpu_kernel:
         return None
-    return (f"zlib {version}: request `{{\"name\": \"zlib\", \"generator\": \"zlib\"}}` and put "
-            "`#include <zlib.h>` in `code_global` to use `crc32`, `adler32`, `compress2`, `uncompress`; "
-            "the library is linked for you.")
+    return (f"zlib {zlib_version()}: request `{{\"name\": \"zlib\", \"generator\": \"zlib\"}}` to use `crc32`, "
+            "`adler32`, `compress2`, `uncompress` (the header is included and the library linked for you).")
 
 
-def generate(request: EnvironmentRequest) -> str:
-    if zlib_version() is None:
-        raise PluginError(f"environment {request.name!r}: zlib is not installed here ({HEADER} is missing)")
-    from .environment import LabZlib  # imports DaCe's environment machinery only when used
-
-    return LabZlib.full_class_path()
+def generate(request: EnvironmentRequest) -> EnvironmentSpec:
+    return EnvironmentSpec(name="zlib", generator="zlib", headers=["zlib.h"], libraries=["z"])
 
 
 @hookimpl
 def dace_ai_environment_generators():
-    yield EnvironmentGenerator(name="zlib", offer=offer, generate=generate,
+    yield EnvironmentGenerator(name="zlib", detect=detect, offer=offer, generate=generate,
                                description="zlib (crc32, adler32, compress) as a DaCe environment")
