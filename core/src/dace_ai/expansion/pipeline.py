@@ -271,17 +271,10 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
                                  started=started)
             raise
         answers.keep(key, reply, source)
-        resolution = _environments(answer, ctx)
-        if resolution.problems:  # refused environments go back to the model like a failed check
-            from dace_ai.checking.api import CheckReport
-
-            reports = [CheckReport("environments", "failed", "\n".join(resolution.problems))]
-        else:
-            reports = _check(answer, ctx, settings, resolution.paths)
+        reports, environments = check_answer(answer, ctx, settings)
         from dace_ai.checking.stages import failed, failure_error, repair_message
 
         ok = not failed(reports)
-        environments = resolution.paths if ok else set()
         rnd = session.record_round(node=_node_record(ctx), system=request.system, messages=conversation,
                                    request=record, reply_text=reply.text, answer=answer.model_dump(mode="json"),
                                    reports=reports, status="accepted" if ok else "rejected", source=source,
@@ -291,6 +284,22 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
             return Outcome(answer, reply, provider.name, key, source, str(session.folder), rnd.number, environments)
         history += [Message("assistant", reply.text), Message("user", repair_message(reports))]
     raise failure_error(ctx, reports, attempts - 1, session.folder)
+
+
+def check_answer(answer: Answer, ctx: NodeContext, settings: AISettings) -> tuple[list[Any], set[str]]:
+    """The check reports of ``answer`` and, when it passed, the environment class paths it resolved to.
+
+    Refused environment requests go back to the model like a failed check.
+    """
+    from dace_ai.checking.stages import failed
+
+    resolution = _environments(answer, ctx)
+    if resolution.problems:
+        from dace_ai.checking.api import CheckReport
+
+        return [CheckReport("environments", "failed", "\n".join(resolution.problems))], set()
+    reports = _check(answer, ctx, settings, resolution.paths)
+    return reports, (set() if failed(reports) else set(resolution.paths))
 
 
 def _check(answer: Answer, ctx: NodeContext, settings: AISettings, environments: set[str] | None = None) -> list[Any]:

@@ -230,8 +230,7 @@ def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings
     from dace_ai.checking.stages import failed, failure_error, repair_message
     from dace_ai.expansion.pipeline import (
         AnswerSource,
-        _check,
-        _environments,
+        check_answer,
         node_context,
         request_for,
         request_record,
@@ -280,9 +279,8 @@ def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings
             session.record_round(answer=None, reports=[], status="error", error=str(exc), **common)
             raise
         answers.keep(key, reply, source)
-        reports = _check(answer, ctx, settings)
+        reports, environments = check_answer(answer, ctx, settings)
         ok = not failed(reports)
-        environments = _environments(answer, ctx) if ok else set()
         rnd = session.record_round(answer=answer.model_dump(mode="json"), reports=reports,
                                    status="accepted" if ok else "rejected", **common)
         if ok:
