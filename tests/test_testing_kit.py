@@ -81,6 +81,24 @@ def test_registration_validation_names_the_problem():
         Checker(name="c", stage="lint", check=lambda r: None)
 
 
+def test_contract_checks_plugin_settings():
+    from dace_ai.plugin import Setting
+
+    def plugin_with(*settings):
+        class Plugin:
+            @hookimpl
+            def dace_ai_providers(self):
+                yield Provider(name="p1", factory=lambda s: None, settings=settings[:1])
+                yield Provider(name="p2", factory=lambda s: None, settings=settings[1:])
+        return Plugin()
+
+    check_registrations(plugin_with(Setting("lab_x", int, 1), Setting("lab_x", int, 1)))
+    with pytest.raises(AssertionError, match="reuses a core setting's name"):
+        check_registrations(plugin_with(Setting("timeout", float, 1.0)))
+    with pytest.raises(AssertionError, match="'lab_x' is declared differently"):
+        check_registrations(plugin_with(Setting("lab_x", int, 1), Setting("lab_x", int, 2)))
+
+
 def test_pytest_plugin_costs_other_projects_nothing_until_a_fixture_is_used(tmp_path):
     """In another project's session the plugin is loaded, yet dace_ai and DaCe stay unimported (and so
     DaCe unpatched) until a test asks for a dace-ai fixture."""

@@ -85,8 +85,11 @@ def check_registrations(plugin: Any) -> dict[str, list[Any]]:
     plugin; providers' factories are callable and SDKs are not imported at module
     import; targets' ``detect()`` returns a Detection and ``describe()`` a non-empty
     string; prompt sections render ``str`` or ``None``-compatible callables; checkers
-    have a valid stage. Returns the registrations by hook, for further assertions.
+    have a valid stage; settings the plugin declares do not reuse a core setting's name,
+    and a name declared twice is declared the same way. Returns the registrations by
+    hook, for further assertions.
     """
+    from dace_ai.config.definitions import BY_KEY
     from dace_ai.plugins.registrations import HOOK_TYPES, Detection
 
     found: dict[str, list[Any]] = {}
@@ -104,4 +107,12 @@ def check_registrations(plugin: Any) -> dict[str, list[Any]]:
         text = target.describe(detection)
         assert isinstance(text, str) and text.strip(), f"target {target.name!r}: describe() must return text"
         assert isinstance(target.resolved_flags(detection), tuple)
+    declared: dict[str, Any] = {}
+    for items in found.values():
+        for item in items:
+            for setting in item.settings:
+                assert setting.name not in BY_KEY, (
+                    f"{type(item).__name__} {item.name!r}: setting {setting.name!r} reuses a core setting's name")
+                assert declared.setdefault(setting.name, setting) == setting, (
+                    f"setting {setting.name!r} is declared differently by two registrations")
     return found
