@@ -167,13 +167,13 @@ def render_environments(ctx: NodeContext) -> str:
                   + ", ".join(f"`{e.name.rsplit('.', 1)[-1]}`" for e in missing) + "."]
     offers = _generator_offers(ctx)
     if offers:
-        lines += ["", ("A library installed on this machine but not listed can be requested in `environments` "
-                       "(headers and libraries to link), naming one of these generators in its `generator` field:")]
+        lines += ["", "A library installed on this machine but not listed can be requested in `environments` "
+                  "(headers and libraries to link), naming one of these generators in its `generator` field:"]
         lines += [f"- `{name}`: {text}" for name, text in offers]
         lines += ["", "Otherwise use only the C++ standard library."]
     else:
-        lines += ["", ("No environment generator is installed: use only the C++ standard library and the "
-                       "environments listed above.")]
+        lines += ["", "No environment generator is installed: use only the C++ standard library and the "
+                  "environments listed above."]
     return "\n".join(lines)
 
 
