@@ -1,8 +1,4 @@
-"""The DaCe environment of zlib: a fixed, reviewed class (no text from a model ends up in Python).
-
-DaCe reads these class attributes as lists and dicts, as in its own environments.
-"""
-# ruff: noqa: RUF012
+"""The DaCe environment of zlib: a fixed, reviewed class (no text from a model ends up in Python)."""
 
 import dace.library
 
