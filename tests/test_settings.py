@@ -128,7 +128,7 @@ def test_configured_target_applies_only_to_its_kind(register_dace_ai_plugin):
 
 def _lab_plugin(settings=None):
     """A plugin owning settings through its checker registration."""
-    from dace_ai.plugin import CheckReport, Checker, Setting, hookimpl
+    from dace_ai.plugin import Checker, CheckReport, Setting, hookimpl
 
     declared = settings or (Setting("lab_level", int, 2, "How strict the lab checker is"),
                             Setting("lab_mode", str, "fast", "Lab checker mode", choices=("fast", "full")))

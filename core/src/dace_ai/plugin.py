@@ -152,8 +152,8 @@ __all__ = [
     "resolve_settings",
     "run_tool",
     "scope_parameters",
-    "state_struct",
     "stable_paths",
+    "state_struct",
     "strict_json_schema",
     "touches_gpu",
 ]

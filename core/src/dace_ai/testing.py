@@ -78,8 +78,20 @@ def _hook_results(plugin: Any, hook_name: str) -> list[Any]:
     return list(produced) if produced is not None else []
 
 
+def _check_settings(items: list[Any], declared: dict[str, Any]) -> None:
+    """Settings a plugin declares do not reuse a core setting's name; a name declared twice is declared alike."""
+    from dace_ai.config.definitions import BY_KEY
+
+    for item in items:
+        for setting in item.settings:
+            assert setting.name not in BY_KEY, (
+                f"{type(item).__name__} {item.name!r}: setting {setting.name!r} reuses a core setting's name")
+            assert declared.setdefault(setting.name, setting) == setting, (
+                f"setting {setting.name!r} is declared differently by two registrations")
+
+
 def check_registrations(plugin: Any) -> dict[str, list[Any]]:
-    """Run every hook the plugin implements and check each registration's contract.
+    """Run every hook the plugin implements and check each registration's contract (and the settings it declares).
 
     Checks: the hook yields the right registration type; names are unique within the
     plugin; providers' factories are callable and SDKs are not imported at module
@@ -91,6 +103,7 @@ def check_registrations(plugin: Any) -> dict[str, list[Any]]:
     from dace_ai.plugins.registrations import HOOK_TYPES, Detection
 
     found: dict[str, list[Any]] = {}
+    declared: dict[str, Any] = {}  # plugin-owned settings: no core names, one declaration per name
     for hook_name, expected in HOOK_TYPES.items():
         items = _hook_results(plugin, hook_name)
         names = [item.name for item in items]
@@ -98,6 +111,7 @@ def check_registrations(plugin: Any) -> dict[str, list[Any]]:
             assert isinstance(item, expected), f"{hook_name} yielded {type(item).__name__}, not {expected.__name__}"
         assert len(names) == len(set(names)), f"{hook_name} yields duplicate names: {names}"
         found[hook_name] = items
+        _check_settings(items, declared)
     for target in found["dace_ai_targets"]:
         detection = target.detect()
         assert isinstance(detection, Detection), f"target {target.name!r}: detect() must return Detection"

@@ -18,6 +18,7 @@ from typing import Any
 
 from dace_ai.errors import DaceAIError
 
+
 def _print_json(data: Any) -> None:
     json.dump(data, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")

@@ -16,9 +16,9 @@ from __future__ import annotations
 import shlex
 
 from dace_ai.plugin import (
+    Checker,
     CheckReport,
     CheckRequest,
-    Checker,
     Setting,
     dace_include_dir,
     hookimpl,
