@@ -12,7 +12,8 @@ Layout::
             answer.txt        the raw reply
             answer.json       the parsed answer (when it parsed)
             feedback.md       what the user asked for (refine rounds)
-            checks.json       the checkers' reports; check-<name>.log each checker's diagnostics
+            checks.json       the checkers' reports with their details (verification, bench results);
+                              check-<name>.log each checker's diagnostics
         round-2/ ...
 
 Identity. A session id is ``<node label>-<first 12 hex digits of the node's guid>``:
@@ -243,7 +244,9 @@ class Session:
                        "stage": report.details.get("stage", "")}
                 report_rows.append(row)
                 atomic_write(folder / f"check-{_safe(report.checker)}.log", report.diagnostics or "")
-            atomic_write_json(folder / "checks.json", report_rows)
+            # checks.json keeps each checker's details too (verification seeds, bench timings, ...)
+            atomic_write_json(folder / "checks.json", [{**row, "details": dict(report.details)}
+                                                       for row, report in zip(report_rows, reports)])
             if node_json is not None and not (self.folder / "node.json").exists():
                 atomic_write_json(self.folder / "node.json", node_json)
             tokens, cost = _tokens(usage)
