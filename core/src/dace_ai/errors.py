@@ -39,3 +39,38 @@ class MissingAnswer(DaceAIError):
 
 class AIUsageError(DaceAIError, ValueError):
     """A ``dace_ai.ai(...)`` call or an ``AINode`` was written in a way that cannot work."""
+
+
+# --------------------------------------------------------------------- secrets
+import os as _os  # noqa: E402 - kept beside the one function that needs it
+import re as _re  # noqa: E402
+
+_URL_USERINFO = _re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)[^/\s@?#]+@")
+_QUERY_SECRET = _re.compile(
+    r"(?P<name>[?&](?:api[-_]?key|key|token|access[-_]?token|auth|password|secret|signature|sig)=)[^&\s#'\"]+",
+    _re.IGNORECASE)
+_HEADER_SECRET = _re.compile(
+    r"(?P<name>\b(?:proxy-)?authorization|\bx-api-key|\bapi-key|\bx-goog-api-key)(?P<sep>['\"]?\s*[:=]\s*['\"]?)"
+    r"(?P<scheme>(?:bearer|basic|token)\s+)?[^\s'\",}]+", _re.IGNORECASE)
+_SECRET_VARIABLE = _re.compile(r"(API_KEY|AUTH_TOKEN|ACCESS_TOKEN|SECRET|PASSWORD|_TOKEN|_KEY)$", _re.IGNORECASE)
+REDACTED = "***"
+
+
+def redact(text: str) -> str:
+    """``text`` with credentials removed: URL user info, key-like query parameters, auth headers,
+    and the value of every key-like environment variable (``*_API_KEY``, ``*_TOKEN``, ...).
+
+    Applied to everything dace-ai records or reports that could carry a secret
+    (request records, error messages, logs), so a key in a base URL or in an SDK's
+    error text never reaches a file or a terminal.
+    """
+    if not isinstance(text, str) or not text:
+        return text
+    text = _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
+    text = _QUERY_SECRET.sub(lambda m: f"{m.group('name')}{REDACTED}", text)
+    text = _HEADER_SECRET.sub(lambda m: f"{m.group('name')}{m.group('sep')}{m.group('scheme') or ''}{REDACTED}",
+                              text)
+    for name, value in _os.environ.items():
+        if len(value) >= 8 and _SECRET_VARIABLE.search(name) and value in text:
+            text = text.replace(value, REDACTED)
+    return text

@@ -62,6 +62,7 @@ class AISettings(BaseModel):
     interactive: bool | None = _field("interactive")
     cuda_arch: str | None = _field("cuda_arch")
     hip_arch: str | None = _field("hip_arch")
+    debug: bool = _field("debug")
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
 
@@ -116,21 +117,58 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise SettingsError(f"{path}: not valid TOML: {exc}") from exc
 
 
+_TYPE_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false (1/0, yes/no, on/off)",
+               "str": "text"}
+_BOUND_WORDS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+
+
 def _allowed(key: str) -> str:
-    info = AISettings.model_fields[key]
-    text = str(info.annotation).replace("typing.", "")
-    constraints = [str(m) for m in info.metadata]
-    return text + (f" with {', '.join(constraints)}" if constraints else "")
+    """What ``key`` accepts, in words: "an integer >= 1", "one of 'low', 'medium', ..."."""
+    if key == "effort":
+        return "one of 'low', 'medium', 'high', 'max' (or empty)"
+    if key == "checkers":
+        return "checker names, comma separated"
+    definition = BY_KEY[key]
+    words = _TYPE_WORDS.get(definition.dace_type, definition.dace_type)
+    bounds = " and ".join(f"{_BOUND_WORDS.get(op, op)} {limit:g}" for op, limit in definition.bounds)
+    return words + (f" {bounds}" if bounds else "")
 
 
 def _validate_one(key: str, value: Any, source: str) -> Any:
     try:
         return getattr(AISettings.model_validate({key: value}), key)
-    except ValidationError as exc:
-        problem = "; ".join(e["msg"] for e in exc.errors())
-        raise SettingsError(
-            f"setting {key!r} = {value!r} from {source} is not allowed: {problem} (allowed: {_allowed(key)})"
-        ) from None
+    except ValidationError:
+        raise SettingsError(f"setting {key!r} = {value!r} from {source} is not allowed: "
+                            f"it must be {_allowed(key)}") from None
+
+
+#: Settings whose values name installed plugins: setting -> (hook kind, what one is called).
+CHOICES: dict[str, tuple[str, str]] = {
+    "provider": ("providers", "provider"),
+    "target": ("targets", "target"),
+    "checkers": ("checkers", "checker"),
+}
+
+
+def check_choices(settings: AISettings) -> None:
+    """Refuse a provider, target or checker name that no installed plugin registers, with the closest name."""
+    import difflib
+
+    from dace_ai.plugins.manager import get_plugin_manager
+
+    manager = get_plugin_manager()
+    for key, (kind, noun) in CHOICES.items():
+        value = getattr(settings, key)
+        if not value:
+            continue
+        installed = list(getattr(manager, kind)())
+        for name in (value if isinstance(value, tuple) else (value,)):
+            if name in installed:
+                continue
+            close = difflib.get_close_matches(name, installed, n=1, cutoff=0.5)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise SettingsError(f"setting {key!r} = {name!r} from {settings.source(key)} names no installed "
+                                f"{noun}.{hint} Installed: {', '.join(sorted(installed)) or 'none'}")
 
 
 def resolve_settings(overrides: Mapping[str, Any] | None = None, *, start_dir: str | os.PathLike | None = None,
@@ -169,6 +207,7 @@ def resolve_settings(overrides: Mapping[str, Any] | None = None, *, start_dir: s
         sources[key] = source
     settings = AISettings.model_validate(values)
     settings._sources.update(sources)
+    check_choices(settings)
     return settings
 
 

@@ -182,7 +182,8 @@ def _answer(provider: Any, client: Any, job: _Job, cache: AnswerCache) -> tuple[
 
     try:
         reply: ProviderReply = ask_for_node(provider, client, job.request, job.ctx)
-        parse_answer(reply.text, origin=f"{provider.name} answer for node {job.ctx.name!r}")
+        parse_answer(reply.text, origin=f"{provider.name} answer for node {job.ctx.name!r}",
+                     max_tokens=job.request.max_tokens)
     except DaceAIError as exc:
         return "failed", str(exc), None
     except Exception as exc:  # noqa: BLE001 - a provider plugin's bug must not take the other nodes down

@@ -259,7 +259,8 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
         record = request_record(provider.name, request, key)
         conversation = [(m.role, m.content) for m in request.messages]
         try:
-            answer = parse_answer(reply.text, origin=f"{source} answer for node {ctx.name!r}")
+            answer = parse_answer(reply.text, origin=f"{source} answer for node {ctx.name!r} (session {session.folder})",
+                                  max_tokens=request.max_tokens)
         except AnswerError as exc:
             session.record_round(node=_node_record(ctx), system=request.system, messages=conversation,
                                  request=record, reply_text=reply.text, answer=None, reports=[], status="error",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from dace_ai.config.settings import AISettings
-from dace_ai.errors import ProviderError
+from dace_ai.errors import AnswerError, ProviderError
 from dace_ai.plugins.manager import PluginManager, get_plugin_manager
 from dace_ai.plugins.registrations import Provider
 from dace_ai.providers.api import ProviderClient, ProviderReply, ProviderRequest
@@ -73,7 +73,7 @@ def ask(provider: Provider, client: ProviderClient, request: ProviderRequest) ->
     """Send one request; any failure becomes a :class:`ProviderError` naming the provider."""
     try:
         reply = client.complete(request)
-    except ProviderError:
+    except (ProviderError, AnswerError):  # already name the provider (or the file) and the problem
         raise
     except Exception as exc:
         raise ProviderError(f"provider {provider.name!r} ({provider.origin}) failed: "

@@ -46,10 +46,9 @@ from dace_ai.plugin import (
     strict_json_schema,
 )
 
-from .plugin import KEY_ENV
+from .plugin import DEFAULT_MODEL, KEY_ENV
 
 NAME = "openai"
-DEFAULT_MODEL = "gpt-5.5"
 #: Environment variable choosing the wire API: "responses" (default) or "chat".
 API_ENV = "DACE_ai_openai_api"
 PLACEHOLDER_KEY = "no-key"
