@@ -74,3 +74,7 @@ def redact(text: str) -> str:
         if len(value) >= 8 and _SECRET_VARIABLE.search(name) and value in text:
             text = text.replace(value, REDACTED)
     return text
+
+
+class DaceAIWarning(UserWarning):
+    """Something did not go as asked but the program goes on: nodes without an answer, a cache not written."""

@@ -166,9 +166,11 @@ class Outcome:
 
 
 def request_record(provider: str, request: ProviderRequest, key: str) -> dict[str, Any]:
-    """What a session records about a request (never a key)."""
+    """What a session records about a request (never a key; credentials in the base URL redacted)."""
+    from dace_ai.errors import redact
+
     return {"provider": provider, "model": request.model, "effort": request.effort, "max_tokens": request.max_tokens,
-            "base_url": request.base_url, "schema_name": request.schema_name, "cache_key": key}
+            "base_url": redact(request.base_url), "schema_name": request.schema_name, "cache_key": key}
 
 
 def _node_record(ctx: NodeContext) -> dict[str, Any]:

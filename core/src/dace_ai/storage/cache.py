@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dace_ai.errors import redact
+from dace_ai.errors import DaceAIWarning, redact
 from dace_ai.storage.files import ai_folder, atomic_write_json
 
 #: Fields every cache entry has, with the types they must have.
@@ -39,7 +39,7 @@ _USAGE_FIELDS = ("input_tokens", "output_tokens", "cost_usd")
 QUARANTINE = "quarantine"
 
 
-class CacheWarning(UserWarning):
+class CacheWarning(DaceAIWarning):
     """The answer cache could not be read or written; the answer is asked for (or used) anyway."""
 
 

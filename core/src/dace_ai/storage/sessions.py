@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dace_ai.errors import redact
+from dace_ai.errors import DaceAIWarning, redact
 from dace_ai.storage.files import atomic_write, atomic_write_json, build_root, lock_for
 
 
-class SessionWarning(UserWarning):
+class SessionWarning(DaceAIWarning):
     """A session could not be read or recorded; the expansion goes on without it."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
