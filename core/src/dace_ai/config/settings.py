@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from dace_ai.config.definitions import BY_KEY
-from dace_ai.errors import SettingsError
+from dace_ai.errors import SettingsError, remember_secret
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -207,6 +207,7 @@ def resolve_settings(overrides: Mapping[str, Any] | None = None, *, start_dir: s
         sources[key] = source
     settings = AISettings.model_validate(values)
     settings._sources.update(sources)
+    remember_secret(settings.base_url)  # never shown again, wherever it turns up
     check_choices(settings)
     return settings
 
