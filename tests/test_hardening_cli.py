@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import traceback
 
 import dace
 import dace_ai
@@ -136,7 +137,7 @@ def test_error_inside_the_expansion_is_one_short_message_with_the_trace_in_the_s
     error = info.value
     assert "needs an API key" in str(error)
     assert error.__cause__ is None and error.__suppress_context__
-    files = [f.f_code.co_filename for f, _ in __import__("traceback").walk_tb(error.__traceback__)]
+    files = [f.f_code.co_filename for f, _ in traceback.walk_tb(error.__traceback__)]
     assert not any("/dace_ai/expansion/pipeline.py" in f or "/dace/transformation/" in f for f in files), files
     assert _frames(error.__traceback__) <= 7, files
     log = _isolated_dace_ai / "ai-sessions" / "errors.log"
@@ -149,7 +150,7 @@ def test_error_inside_the_expansion_is_one_short_message_with_the_trace_in_the_s
 def test_debug_setting_shows_the_full_trace(monkeypatch):
     monkeypatch.setenv("DACE_ai_debug", "1")
     info = _error_of_a_compile()
-    files = [f.f_code.co_filename for f, _ in __import__("traceback").walk_tb(info.value.__traceback__)]
+    files = [f.f_code.co_filename for f, _ in traceback.walk_tb(info.value.__traceback__)]
     assert any("/dace_ai/expansion/pipeline.py" in f for f in files)
     assert not getattr(info.value, "trace_log", None)
 
