@@ -137,9 +137,11 @@ def _allowed(key: str) -> str:
 def _validate_one(key: str, value: Any, source: str) -> Any:
     try:
         return getattr(AISettings.model_validate({key: value}), key)
-    except ValidationError:
-        raise SettingsError(f"setting {key!r} = {value!r} from {source} is not allowed: "
-                            f"it must be {_allowed(key)}") from None
+    except ValidationError as exc:
+        # A setting's own validator words its rule itself; pydantic's type and bound errors are worded here.
+        own = [e["msg"].removeprefix("Value error, ") for e in exc.errors() if e["type"] == "value_error"]
+        rule = "; ".join(own) if own else f"it must be {_allowed(key)}"
+        raise SettingsError(f"setting {key!r} = {value!r} from {source} is not allowed: {rule}") from None
 
 
 #: Settings whose values name installed plugins: setting -> (hook kind, what one is called).
