@@ -116,7 +116,7 @@ def test_oversized_response_file_is_refused_unread(manual):
 
 @pytest.mark.slow
 def test_failed_answer_is_reported_with_check_first_error_and_repair_prompt(manual):
-    sdfg, state, node = _sdfg("exchange_fails")
+    sdfg, _, _ = _sdfg("exchange_fails")
     [files] = dace_ai.generate_prompts(sdfg, manual)
     files.response.write_text(json.dumps(BROKEN))
     with pytest.warns(ExchangeWarning, match="failed their checks"):

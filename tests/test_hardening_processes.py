@@ -120,7 +120,7 @@ def test_kill_9_mid_write_leaves_no_half_file_and_the_next_write_tidies_up(fake_
     assert dace_ai_main(["cache", "verify", "--root", str(build_root)]) == 1, "verify reports the unfinished write"
 
     rerun = _start(["n0"], _env(fake_llm_server, build_root))
-    out, err = rerun.communicate(timeout=600)
+    _, err = rerun.communicate(timeout=600)
     assert rerun.returncode == 0, err[-3000:]
     assert not half.exists(), "the next write of the same entry removed the dead process's temporary file"
     _assert_clean(build_root, expected_entries=1)

@@ -4,6 +4,7 @@
 import json
 import os
 import time
+from typing import ClassVar
 
 import dace
 import dace_ai
@@ -173,7 +174,7 @@ def test_key_ignores_credentials_in_the_base_url_but_not_the_host():
 class LongTable(dnodes.LibraryNode):
     """Looks values up in a long table."""
 
-    implementations = {}
+    implementations: ClassVar[dict] = {}
     default_implementation = "ai"
     table = properties.Property(dtype=str, default="", desc="the table")
 

@@ -8,6 +8,9 @@ setting and its source, the answer field, the node).
 
 from __future__ import annotations
 
+import os as _os
+import re as _re
+
 
 class DaceAIError(Exception):
     """Base class of every error raised by dace-ai."""
@@ -42,9 +45,6 @@ class AIUsageError(DaceAIError, ValueError):
 
 
 # --------------------------------------------------------------------- secrets
-import os as _os  # noqa: E402 - kept beside the one function that needs it
-import re as _re  # noqa: E402
-
 _URL_USERINFO = _re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)[^/\s@?#]+@")
 _QUERY_SECRET = _re.compile(
     r"(?P<name>[?&](?:api[-_]?key|key|token|access[-_]?token|auth|password|secret|signature|sig)=)[^&\s#'\"]+",

@@ -62,7 +62,6 @@ def cmd_plugins_list(args: argparse.Namespace) -> int:
 
 def cmd_config(args: argparse.Namespace) -> int:
     from dace_ai.config.settings import describe_settings, resolve_settings
-
     from dace_ai.errors import redact
 
     rows = describe_settings(resolve_settings())

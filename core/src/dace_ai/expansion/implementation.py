@@ -47,7 +47,7 @@ def _debug() -> bool:
         return os.environ.get("DACE_ai_debug", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-class user_facing_errors:  # noqa: N801 - used like a function: ``with user_facing_errors():``
+class user_facing_errors:
     """Let a dace-ai error out of DaCe as one short message; keep its full traceback in the session log.
 
     A class rather than ``contextlib.contextmanager``, which would restore the traceback
@@ -57,7 +57,7 @@ class user_facing_errors:  # noqa: N801 - used like a function: ``with user_faci
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> bool:
         from dace_ai.errors import DaceAIError
 
         if not isinstance(exc, DaceAIError) or _debug():
@@ -144,7 +144,7 @@ class _ExpansionPass:
         self._pass = expansion_pass()
         self._pass.__enter__()
 
-    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> bool:
         self._pass.__exit__(kind, exc, tb)
         return user_facing_errors().__exit__(kind, exc, tb)
 
