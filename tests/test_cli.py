@@ -47,7 +47,7 @@ def test_doctor_reports_tools_and_key_presence_without_values(monkeypatch, capsy
 
 
 def test_doctor_lists_a_tool_declared_by_a_runtime_plugin(register_dace_ai_plugin, capsys):
-    from dace_ai.plugin import CheckReport, Checker, hookimpl
+    from dace_ai.plugin import Checker, CheckReport, hookimpl
 
     class Lint:
         @hookimpl
