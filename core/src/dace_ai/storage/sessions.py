@@ -235,14 +235,17 @@ class Session:
         try:
             return self._record_round(node=node, system=system, messages=messages, request=request,
                                       reply_text=reply_text, answer=answer, reports=reports, status=status,
-                                      error=redact(error), source=source, node_json=node_json)
+                                      error=redact(error), source=source, node_json=node_json, usage=usage,
+                                      reason=reason, feedback=feedback, started=started, extra=extra)
         except OSError as exc:
             _warn(f"session {self.folder}: cannot record the round ({exc}); the answer is used without a record")
             return RoundRecord(0, self.folder)
 
     def _record_round(self, *, node: dict[str, Any], system: str, messages: list[tuple[str, str]],
                       request: dict[str, Any], reply_text: str | None, answer: dict[str, Any] | None,
-                      reports: list[Any], status: str, error: str, source: str, node_json: Any) -> RoundRecord:
+                      reports: list[Any], status: str, error: str, source: str, node_json: Any, usage: Any,
+                      reason: str, feedback: str, started: float | None,
+                      extra: dict[str, Any] | None) -> RoundRecord:
         with lock_for(self.summary_path):
             summary = self.summary()
             summary.setdefault("format", FORMAT)
