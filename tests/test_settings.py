@@ -58,10 +58,10 @@ def test_nearest_file_from_a_subfolder(tmp_path):
 
 
 def test_list_and_bool_from_environment(monkeypatch):
-    monkeypatch.setenv("DACE_ai_checkers", "probe, clang-syntax")
+    monkeypatch.setenv("DACE_ai_checkers", "probe, faithful")
     monkeypatch.setenv("DACE_ai_cache", "off")
     settings = resolve_settings()
-    assert settings.checkers == ("probe", "clang-syntax") and settings.cache is False
+    assert settings.checkers == ("probe", "faithful") and settings.cache is False
 
 
 def test_bad_value_names_key_value_source_and_allowed(monkeypatch):
@@ -70,7 +70,7 @@ def test_bad_value_names_key_value_source_and_allowed(monkeypatch):
         resolve_settings()
     message = str(info.value)
     assert "'max_tokens'" in message and "'-5'" in message
-    assert "environment variable DACE_ai_max_tokens" in message and "greater than 0" in message
+    assert "environment variable DACE_ai_max_tokens" in message and "it must be an integer > 0" in message
 
 
 def test_bad_choice_lists_allowed_values(tmp_path):

@@ -8,6 +8,9 @@ setting and its source, the answer field, the node).
 
 from __future__ import annotations
 
+import os as _os
+import re as _re
+
 
 class DaceAIError(Exception):
     """Base class of every error raised by dace-ai."""
@@ -39,3 +42,63 @@ class MissingAnswer(DaceAIError):
 
 class AIUsageError(DaceAIError, ValueError):
     """A ``dace_ai.ai(...)`` call or an ``AINode`` was written in a way that cannot work."""
+
+
+# --------------------------------------------------------------------- secrets
+_URL_USERINFO = _re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)[^/\s@?#]+@")
+_QUERY_SECRET = _re.compile(
+    r"(?P<name>[?&](?:api[-_]?key|key|token|access[-_]?token|auth|password|secret|signature|sig)=)[^&\s#'\"]+",
+    _re.IGNORECASE)
+_HEADER_SECRET = _re.compile(
+    r"(?P<name>\b(?:proxy-)?authorization|\bx-api-key|\bapi-key|\bx-goog-api-key)(?P<sep>['\"]?\s*[:=]\s*['\"]?)"
+    r"(?P<scheme>(?:bearer|basic|token)\s+)?[^\s'\",}]+", _re.IGNORECASE)
+_SECRET_VARIABLE = _re.compile(r"(API_KEY|AUTH_TOKEN|ACCESS_TOKEN|SECRET|PASSWORD|_TOKEN|_KEY)$", _re.IGNORECASE)
+_URL_VARIABLE = _re.compile(r"(BASE_URL|API_BASE|_URL|_ENDPOINT)$", _re.IGNORECASE)
+_USERINFO = _re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://(?P<user>[^/\s@?#:]*)(?::(?P<password>[^/\s@?#]*))?@")
+REDACTED = "***"
+_known_secrets: set[str] = set()
+
+
+def remember_secret(text: str | None) -> None:
+    """Remember the credentials in ``text`` (a URL with user info, e.g. a configured base URL), so that
+    :func:`redact` also hides them where they appear on their own (a server echoing them in an error)."""
+    for match in _USERINFO.finditer(text or ""):
+        for part in (match.group("password"), match.group("user")):
+            if part and len(part) >= 8:
+                _known_secrets.add(part)
+
+
+def _secret_values() -> list[str]:
+    values = set(_known_secrets)
+    for name, value in _os.environ.items():
+        if len(value) >= 8 and _SECRET_VARIABLE.search(name):
+            values.add(value)
+        elif "@" in value and _URL_VARIABLE.search(name):
+            remember_secret(value)
+            values |= _known_secrets
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str) -> str:
+    """``text`` with credentials removed: URL user info, key-like query parameters, auth headers,
+    and the value of every key-like environment variable (``*_API_KEY``, ``*_TOKEN``, ...).
+
+    Applied to everything dace-ai records or reports that could carry a secret
+    (request records, error messages, logs), so a key in a base URL or in an SDK's
+    error text never reaches a file or a terminal.
+    """
+    if not isinstance(text, str) or not text:
+        return text
+    remember_secret(text)
+    for value in _secret_values():
+        if value in text:
+            text = text.replace(value, REDACTED)
+    text = _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
+    text = _QUERY_SECRET.sub(lambda m: f"{m.group('name')}{REDACTED}", text)
+    text = _HEADER_SECRET.sub(lambda m: f"{m.group('name')}{m.group('sep')}{m.group('scheme') or ''}{REDACTED}",
+                              text)
+    return text
+
+
+class DaceAIWarning(UserWarning):
+    """Something did not go as asked but the program goes on: nodes without an answer, a cache not written."""

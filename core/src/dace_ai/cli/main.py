@@ -1,7 +1,9 @@
 """The ``dace-ai`` command: plugins, effective settings, machine check, targets, sessions.
 
 Exit codes follow the usual convention: 0 success, 1 the command ran and found a
-problem (a plugin failed to load, a setting is invalid), 2 wrong usage.
+problem (a plugin failed to load, a setting is invalid), 2 wrong usage, 130
+interrupted (Ctrl-C). A reader that stops early (``dace-ai config | head -3``)
+ends the command quietly.
 """
 
 from __future__ import annotations
@@ -69,8 +71,12 @@ def cmd_plugins_list(args: argparse.Namespace) -> int:
 
 def cmd_config(args: argparse.Namespace) -> int:
     from dace_ai.config.settings import describe_settings, resolve_settings
+    from dace_ai.errors import redact
 
     rows = describe_settings(resolve_settings())
+    for row in rows:
+        if isinstance(row["value"], str):
+            row["value"] = redact(row["value"])
     if args.json:
         _print_json(rows)
     else:
@@ -237,14 +243,35 @@ def make_parser() -> argparse.ArgumentParser:
     from dace_ai.cli.sessions import add_commands as add_session_commands
 
     add_session_commands(sub)
+
+    from dace_ai.cli.cache import add_cache_parser
+
+    add_cache_parser(sub)
     return parser
+
+
+def _quiet_closed_pipe() -> int:
+    """The reader went away: send what is still buffered nowhere, and say nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
+    except BrokenPipeError:
+        return _quiet_closed_pipe()
+    except KeyboardInterrupt:
+        print("dace-ai: interrupted", file=sys.stderr)
+        return 130
     except DaceAIError as exc:
         print(f"dace-ai: error: {exc}", file=sys.stderr)
         return 1

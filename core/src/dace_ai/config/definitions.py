@@ -40,6 +40,7 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef("interactive", "bool", None, "Ask for pasted answers on a terminal (manual provider)"),
     SettingDef("cuda_arch", "str", None, "CUDA architecture for checks, e.g. sm_90; empty asks nvidia-smi"),
     SettingDef("hip_arch", "str", None, "HIP offload architecture for checks, e.g. gfx90a"),
+    SettingDef("debug", "bool", False, "Show the full traceback of dace-ai errors raised inside DaCe's expansion"),
 )
 
 BY_KEY: dict[str, SettingDef] = {d.key: d for d in SETTINGS}

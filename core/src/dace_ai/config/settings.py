@@ -32,7 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, field_validator
 
 from dace_ai.config.definitions import BY_KEY, SettingDef
-from dace_ai.errors import SettingsError
+from dace_ai.errors import SettingsError, remember_secret
 from dace_ai.plugins.registrations import Setting
 
 if sys.version_info >= (3, 11):
@@ -72,6 +72,7 @@ class AISettings(BaseModel):
     interactive: bool | None = _field("interactive")
     cuda_arch: str | None = _field("cuda_arch")
     hip_arch: str | None = _field("hip_arch")
+    debug: bool = _field("debug")
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
     #: Values of plugin-owned settings, by name (filled by :func:`resolve_settings`).
@@ -207,21 +208,60 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise SettingsError(f"{path}: not valid TOML: {exc}") from exc
 
 
+_TYPE_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false (1/0, yes/no, on/off)",
+               "str": "text"}
+_BOUND_WORDS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+
+
 def _allowed(key: str) -> str:
-    info = AISettings.model_fields[key]
-    text = str(info.annotation).replace("typing.", "")
-    constraints = [str(m) for m in info.metadata]
-    return text + (f" with {', '.join(constraints)}" if constraints else "")
+    """What ``key`` accepts, in words: "an integer >= 1", "one of 'low', 'medium', ..."."""
+    if key == "effort":
+        return "one of 'low', 'medium', 'high', 'max' (or empty)"
+    if key == "checkers":
+        return "checker names, comma separated"
+    definition = BY_KEY[key]
+    words = _TYPE_WORDS.get(definition.dace_type, definition.dace_type)
+    bounds = " and ".join(f"{_BOUND_WORDS.get(op, op)} {limit:g}" for op, limit in definition.bounds)
+    return words + (f" {bounds}" if bounds else "")
 
 
 def _validate_one(key: str, value: Any, source: str) -> Any:
     try:
         return getattr(AISettings.model_validate({key: value}), key)
     except ValidationError as exc:
-        problem = "; ".join(e["msg"] for e in exc.errors())
-        raise SettingsError(
-            f"setting {key!r} = {value!r} from {source} is not allowed: {problem} (allowed: {_allowed(key)})"
-        ) from None
+        # A setting's own validator words its rule itself; pydantic's type and bound errors are worded here.
+        own = [e["msg"].removeprefix("Value error, ") for e in exc.errors() if e["type"] == "value_error"]
+        rule = "; ".join(own) if own else f"it must be {_allowed(key)}"
+        raise SettingsError(f"setting {key!r} = {value!r} from {source} is not allowed: {rule}") from None
+
+
+#: Settings whose values name installed plugins: setting -> (hook kind, what one is called).
+CHOICES: dict[str, tuple[str, str]] = {
+    "provider": ("providers", "provider"),
+    "target": ("targets", "target"),
+    "checkers": ("checkers", "checker"),
+}
+
+
+def check_choices(settings: AISettings) -> None:
+    """Refuse a provider, target or checker name that no installed plugin registers, with the closest name."""
+    import difflib
+
+    from dace_ai.plugins.manager import get_plugin_manager
+
+    manager = get_plugin_manager()
+    for key, (kind, noun) in CHOICES.items():
+        value = getattr(settings, key)
+        if not value:
+            continue
+        installed = list(getattr(manager, kind)())
+        for name in (value if isinstance(value, tuple) else (value,)):
+            if name in installed:
+                continue
+            close = difflib.get_close_matches(name, installed, n=1, cutoff=0.5)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise SettingsError(f"setting {key!r} = {name!r} from {settings.source(key)} names no installed "
+                                f"{noun}.{hint} Installed: {', '.join(sorted(installed)) or 'none'}")
 
 
 def _unknown(names: list[str], known: list[str]) -> str:
@@ -279,6 +319,8 @@ def resolve_settings(overrides: Mapping[str, Any] | None = None, *, start_dir: s
     settings = AISettings.model_validate(values)
     settings._sources.update(sources)
     settings._plugin_values.update(plugin_values)
+    remember_secret(settings.base_url)  # never shown again, wherever it turns up
+    check_choices(settings)
     return settings
 
 

@@ -36,6 +36,8 @@ NOISY_PROPERTIES = frozenset({
     "schedule",  # shown resolved, as NodeContext.schedule
 })
 #: Longest property value shown; longer values are cut so one property cannot flood the prompt.
+#: A cut value ends with its length and a digest of the whole value, so two nodes that differ
+#: only beyond the cut still get different prompts (and so different answer cache keys).
 MAX_PROPERTY_CHARS = 200
 
 
@@ -70,9 +72,14 @@ def _cpp(expr: Any) -> str:
 
 
 def _prop_text(value: Any) -> str:
-    """A property value as text: enum members by name (``CPU_Multicore``), long values cut."""
+    """A property value as text: enum members by name (``CPU_Multicore``), long values cut (with a digest)."""
+    import hashlib
+
     text = value.name if hasattr(type(value), "__members__") and hasattr(value, "name") else str(value)
-    return text if len(text) <= MAX_PROPERTY_CHARS else text[:MAX_PROPERTY_CHARS] + "..."
+    if len(text) <= MAX_PROPERTY_CHARS:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{text[:MAX_PROPERTY_CHARS]}... ({len(text)} characters in all, sha256 {digest})"
 
 
 def _first_paragraph(doc: str) -> str:

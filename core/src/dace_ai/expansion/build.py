@@ -171,7 +171,8 @@ def repair_tasklet(entry: Blame, message: str, settings: AISettings) -> Any:
     request = request_for(system, messages[0][1], settings, messages[1:])
     answers = AnswerSource(provider, settings)
     reply, source, key = answers.reply(request, _asking_node(session_node, sdfg_name))
-    answer = parse_answer(reply.text, origin=f"{source} repair of tasklet {tasklet.label!r}")
+    answer = parse_answer(reply.text, origin=f"{source} repair of tasklet {tasklet.label!r}",
+                          max_tokens=request.max_tokens)
     answers.keep(key, reply, source)
     record = {**request_record(provider.name, request, key), "reason": "program build repair"}
     rnd = session.record_round(node=session_node,

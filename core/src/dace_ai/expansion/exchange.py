@@ -27,12 +27,13 @@ response path (folder: the ``prompt_dir`` setting, default
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dace_ai.config.settings import AISettings
-from dace_ai.errors import MissingAnswer
+from dace_ai.errors import DaceAIWarning, MissingAnswer
 from dace_ai.providers.manual import (
     RESPONSE_SUFFIX,
     PromptFile,
@@ -86,15 +87,38 @@ def generate_prompts(sdfg: Any, directory: str | Path | None = None, settings: A
         return written
 
 
+class ExchangeWarning(DaceAIWarning):
+    """Some nodes of a manual exchange have no usable answer yet (see the report)."""
+
+
+@dataclass
+class FailedAnswer:
+    """An answer that was read but failed its checks; its repair prompt awaits the next answer."""
+
+    node: str
+    checks: list[str]  #: the checkers that failed, e.g. ``["probe"]``
+    first_error: str  #: the first error of the first failed check (a compiler's first error)
+    prompt: Path  #: the repair prompt (the failed answer and the diagnostics)
+    response: Path  #: where the repaired answer goes
+    session: Path
+
+    def __str__(self) -> str:
+        return (f"answer for {self.node!r} failed check(s) {', '.join(self.checks)}: {self.first_error}\n"
+                f"  repair prompt: {self.prompt}\n  save the repaired answer as {self.response} "
+                f"(session: {self.session})")
+
+
 @dataclass
 class ResponseReport:
-    """What :func:`read_prompt_responses` did: nodes expanded, and those still without an answer."""
+    """What :func:`read_prompt_responses` did: nodes expanded, answers that failed, nodes without an answer."""
 
     expanded: list[str] = field(default_factory=list)
     missing: list[PromptFile] = field(default_factory=list)
+    failed: list[FailedAnswer] = field(default_factory=list)
 
     def __str__(self) -> str:
         lines = [f"expanded {len(self.expanded)} node(s): {', '.join(self.expanded) or '-'}"]
+        lines += [str(f) for f in self.failed]
         lines += [f"missing answer for {m.node!r}: save it as {m.response} (prompt: {m.prompt})" for m in self.missing]
         return "\n".join(lines)
 
@@ -104,11 +128,14 @@ def read_prompt_responses(sdfg: Any, directory: str | Path | None = None, settin
     """Expand every pending node whose response file exists; report the others.
 
     Answers are checked like any answer (and cached under the provider ``manual``);
-    a failed check writes the repair prompt, reported as missing. With
-    ``expand_others`` (default) the SDFG's other library nodes are expanded first
-    (as in :func:`generate_prompts`, but in place).
+    an answer that fails its checks is listed in ``failed`` with the checks, the
+    first error and the repair prompt written for it. With ``expand_others``
+    (default) the SDFG's other library nodes are expanded first (as in
+    :func:`generate_prompts`, but in place). Nodes left without a usable answer are
+    also announced with an :class:`ExchangeWarning`.
     """
-    from dace_ai.expansion.pipeline import expand_other_nodes, expansion_pass, implement
+    from dace_ai.expansion.pipeline import expand_other_nodes, expansion_pass, implement, node_context
+    from dace_ai.storage.sessions import open_session
 
     if expand_others:
         expand_other_nodes(sdfg)
@@ -117,13 +144,59 @@ def read_prompt_responses(sdfg: Any, directory: str | Path | None = None, settin
         manual = _manual_settings(settings, directory)
         for nsdfg, state, node in _pending(sdfg):
             name = node.name
+            ctx = node_context(nsdfg, state, node, manual)
+            session = open_session(ctx.sdfg_name, ctx.key)
+            rounds_before = len(session.summary().get("rounds", []))
             try:
                 implement(nsdfg, state, node, manual)
                 report.expanded.append(name)
             except MissingAnswer as exc:
-                report.missing.append(PromptFile(name, nsdfg.name, exc.prompt_path,  # type: ignore[attr-defined]
-                                                 exc.response_path))  # type: ignore[attr-defined]
+                files = PromptFile(name, nsdfg.name, exc.prompt_path,  # type: ignore[attr-defined]
+                                   exc.response_path)  # type: ignore[attr-defined]
+                failure = _failed_round(session, rounds_before, files)
+                if failure is not None:
+                    report.failed.append(failure)
+                else:
+                    report.missing.append(files)
+    if report.failed or report.missing:
+        warnings.warn(f"dace_ai.read_prompt_responses: {len(report.failed)} answer(s) failed their checks and "
+                      f"{len(report.missing)} node(s) have no answer yet:\n{report}", ExchangeWarning, stacklevel=2)
     return report
+
+
+def _failed_round(session: Any, rounds_before: int, files: PromptFile) -> FailedAnswer | None:
+    """The answer of this call that failed its checks (from the session), or None when none did."""
+    rounds = session.summary().get("rounds", [])[rounds_before:]
+    rejected = [r for r in rounds if r.get("status") == "rejected"]
+    if not rejected:
+        return None
+    folder = session.folder / f"round-{rejected[-1]['number']}"
+    try:
+        rows = json.loads((folder / "checks.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        rows = []
+    failed = [r for r in rows if isinstance(r, dict) and r.get("status") == "failed"]
+    first = "(no diagnostics recorded)"
+    if failed:
+        try:
+            log = (folder / f"check-{failed[0]['checker']}.log").read_text(encoding="utf-8")
+        except OSError:
+            log = ""
+        first = first_error(log) or first
+    return FailedAnswer(files.node, [str(r.get("checker")) for r in failed] or ["?"], first, files.prompt,
+                        files.response, session.folder)
+
+
+def first_error(log: str) -> str:
+    """The first error of a check's diagnostics (compiler output), as one line."""
+    from dace_ai.checking.diagnostics import parse_diagnostics
+
+    errors = [d for d in parse_diagnostics(log) if d.is_error]
+    if errors:
+        d = errors[0]
+        return f"{d.file}:{d.line}: {d.severity}: {d.message}" if d.line else f"{d.severity}: {d.message}"
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    return next((line for line in lines if "error" in line.lower()), lines[0] if lines else "")
 
 
 def _pending(sdfg: Any) -> list[tuple[Any, Any, Any]]:

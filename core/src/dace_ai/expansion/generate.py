@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dace_ai.errors import AIUsageError, DaceAIError, ProviderError
+from dace_ai.errors import AIUsageError, DaceAIError, DaceAIWarning, ProviderError
 from dace_ai.prompt.answer import parse_answer
 from dace_ai.providers.api import ProviderReply, ProviderRequest, Usage
 from dace_ai.storage.cache import AnswerCache, cache_key
@@ -109,6 +110,24 @@ class GenerateSummary:
                 f"({usage.input_tokens} input / {usage.output_tokens} output tokens{cost})")
 
 
+class GenerateWarning(DaceAIWarning):
+    """Some nodes of ``dace_ai.generate`` got no answer (see the summary's ``failures``)."""
+
+
+def _warn_failures(summary: GenerateSummary, settings: Any) -> None:
+    """Say, as a Python warning, which nodes failed and, when no provider was chosen, what to choose."""
+    if not summary.failures:
+        return
+    lines = "\n".join(f"  - node {n.name!r}: {n.error}" for n in summary.failures[:10])
+    more = f"\n  ... and {summary.failed - 10} more" if summary.failed > 10 else ""
+    hint = ""
+    if settings.provider is None and summary.provider == "manual":
+        hint = ("\nNo provider is configured and none is usable (no SDK with an API key), so the manual exchange "
+                "was used: answer its prompt files, or set the provider (DACE_ai_provider) and its API key.")
+    warnings.warn(f"dace_ai.generate: {summary.failed} of {len(summary.nodes)} node(s) got no answer from "
+                  f"provider {summary.provider!r}:\n{lines}{more}{hint}", GenerateWarning, stacklevel=3)
+
+
 @dataclass
 class _Job:
     """One distinct request and the nodes waiting for its answer."""
@@ -173,6 +192,7 @@ def generate(sdfg: Any, settings: Any = None, *, progress: bool | None = None) -
     finally:
         bar.close()
     summary.seconds = time.perf_counter() - started
+    _warn_failures(summary, settings)
     return summary
 
 
@@ -182,7 +202,8 @@ def _answer(provider: Any, client: Any, job: _Job, cache: AnswerCache) -> tuple[
 
     try:
         reply: ProviderReply = ask_for_node(provider, client, job.request, job.ctx)
-        parse_answer(reply.text, origin=f"{provider.name} answer for node {job.ctx.name!r}")
+        parse_answer(reply.text, origin=f"{provider.name} answer for node {job.ctx.name!r}",
+                     max_tokens=job.request.max_tokens)
     except DaceAIError as exc:
         return "failed", str(exc), None
     except Exception as exc:  # noqa: BLE001 - a provider plugin's bug must not take the other nodes down

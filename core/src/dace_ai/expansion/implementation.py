@@ -14,11 +14,20 @@ libraries). Then all of these work::
     node.expand(sdfg, state)                           # DaCe's own spelling
 
 A class that registered its own implementation named ``'ai'`` keeps it.
+
+This is also where DaCe calls into dace-ai, so it is where our errors meet the
+user: a :class:`~dace_ai.errors.DaceAIError` (no key, a refused answer, failed
+checks) leaves the expansion as one short message, without DaCe's frames and
+ours. The full traceback is appended to ``<build root>/ai-sessions/errors.log``
+(named in the message) and shown as usual with the ``debug`` setting
+(``DACE_ai_debug=1``).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import traceback
 from typing import Any
 
 from dace.transformation.transformation import ExpandTransformation
@@ -26,6 +35,42 @@ from dace.transformation.transformation import ExpandTransformation
 from dace_ai import compat
 
 IMPLEMENTATION = "ai"
+
+
+def _debug() -> bool:
+    """The ``debug`` setting; a setting that cannot be resolved counts as off (its own error will say why)."""
+    try:
+        from dace_ai.expansion.pipeline import resolve
+
+        return bool(resolve(None).debug)
+    except Exception:  # noqa: BLE001
+        return os.environ.get("DACE_ai_debug", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+class user_facing_errors:
+    """Let a dace-ai error out of DaCe as one short message; keep its full traceback in the session log.
+
+    A class rather than ``contextlib.contextmanager``, which would restore the traceback
+    this is here to drop.
+    """
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> bool:
+        from dace_ai.errors import DaceAIError
+
+        if not isinstance(exc, DaceAIError) or _debug():
+            return False
+        if not getattr(exc, "trace_log", None):
+            from dace_ai.storage.sessions import log_error
+
+            log = log_error("".join(traceback.format_exception(kind, exc, tb)))
+            exc.trace_log = str(log) if log else "-"  # type: ignore[attr-defined]
+            where = f"full traceback in {log}; " if log else ""
+            if hasattr(exc, "add_note"):
+                exc.add_note(f"({where}set DACE_ai_debug=1 to show it here)")
+        raise exc.with_traceback(None) from None
 
 
 class ExpandAI(ExpandTransformation):
@@ -43,13 +88,15 @@ class ExpandAI(ExpandTransformation):
         """The tasklet for ``node`` without placing it (DaCe's expansion interface)."""
         from dace_ai.expansion.pipeline import generate_tasklet
 
-        return generate_tasklet(parent_sdfg, parent_state, node, kwargs.get("settings"))
+        with user_facing_errors():
+            return generate_tasklet(parent_sdfg, parent_state, node, kwargs.get("settings"))
 
     def apply(self, state: Any, sdfg: Any, *args: Any, **kwargs: Any) -> None:
         from dace_ai.expansion.pipeline import implement
 
         node = state.node(self.subgraph[type(self)._match_node])
-        implement(sdfg, state, node, kwargs.get("settings"))
+        with user_facing_errors():
+            implement(sdfg, state, node, kwargs.get("settings"))
 
 
 def _class_id(node_class: type) -> str:
@@ -87,11 +134,23 @@ def add_ai_implementation(node_class: type) -> None:
 _installed = False
 
 
-def _expansion_pass() -> Any:
-    """The pipeline's expansion pass, imported only when a program is expanded (keeps imports cheap)."""
-    from dace_ai.expansion.pipeline import expansion_pass
+class _ExpansionPass:
+    """The pipeline's expansion pass (imported only when a program is expanded, keeping imports cheap);
+    errors leave it without the frames of DaCe's expansion machinery (see :class:`user_facing_errors`)."""
 
-    return expansion_pass()
+    def __enter__(self) -> None:
+        from dace_ai.expansion.pipeline import expansion_pass
+
+        self._pass = expansion_pass()
+        self._pass.__enter__()
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> bool:
+        self._pass.__exit__(kind, exc, tb)
+        return user_facing_errors().__exit__(kind, exc, tb)
+
+
+def _expansion_pass() -> _ExpansionPass:
+    return _ExpansionPass()
 
 
 def install() -> None:

@@ -168,9 +168,11 @@ class Outcome:
 
 
 def request_record(provider: str, request: ProviderRequest, key: str) -> dict[str, Any]:
-    """What a session records about a request (never a key)."""
+    """What a session records about a request (never a key; credentials in the base URL redacted)."""
+    from dace_ai.errors import redact
+
     return {"provider": provider, "model": request.model, "effort": request.effort, "max_tokens": request.max_tokens,
-            "base_url": request.base_url, "schema_name": request.schema_name, "cache_key": key}
+            "base_url": redact(request.base_url), "schema_name": request.schema_name, "cache_key": key}
 
 
 def _node_record(ctx: NodeContext) -> dict[str, Any]:
@@ -263,7 +265,8 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
         record = request_record(provider.name, request, key)
         conversation = [(m.role, m.content) for m in request.messages]
         try:
-            answer = parse_answer(reply.text, origin=f"{source} answer for node {ctx.name!r}")
+            answer = parse_answer(reply.text, origin=f"{source} answer for node {ctx.name!r} (session {session.folder})",
+                                  max_tokens=request.max_tokens)
         except AnswerError as exc:
             session.record_round(node=_node_record(ctx), system=request.system, messages=conversation,
                                  request=record, reply_text=reply.text, answer=None, reports=[], status="error",

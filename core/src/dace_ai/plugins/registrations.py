@@ -176,6 +176,28 @@ class Provider(Registration):
     #: Its answers are cheap and may be edited by a person (response files): ask it before
     #: the cache, and use a cached answer only when it has none.
     answers_before_cache: bool = False
+    #: The model the client uses when the ``model`` setting is empty. Part of the answer
+    #: cache key, so a new default model never replays answers of the old one.
+    default_model: str | None = None
+    #: The endpoint the client uses when ``base_url`` is empty, and the variables its SDK
+    #: reads first (e.g. ``ANTHROPIC_BASE_URL``); both enter the cache key the same way.
+    default_base_url: str | None = None
+    base_url_env: tuple[str, ...] = ()
+
+    def effective_model(self, model: str | None) -> str:
+        """The model a request with ``model`` actually goes to ("" when the provider does not say)."""
+        return model or self.default_model or ""
+
+    def effective_base_url(self, base_url: str | None) -> str:
+        """The endpoint a request with ``base_url`` actually goes to ("" when the provider does not say)."""
+        import os
+
+        if base_url:
+            return base_url
+        for variable in self.base_url_env:
+            if os.environ.get(variable):
+                return os.environ[variable]
+        return self.default_base_url or ""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -183,6 +205,8 @@ class Provider(Registration):
         _require_callable(self, "available", self.available, optional=True)
         if isinstance(self.key_env, str):
             object.__setattr__(self, "key_env", (self.key_env,))
+        if isinstance(self.base_url_env, str):
+            object.__setattr__(self, "base_url_env", (self.base_url_env,))
 
 
 @dataclass(frozen=True)

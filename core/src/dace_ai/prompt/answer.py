@@ -4,6 +4,13 @@ One pydantic model; its JSON schema is what providers send as structured
 output. :func:`parse_answer` accepts plain JSON or JSON inside a fenced block and
 raises :class:`~dace_ai.errors.AnswerError` naming the field and the problem for
 anything else, before anything is cached or changed in the SDFG.
+
+Answers are untrusted input, so the parser is bounded: a reply longer than its
+``max_tokens`` could produce is refused before it is parsed, JSON nested deeper
+than any answer needs is refused without recursing, and control characters
+(other than tab, newline and carriage return) and unpaired surrogates are
+refused in every text field: they cannot be written to a source file or a
+UTF-8 record faithfully.
 """
 
 from __future__ import annotations
@@ -87,6 +94,94 @@ class Answer(BaseModel):
             raise ValueError("must contain the tasklet's code, got an empty string")
         return value
 
+    @field_validator("code", "code_global", "code_init", "code_exit", "notes")
+    @classmethod
+    def _printable(cls, value: str) -> str:
+        problem = text_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("state_fields", "ignored_symbols", "use_environments")
+    @classmethod
+    def _printable_items(cls, value: list[str]) -> list[str]:
+        for index, item in enumerate(value):
+            problem = text_problem(item)
+            if problem:
+                raise ValueError(f"item {index} {problem}")
+        return value
+
+
+#: Characters a reply may use per token of ``max_tokens`` (tokens average ~4; whitespace runs are longer).
+CHARS_PER_TOKEN = 32
+#: Slack on top of ``max_tokens * CHARS_PER_TOKEN`` (fences, small limits).
+MIN_ANSWER_CHARS = 65536
+#: Deepest JSON nesting an answer needs (answer -> environments -> list -> string is 4).
+MAX_DEPTH = 16
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def max_answer_chars(max_tokens: int | None) -> int:
+    """The longest reply (in characters) that ``max_tokens`` tokens can plausibly produce."""
+    return MIN_ANSWER_CHARS + CHARS_PER_TOKEN * max(0, int(max_tokens or 0))
+
+
+def text_problem(value: str) -> str | None:
+    """Why ``value`` cannot be used as answer text (a control character, a lone surrogate), or None."""
+    bad = _CONTROL.search(value)
+    if bad:
+        return (f"contains the control character U+{ord(bad.group()):04X} at offset {bad.start()} "
+                "(only tab, newline and carriage return are allowed)")
+    bad = _SURROGATE.search(value)
+    if bad:
+        return f"contains an unpaired surrogate U+{ord(bad.group()):04X} at offset {bad.start()} (not valid Unicode)"
+    return None
+
+
+def _text_problems(data: Any, where: str = "", depth: int = 0) -> list[str]:
+    """Every text problem in decoded JSON, as ``field 'path': problem``; also bounds the nesting."""
+    if depth > MAX_DEPTH:
+        return [f"field {where or '<answer>'!r}: nested deeper than {MAX_DEPTH} levels"]
+    problems: list[str] = []
+    if isinstance(data, str):
+        problem = text_problem(data)
+        if problem:
+            problems.append(f"field {where or '<answer>'!r}: {problem}")
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            problem = text_problem(key)
+            path = f"{where}.{key}" if where else str(key)
+            if problem:
+                problems.append(f"field name {path!r}: {problem}")
+            problems += _text_problems(value, path, depth + 1)
+    elif isinstance(data, list):
+        for index, item in enumerate(data):
+            problems += _text_problems(item, f"{where}.{index}" if where else str(index), depth + 1)
+    return problems
+
+
+def _nesting_depth(text: str) -> int:
+    """The deepest bracket nesting of JSON text (strings skipped), without recursion."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
 
 def answer_json_schema() -> dict[str, Any]:
     """The JSON schema sent to providers (strict: every object closed)."""
@@ -96,9 +191,19 @@ def answer_json_schema() -> dict[str, Any]:
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.DOTALL)
 
 
-def parse_answer(text: str, *, origin: str = "answer") -> Answer:
-    """Parse and validate an answer; ``origin`` (a file name, a provider) is named in errors."""
-    if not isinstance(text, str) or not text.strip():
+def parse_answer(text: str, *, origin: str = "answer", max_tokens: int | None = None) -> Answer:
+    """Parse and validate an answer; ``origin`` (a file name, a provider) is named in errors.
+
+    With ``max_tokens``, a reply longer than :func:`max_answer_chars` allows is refused
+    before it is parsed (a model cannot have written it within its token limit).
+    """
+    if not isinstance(text, str):
+        raise AnswerError(f"{origin}: the answer is {type(text).__name__}, not text; expected a JSON object")
+    limit = max_answer_chars(max_tokens) if max_tokens is not None else None
+    if limit is not None and len(text) > limit:
+        raise AnswerError(f"{origin}: the answer has {len(text)} characters, more than max_tokens={max_tokens} "
+                          f"allows ({limit}); it was refused unread (raise max_tokens if it is genuine)")
+    if not text.strip():
         raise AnswerError(f"{origin}: the answer is empty; expected a JSON object with at least 'code'")
     stripped = text.strip()
     candidates = [stripped]
@@ -106,14 +211,23 @@ def parse_answer(text: str, *, origin: str = "answer") -> Answer:
     data: Any = None
     last_error: json.JSONDecodeError | None = None
     for candidate in candidates:
+        depth = _nesting_depth(candidate)
+        if depth > MAX_DEPTH:
+            raise AnswerError(f"{origin}: the JSON is nested {depth} levels deep; an answer needs at most "
+                              f"{MAX_DEPTH}")
         try:
             data = json.loads(candidate)
             break
         except json.JSONDecodeError as exc:
             last_error = exc
+        except RecursionError:  # pragma: no cover - the depth check above comes first
+            raise AnswerError(f"{origin}: the JSON is nested too deeply to be an answer") from None
     else:
         detail = f" ({last_error.msg} at line {last_error.lineno} column {last_error.colno})" if last_error else ""
         raise AnswerError(f"{origin}: not JSON{detail}; expected a JSON object (optionally in a ```json block)")
+    problems = _text_problems(data)
+    if problems:
+        raise AnswerError(f"{origin}: invalid answer: " + "; ".join(problems[:5]))
     if not isinstance(data, dict):
         raise AnswerError(f"{origin}: expected a JSON object, got {type(data).__name__}")
     try:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dace_ai.config.settings import AISettings
-from dace_ai.errors import MissingAnswer
+from dace_ai.errors import AnswerError, MissingAnswer
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Provider
 from dace_ai.providers.api import ProviderReply, ProviderRequest, cached_fallback, current_node
@@ -106,6 +106,31 @@ def missing_answer(files: PromptFile) -> MissingAnswer:
     return error
 
 
+def read_response_file(path: Path, max_tokens: int | None) -> str:
+    """The text of a response file, or an :class:`AnswerError` naming the file and what is wrong with it.
+
+    A person (or a script) wrote the file, so it may hold anything: it is refused
+    unread when larger than ``max_tokens`` could produce, and when it is not UTF-8.
+    """
+    from dace_ai.prompt.answer import max_answer_chars
+
+    limit = max_answer_chars(max_tokens) * 4  # bytes: up to 4 per character in UTF-8
+    try:
+        size = path.stat().st_size
+        if size > limit:
+            raise AnswerError(f"response file {path}: {size} bytes, more than max_tokens={max_tokens} allows "
+                              f"({limit}); it was refused unread")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise AnswerError(f"response file {path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise AnswerError(f"response file {path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                          f"{exc.start}); save the answer as UTF-8 JSON") from None
+    return text
+
+
 class ManualClient:
     """Answers from ``<prompt_dir>/<node>_<hash>_response.json``, else writes the prompt and stops."""
 
@@ -121,7 +146,11 @@ class ManualClient:
         stem = file_stem(name, request)
         response = folder / f"{stem}{RESPONSE_SUFFIX}"
         if response.is_file():
-            return ProviderReply(response.read_text(encoding="utf-8"), model="manual")
+            from dace_ai.prompt.answer import parse_answer
+
+            text = read_response_file(response, request.max_tokens)
+            parse_answer(text, origin=f"response file {response}", max_tokens=request.max_tokens)
+            return ProviderReply(text, model="manual")
         if cached_fallback():  # the cache answers; nobody needs to be asked
             raise MissingAnswer(f"no response file {response}; the cached answer is used")
         files = write_prompt(folder, name, sdfg_name, request)

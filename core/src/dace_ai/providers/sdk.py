@@ -28,7 +28,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from dace_ai.errors import ProviderError
+from dace_ai.errors import ProviderError, redact
 from dace_ai.providers.api import ProviderReply, ProviderRequest, Usage
 
 #: Keywords strict mode does not accept; dropped (they only describe defaults).
@@ -149,8 +149,8 @@ def describe_failure(provider: str, exc: BaseException, request: ProviderRequest
 
 def provider_failure(provider: str, exc: BaseException, request: ProviderRequest, *, endpoint: str | None = None,
                      key_env: Sequence[str] = ()) -> ProviderError:
-    """A :class:`ProviderError` for ``exc`` (raise it ``from exc``)."""
-    return ProviderError(describe_failure(provider, exc, request, endpoint=endpoint, key_env=key_env))
+    """A :class:`ProviderError` for ``exc`` (raise it ``from exc``); credentials in the text are redacted."""
+    return ProviderError(redact(describe_failure(provider, exc, request, endpoint=endpoint, key_env=key_env)))
 
 
 def cut_off_error(where: str, request: ProviderRequest) -> ProviderError:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from dace_ai.config.settings import AISettings
-from dace_ai.errors import ProviderError
+from dace_ai.errors import AnswerError, ProviderError, redact
 from dace_ai.plugins.manager import PluginManager, get_plugin_manager
 from dace_ai.plugins.registrations import Provider
 from dace_ai.providers.api import ProviderClient, ProviderReply, ProviderRequest
@@ -51,18 +51,18 @@ def make_client(provider: Provider, settings: AISettings) -> ProviderClient:
     """
     try:
         client = provider.factory(settings)
-    except ProviderError:
-        raise
+    except ProviderError as exc:
+        raise ProviderError(redact(str(exc))) from exc.__cause__
     except ImportError as exc:  # the SDK is missing
         package = provider.sdk or getattr(exc, "name", None) or "the provider's SDK"
-        raise ProviderError(
+        raise ProviderError(redact(
             f"provider {provider.name!r} ({provider.origin}) needs the package {package!r}: "
             f"pip install {package}  (import failed: {exc})"
-        ) from exc
+        )) from exc
     except Exception as exc:
         hint = missing_key_message(provider)
-        raise ProviderError(f"provider {provider.name!r} ({provider.origin}) could not start: "
-                            f"{type(exc).__name__}: {exc}" + (f" ({hint})" if hint else "")) from exc
+        raise ProviderError(redact(f"provider {provider.name!r} ({provider.origin}) could not start: "
+                                   f"{type(exc).__name__}: {exc}" + (f" ({hint})" if hint else ""))) from exc
     if not isinstance(client, ProviderClient):
         raise ProviderError(f"provider {provider.name!r} ({provider.origin}): factory returned "
                             f"{type(client).__name__}, which has no complete(request) method")
@@ -73,11 +73,18 @@ def ask(provider: Provider, client: ProviderClient, request: ProviderRequest) ->
     """Send one request; any failure becomes a :class:`ProviderError` naming the provider."""
     try:
         reply = client.complete(request)
-    except ProviderError:
+    except AnswerError:  # names the response file and the problem
         raise
+    except ProviderError as exc:  # SDK messages may quote the endpoint or a header: no credentials shown
+        clean = redact(str(exc))
+        if clean == str(exc):
+            raise
+        error = ProviderError(clean)
+        error.__dict__.update(exc.__dict__)
+        raise error from exc.__cause__
     except Exception as exc:
-        raise ProviderError(f"provider {provider.name!r} ({provider.origin}) failed: "
-                            f"{type(exc).__name__}: {exc}") from exc
+        raise ProviderError(redact(f"provider {provider.name!r} ({provider.origin}) failed: "
+                                   f"{type(exc).__name__}: {exc}")) from exc
     if not isinstance(reply, ProviderReply):
         raise ProviderError(f"provider {provider.name!r} ({provider.origin}) returned "
                             f"{type(reply).__name__}, not a ProviderReply")

@@ -10,6 +10,9 @@ Layout under ``<build root>`` (``.dacecache`` by default)::
 
 Writes go to a temporary file in the same folder and are renamed into place,
 so a reader never sees half a file, and two processes never corrupt each other.
+A process killed mid-write leaves only its hidden temporary file
+(``.<name>.<pid>.<random>.tmp``), which the next write of the same file removes
+once that process is gone (``dace-ai cache verify --fix`` removes them too).
 Nothing written here may contain an API key.
 """
 
@@ -47,13 +50,14 @@ def atomic_write(path: Path, data: str | bytes) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = "wb" if isinstance(data, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, mode, **({} if isinstance(data, bytes) else {"encoding": "utf-8"})) as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        remove_orphans(path)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -86,6 +90,29 @@ def atomic_write_with(path: Path, write: Callable[[Path], Any]) -> Path:
             pass
         raise
     return path
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_orphans(path: Path) -> int:
+    """Remove temporary files of writes to ``path`` whose process died (killed mid-write); return how many."""
+    removed = 0
+    for leftover in Path(path).parent.glob(f".{Path(path).name}.*.tmp"):
+        pid_text = leftover.name[len(Path(path).name) + 2:].split(".", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid() or _alive(int(pid_text)):
+            continue
+        try:
+            leftover.unlink()
+            removed += 1
+        except OSError:
+            pass
+    return removed
 
 
 def atomic_write_json(path: Path, obj: Any) -> Path:

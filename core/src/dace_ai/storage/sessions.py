@@ -45,19 +45,30 @@ session, so a later compile that asks again appends rather than overwrites; a
 replayed cache hit identical to the last round is not recorded twice.
 Everything is written atomically under a cross-process lock; nothing here is
 needed to compile or run an expanded SDFG.
+
+Sessions never stop a program: a ``session.json`` of the wrong shape is moved aside
+(``session.json.bad-<time>``) with a warning naming it, and a folder that cannot be written
+is a warning while the answer is still used.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dace_ai.storage.files import ai_folder, atomic_write, atomic_write_json, lock_for
+from dace_ai.errors import DaceAIWarning, redact
+from dace_ai.storage.files import atomic_write, atomic_write_json, build_root, lock_for
+
+
+class SessionWarning(DaceAIWarning):
+    """A session could not be read or recorded; the expansion goes on without it."""
 
 FORMAT = 1
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
@@ -125,17 +136,25 @@ class Session:
         return self.summary_path.is_file()
 
     def summary(self) -> dict[str, Any]:
-        """``session.json`` (a default record when missing or unreadable)."""
+        """``session.json``, or a fresh summary when there is none or it is unusable (moved aside, warned)."""
         try:
-            data = json.loads(self.summary_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-            data = None
-        if not isinstance(data, dict):
-            data = {}
-        if not isinstance(data.get("rounds"), list):
-            data["rounds"] = []
-        data["rounds"] = [r for r in data["rounds"] if isinstance(r, dict) and isinstance(r.get("number"), int)]
-        return data
+            raw = self.summary_path.read_bytes()
+        except FileNotFoundError:
+            return {"rounds": []}
+        except OSError as exc:
+            _warn(f"session {self.folder}: cannot read session.json ({exc}); starting afresh")
+            return {"rounds": []}
+        problem = _summary_problem(raw)
+        if problem is None:
+            return _normalised(json.loads(raw))
+        moved = self.summary_path.with_name(f"session.json.bad-{int(time.time() * 1000)}-{os.getpid()}")
+        try:
+            os.replace(self.summary_path, moved)
+            where = f"moved to {moved.name}"
+        except OSError:
+            where = "left in place"
+        _warn(f"session {self.summary_path} is not a valid session ({problem}); {where}; starting afresh")
+        return {"rounds": []}
 
     def rounds(self) -> list[RoundRecord]:
         return [RoundRecord(r["number"], self.folder / f"round-{r['number']}") for r in self.summary()["rounds"]]
@@ -211,8 +230,23 @@ class Session:
 
         ``status`` is ``accepted``, ``rejected`` (failed its checks) or ``error``
         (the answer did not parse). A cache replay identical to the last round
-        only bumps that round's ``replayed`` count.
+        only bumps that round's ``replayed`` count. A folder that cannot be written
+        is a :class:`SessionWarning` and a round numbered 0: the answer is still used.
         """
+        try:
+            return self._record_round(node=node, system=system, messages=messages, request=request,
+                                      reply_text=reply_text, answer=answer, reports=reports, status=status,
+                                      error=redact(error), source=source, node_json=node_json, usage=usage,
+                                      reason=reason, feedback=feedback, started=started, extra=extra)
+        except OSError as exc:
+            _warn(f"session {self.folder}: cannot record the round ({exc}); the answer is used without a record")
+            return RoundRecord(0, self.folder)
+
+    def _record_round(self, *, node: dict[str, Any], system: str, messages: list[tuple[str, str]],
+                      request: dict[str, Any], reply_text: str | None, answer: dict[str, Any] | None,
+                      reports: list[Any], status: str, error: str, source: str, node_json: Any, usage: Any,
+                      reason: str, feedback: str, started: float | None,
+                      extra: dict[str, Any] | None) -> RoundRecord:
         with lock_for(self.summary_path):
             summary = self.summary()
             summary.setdefault("format", FORMAT)
@@ -267,6 +301,31 @@ class Session:
             return RoundRecord(number, folder)
 
 
+def _summary_problem(raw: bytes) -> str | None:
+    """Why ``session.json`` bytes are not a usable summary, or None."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        return f"not JSON: {type(exc).__name__}"
+    if not isinstance(data, dict):
+        return f"a JSON {type(data).__name__}, not an object"
+    rounds = data.get("rounds", [])
+    if not isinstance(rounds, list):
+        return "'rounds' is not a list"
+    for item in rounds:
+        if not isinstance(item, dict) or not isinstance(item.get("number"), int) or isinstance(item["number"], bool):
+            return "a round without a number"
+    if not isinstance(data.get("node", {}), dict):
+        return "'node' is not an object"
+    if "current" in data and not (data["current"] is None or isinstance(data["current"], int)):
+        return "'current' is not a round number"
+    return None
+
+
+def _warn(message: str) -> None:
+    warnings.warn(redact(message), SessionWarning, stacklevel=3)
+
+
 def render_conversation(system: str, messages: list[tuple[str, str]]) -> str:
     parts = ["# System\n", system.rstrip() + "\n"]
     for role, content in messages:
@@ -281,7 +340,7 @@ def open_session(sdfg_name: str, node_key: str, root: Path | None = None, *, gui
         name = session_id(label or node_key.rsplit("/", 1)[-1], guid)
     else:
         name = session_name(sdfg_name, node_key)
-    return Session(ai_folder("ai-sessions", root) / name)
+    return Session((root or build_root()) / "ai-sessions" / name)
 
 
 def session_by_id(identifier: str, root: Path | None = None) -> Session:
@@ -289,12 +348,14 @@ def session_by_id(identifier: str, root: Path | None = None) -> Session:
     name = identifier.removeprefix("ai-sessions/").strip("/")
     if not name or "/" in name or name in (".", ".."):
         raise ValueError(f"not a session id: {identifier!r}")
-    return Session(ai_folder("ai-sessions", root) / name)
+    return Session((root or build_root()) / "ai-sessions" / name)
 
 
 def list_sessions(root: Path | None = None) -> list[dict[str, Any]]:
     """Every session under the build root: name, folder, node, rounds, the round in use, pinned."""
-    folder = ai_folder("ai-sessions", root)
+    folder = (root or build_root()) / "ai-sessions"
+    if not folder.is_dir():
+        return []
     result = []
     for path in sorted(p for p in folder.iterdir() if p.is_dir()):
         summary = Session(path).summary()
@@ -302,3 +363,29 @@ def list_sessions(root: Path | None = None) -> list[dict[str, Any]]:
                        "rounds": len(summary["rounds"]), "current": summary.get("current"),
                        "pinned": bool(summary.get("pinned"))})
     return result
+
+
+ERROR_LOG = "errors.log"
+
+
+def log_error(text: str, root: Path | None = None) -> Path | None:
+    """Append a full traceback (redacted) to ``ai-sessions/errors.log``; None when it cannot be written."""
+    try:
+        path = (root or build_root()) / "ai-sessions" / ERROR_LOG
+        path.parent.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
+        with lock_for(path), open(path, "a", encoding="utf-8", errors="replace") as f:
+            f.write(f"--- {stamp} (pid {os.getpid()})\n{redact(text).rstrip()}\n")
+        return path
+    except OSError:
+        return None
+
+
+def _normalised(data: object) -> dict[str, Any]:
+    """A summary with a ``rounds`` list of numbered rounds (anything else in a round list is dropped)."""
+    if not isinstance(data, dict):
+        data = {}
+    if not isinstance(data.get("rounds"), list):
+        data["rounds"] = []
+    data["rounds"] = [r for r in data["rounds"] if isinstance(r, dict) and isinstance(r.get("number"), int)]
+    return data

@@ -36,10 +36,9 @@ from typing import Any
 import anthropic
 from dace_ai.plugin import ProviderError, ProviderReply, ProviderRequest, Usage, provider_failure
 
-from .plugin import KEY_ENV
+from .plugin import DEFAULT_MODEL, KEY_ENV
 
 NAME = "anthropic"
-DEFAULT_MODEL = "claude-opus-4-8"
 #: Raised by SDKs with profile/workload-identity credentials when a selected profile is unusable.
 _CREDENTIALS_ERRORS: tuple[type[BaseException], ...] = tuple(
     cls for cls in (getattr(anthropic, "CredentialsError", None),) if isinstance(cls, type)

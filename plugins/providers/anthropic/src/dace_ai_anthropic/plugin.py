@@ -13,6 +13,12 @@ import os
 
 from dace_ai.plugin import Provider, hookimpl
 
+#: The model used when the ``model`` setting is empty (also part of the answer cache key).
+DEFAULT_MODEL = "claude-opus-4-8"
+#: The endpoint used when ``base_url`` is empty, unless ANTHROPIC_BASE_URL is set (the SDK reads it).
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+BASE_URL_ENV = ('ANTHROPIC_BASE_URL',)
+
 #: Variables holding Anthropic credentials (the SDK also reads profiles; see client.py).
 KEY_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 
@@ -37,5 +43,8 @@ def dace_ai_providers():
         sdk="anthropic",
         auto_rank=100,
         available=_available,
+        default_model=DEFAULT_MODEL,
+        default_base_url=DEFAULT_BASE_URL,
+        base_url_env=BASE_URL_ENV,
         description="Anthropic Messages API with the answer schema as structured output",
     )

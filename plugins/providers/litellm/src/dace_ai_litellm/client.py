@@ -44,8 +44,9 @@ from dace_ai.plugin import (
     strict_json_schema,
 )
 
+from .plugin import DEFAULT_MODEL
+
 NAME = "litellm"
-DEFAULT_MODEL = "anthropic/claude-opus-4-8"
 PLACEHOLDER_KEY = "no-key"
 
 # LiteLLM prints "Give Feedback / Get Help" banners on every exception; the error we raise says enough.

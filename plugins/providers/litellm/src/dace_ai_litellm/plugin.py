@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from dace_ai.plugin import Provider, hookimpl
 
+#: The model used when the ``model`` setting is empty (also part of the answer cache key).
+DEFAULT_MODEL = "anthropic/claude-opus-4-8"
+
 
 def _factory(settings):
     from .client import LiteLLMClient
@@ -33,5 +36,6 @@ def dace_ai_providers():
         sdk="litellm",
         auto_rank=10,
         available=_available,
+        default_model=DEFAULT_MODEL,
         description="Any model LiteLLM routes to (Ollama, Bedrock, Vertex AI, gateways), with cost per request",
     )

@@ -47,10 +47,9 @@ from dace_ai.plugin import (
     strict_json_schema,
 )
 
-from .plugin import KEY_ENV
+from .plugin import DEFAULT_MODEL, KEY_ENV
 
 NAME = "openai"
-DEFAULT_MODEL = "gpt-5.5"
 PLACEHOLDER_KEY = "no-key"
 
 

@@ -11,6 +11,12 @@ import os
 
 from dace_ai.plugin import Provider, Setting, hookimpl
 
+#: The model used when the ``model`` setting is empty (also part of the answer cache key).
+DEFAULT_MODEL = "gpt-5.5"
+#: The endpoint used when ``base_url`` is empty, unless OPENAI_BASE_URL is set (the SDK reads it).
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+BASE_URL_ENV = ('OPENAI_BASE_URL',)
+
 KEY_ENV = ("OPENAI_API_KEY",)
 
 #: The wire API: the Responses API, or Chat Completions for servers that only speak that.
@@ -40,5 +46,8 @@ def dace_ai_providers():
         auto_rank=50,
         available=_available,
         settings=(API_SETTING,),
+        default_model=DEFAULT_MODEL,
+        default_base_url=DEFAULT_BASE_URL,
+        base_url_env=BASE_URL_ENV,
         description="OpenAI Responses API with a strict JSON schema; base_url for compatible servers",
     )
