@@ -251,3 +251,18 @@ def test_open_session_creates_nothing_until_written(_isolated_dace_ai):
     session = open_session("s", "s.n")
     assert not session.folder.exists() and session.summary() == {"rounds": []}
 
+
+
+@pytest.mark.parametrize("content", [b"\xff", b"[]", b'{"system": "s"}', b'{"system": "s", "messages": [["x"]]}'])
+def test_damaged_recorded_conversation_is_a_clear_error(_isolated_dace_ai, content):
+    from dace_ai.errors import CheckFailed
+    from dace_ai.expansion.build import _conversation, _session_folder
+
+    round_dir = _isolated_dace_ai / "ai-sessions" / "s.n" / "round-1"
+    round_dir.mkdir(parents=True)
+    (round_dir / "messages.json").write_bytes(content)
+    (round_dir / "answer.txt").write_text("{}")
+    with pytest.raises(CheckFailed, match="the recorded conversation cannot be read"):
+        _conversation(round_dir.parent, 1)
+    assert _session_folder({"session": "ai-sessions/../../etc/round-1"}) is None
+    assert _session_folder({"session": "ai-sessions/s.n/round-1"}) == (round_dir.parent, 1)

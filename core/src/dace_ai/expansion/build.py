@@ -136,9 +136,16 @@ def _conversation(folder: Path, number: int) -> tuple[str, list[tuple[str, str]]
     stored = round_dir / "messages.json"
     if not stored.is_file():
         raise CheckFailed(f"{round_dir}: the session round has no recorded conversation (messages.json)")
-    data = json.loads(stored.read_text(encoding="utf-8"))
-    system, messages = data["system"], [tuple(m) for m in data["messages"]]
-    answer = (round_dir / "answer.txt").read_text(encoding="utf-8")
+    try:
+        data = json.loads(stored.read_text(encoding="utf-8"))
+        system, messages = data["system"], [tuple(m) for m in data["messages"]]
+        answer = (round_dir / "answer.txt").read_text(encoding="utf-8")
+        if not isinstance(system, str) or not all(
+                len(m) == 2 and m[0] in ("user", "assistant") and isinstance(m[1], str) for m in messages):
+            raise TypeError("unexpected shape")
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # a damaged record: say which, never crash
+        raise CheckFailed(f"{round_dir}: the recorded conversation cannot be read "
+                          f"({type(exc).__name__}: {exc}); the tasklet cannot be repaired from it") from None
     return system, [*messages, ("assistant", answer)]
 
 

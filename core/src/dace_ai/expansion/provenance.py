@@ -54,7 +54,9 @@ def body(tasklet: Any) -> str:
 def session_round(fields: dict[str, str] | None) -> tuple[str, int] | None:
     """(session id, round) named by the ``session`` field, or None."""
     m = _SESSION.match((fields or {}).get("session", ""))
-    return (m.group("id"), int(m.group("round"))) if m else None
+    if not m or m.group("id") in (".", ".."):  # provenance is text in a tasklet: stay inside the build root
+        return None
+    return m.group("id"), int(m.group("round"))
 
 
 def with_fields(tasklet: Any, **changes: Any) -> None:

@@ -118,8 +118,8 @@ CHARS_PER_TOKEN = 32
 MIN_ANSWER_CHARS = 65536
 #: Deepest JSON nesting an answer needs (answer -> environments -> list -> string is 4).
 MAX_DEPTH = 16
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
+#: Control characters (tab, newline and carriage return excepted) and surrogates, in one class.
+_BAD_CHAR = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def max_answer_chars(max_tokens: int | None) -> int:
@@ -129,14 +129,13 @@ def max_answer_chars(max_tokens: int | None) -> int:
 
 def text_problem(value: str) -> str | None:
     """Why ``value`` cannot be used as answer text (a control character, a lone surrogate), or None."""
-    bad = _CONTROL.search(value)
-    if bad:
-        return (f"contains the control character U+{ord(bad.group()):04X} at offset {bad.start()} "
-                "(only tab, newline and carriage return are allowed)")
-    bad = _SURROGATE.search(value)
-    if bad:
+    bad = _BAD_CHAR.search(value)
+    if bad is None:
+        return None
+    if 0xD800 <= ord(bad.group()) <= 0xDFFF:
         return f"contains an unpaired surrogate U+{ord(bad.group()):04X} at offset {bad.start()} (not valid Unicode)"
-    return None
+    return (f"contains the control character U+{ord(bad.group()):04X} at offset {bad.start()} "
+            "(only tab, newline and carriage return are allowed)")
 
 
 def _text_problems(data: Any, where: str = "", depth: int = 0) -> list[str]:
@@ -161,24 +160,18 @@ def _text_problems(data: Any, where: str = "", depth: int = 0) -> list[str]:
     return problems
 
 
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
 def _nesting_depth(text: str) -> int:
-    """The deepest bracket nesting of JSON text (strings skipped), without recursion."""
+    """The deepest bracket nesting of JSON text (strings skipped), without recursion (for messages)."""
     depth = deepest = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
+    for match in _BRACKET.finditer(_JSON_STRING.sub("", text)):
+        if match.group() in "[{":
             depth += 1
             deepest = max(deepest, depth)
-        elif char in "]}":
+        else:
             depth -= 1
     return deepest
 
@@ -211,17 +204,14 @@ def parse_answer(text: str, *, origin: str = "answer", max_tokens: int | None = 
     data: Any = None
     last_error: json.JSONDecodeError | None = None
     for candidate in candidates:
-        depth = _nesting_depth(candidate)
-        if depth > MAX_DEPTH:
-            raise AnswerError(f"{origin}: the JSON is nested {depth} levels deep; an answer needs at most "
-                              f"{MAX_DEPTH}")
         try:
-            data = json.loads(candidate)
+            data = json.loads(candidate)  # its C scanner stops deep nesting with a RecursionError
             break
         except json.JSONDecodeError as exc:
             last_error = exc
-        except RecursionError:  # pragma: no cover - the depth check above comes first
-            raise AnswerError(f"{origin}: the JSON is nested too deeply to be an answer") from None
+        except RecursionError:
+            raise AnswerError(f"{origin}: the JSON is nested {_nesting_depth(candidate)} levels deep; an answer "
+                              f"needs at most {MAX_DEPTH}") from None
     else:
         detail = f" ({last_error.msg} at line {last_error.lineno} column {last_error.colno})" if last_error else ""
         raise AnswerError(f"{origin}: not JSON{detail}; expected a JSON object (optionally in a ```json block)")
