@@ -270,8 +270,21 @@ def compile_without_loading(sdfg: Any) -> None:
     """Build an SDFG's library in its build folder without loading it into this process.
 
     Loading would run the generated code's static initialisers here; checks must not.
+    ``SDFG.compile`` is not used: with DaCe's compiler cache on (``compiler.use_cache``)
+    it loads a library already in the build folder, and on a code-generation error it
+    writes ``_dacegraphs/failing.sdfgz`` into the current folder. These are its
+    remaining steps (deep copy, scope connectors, code generation, CMake build).
     """
-    sdfg.compile(validate=True, return_program_handle=False)
+    import copy
+
+    from dace.codegen import codegen, compiler
+
+    generated = copy.deepcopy(sdfg)
+    generated.build_folder = sdfg.build_folder
+    generated.fill_scope_connectors()
+    program_objects = codegen.generate_code(generated, validate=True)
+    folder = compiler.generate_program_folder(generated, program_objects, sdfg.build_folder)
+    compiler.configure_and_compile(folder, generated.name)
 
 
 def generated_code(sdfg: Any) -> tuple[Any, list[tuple[str, str]]]:
