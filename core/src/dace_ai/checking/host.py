@@ -69,18 +69,18 @@ def probe_check(request: CheckRequest) -> CheckReport:
     details = {"command": build.command, "compiler": build.compiler, "flags": build.flags, "pch": build.pch,
                "returncode": build.result.returncode}
     if build.missing_compiler:
-        return CheckReport("probe", "inconclusive", build.result.output, build.result.seconds, details)
+        return CheckReport("probe", "inconclusive", build.result.output, 0.0, details)
     if build.ok:
-        return CheckReport("probe", "passed", "", build.result.seconds, details)
+        return CheckReport("probe", "passed", "", 0.0, details)
     if build.result.timed_out:
         return CheckReport("probe", "failed", f"the compiler did not finish: {build.result.output.strip()}",
-                           build.result.seconds, details)
+                           0.0, details)
     build.claim_output("probe")
     envs, _ = environment_classes(request.answer)
     declared = {h.strip("<>\"") for env in envs for h in environment_headers(env)}
     declared |= {h.strip("<>\"") for req in request.answer.environments for h in req.headers}
     status = "inconclusive" if _only_missing_declared_headers(build.result.output, declared) else "failed"
-    return CheckReport("probe", status, build.diagnostics, build.result.seconds, details)
+    return CheckReport("probe", status, build.diagnostics, 0.0, details)
 
 
 # ----------------------------------------------------------------------------- faithful
