@@ -10,8 +10,16 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from dace_ai.plugin import (UNIT_FILE, CheckReport, Checker, dace_include_dir, hookimpl, host_unit, report_from_tool,
-                            run_tool)
+from dace_ai.plugin import (
+    UNIT_FILE,
+    Checker,
+    CheckReport,
+    dace_include_dir,
+    hookimpl,
+    host_unit,
+    report_from_tool,
+    run_tool,
+)
 
 COMPILER = "clang++"
 
