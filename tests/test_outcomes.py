@@ -296,3 +296,24 @@ def test_on_failure_setting_is_validated():
         resolve_settings({"on_failure": "retry"})
     with pytest.raises(SettingsError, match="on_inconclusive"):
         resolve_settings({"on_inconclusive": "ignore"})
+
+
+def test_manual_exchange_reads_the_edited_response_after_a_refusal_and_prints_the_level(tmp_path):
+    prompts = tmp_path / "prompts"
+    dace.Config.set("ai", "max_repair_attempts", value=1)
+    try:
+        files = dace_ai.generate_prompts(ai_program(), prompts)
+        [response] = [f.response for f in files]
+        response.write_text(json.dumps({"code": CLAMP.replace("_b[i]", "_out[i]"),
+                                         "code_global": "#include <algorithm>"}))
+        first = dace_ai.read_prompt_responses(ai_program(), prompts)
+        assert first.expanded == [] and [m.node for m in first.missing] == ["clampit"]  # the repair prompt
+        assert cache_entries() == []
+        response.write_text(json.dumps({"code": "for (int i = 0; i < N; ++i) _out[i] = "
+                                                "std::min(std::max(_a[i], 0.0), 1.0);"}))
+        second = dace_ai.read_prompt_responses(ai_program(), prompts)
+        assert second.expanded == ["clampit"] and second.verification == {"clampit": "compile-only"}
+        assert "clampit: compile-only" in str(second)
+        assert len(cache_entries()) == 1
+    finally:
+        dace.Config.set("ai", "max_repair_attempts", value=2)

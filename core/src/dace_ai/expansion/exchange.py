@@ -159,6 +159,8 @@ def generate_prompt(node: Any, state: Any, settings: Any = None) -> str:
 def read_prompt_response(node: Any, state: Any, reply: Any, settings: Any = None) -> Any:
     """Expand one node now with ``reply`` (JSON text, a dict, or an Answer); return the tasklet.
 
+    None when the reply (and its repairs) failed and ``on_failure=native`` expanded the node natively.
+
     The reply is validated first: a bad one raises :class:`~dace_ai.errors.AnswerError`
     and changes nothing.
     """
