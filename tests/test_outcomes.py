@@ -179,6 +179,7 @@ def test_accepted_answer_carries_its_level_in_provenance_session_and_cache(provi
     assert first_line.endswith("verification=compile-only"), first_line
     [session] = list(Path(".dacecache/ai-sessions").glob("*/session.json"))
     assert json.loads(session.read_text())["verification"] == "compile-only"
+    assert [s["verification"] for s in dace_ai.list_sessions()] == ["compile-only"]
     [entry] = cache_entries()
     stored = json.loads(entry.read_text())
     assert stored["verification"] == "compile-only" and {"checker": "probe", "status": "passed",
@@ -317,3 +318,14 @@ def test_manual_exchange_reads_the_edited_response_after_a_refusal_and_prints_th
         assert len(cache_entries()) == 1
     finally:
         dace.Config.set("ai", "max_repair_attempts", value=2)
+
+
+def test_build_prints_the_level_of_every_generated_tasklet(provider, capsys):
+    provider.answers["clampit"] = "for (int i = 0; i < N; ++i) _out[i] = std::min(std::max(_a[i], 0.0), 1.0);"
+    sdfg = ai_program()
+    program = dace_ai.build(sdfg)
+    assert "clampit: compile-only" in capsys.readouterr().err
+    A = np.linspace(-1, 2, 9).copy()
+    B = np.zeros(9)
+    program(A=A, B=B, N=9)
+    np.testing.assert_allclose(B, np.clip(A, 0, 1))

@@ -152,5 +152,6 @@ def list_sessions(root: Path | None = None) -> list[dict[str, Any]]:
     for path in sorted(p for p in folder.iterdir() if p.is_dir()):
         summary = Session(path).summary()
         result.append({"name": path.name, "folder": str(path), "node": summary.get("node", {}),
-                       "rounds": len(summary.get("rounds", [])), "current": summary.get("current")})
+                       "rounds": len(summary.get("rounds", [])), "current": summary.get("current"),
+                       "verification": summary.get("verification", "")})
     return result
