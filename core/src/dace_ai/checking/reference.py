@@ -121,11 +121,8 @@ def _as_array(desc: Any) -> Any:
 
     if isinstance(desc, dace.data.Scalar):
         return dace.data.Array(desc.dtype, [1])
-    desc = copy.deepcopy(desc)
-    desc.transient = False
-    desc.storage = dace.StorageType.Default
-    desc.lifetime = dace.AllocationLifetime.Scope
-    return desc
+    return dace.data.Array(desc.dtype, list(desc.shape), strides=list(desc.strides), offset=list(desc.offset),
+                           total_size=desc.total_size, start_offset=desc.start_offset, alignment=desc.alignment)
 
 
 def reference_sdfg(request: Any) -> tuple[Any, str]:
