@@ -226,8 +226,9 @@ def build_native_reference(request: Any) -> NativeReference:
         args = [(n, "array" if isinstance(arglist[n], dace.data.Array) else _ctype_name(arglist[n].dtype))
                 for n in names if n not in sdfg.constants]
         init = [(n, t) for n, t in args if n in free]
-        spec = {"library": str(library), "name": sdfg.name, "init": init, "args": args}
+        name = Path(library).stem.removeprefix("lib")  # the built program's name (entry points)
+        spec = {"library": str(library), "name": name, "init": init, "args": args}
         from dace_ai.storage.files import atomic_write_json
 
         atomic_write_json(spec_file, spec)
-    return NativeReference(Path(library), sdfg.name, init, args, implementation, time.perf_counter() - start)
+    return NativeReference(Path(library), name, init, args, implementation, time.perf_counter() - start)
