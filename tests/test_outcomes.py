@@ -58,6 +58,7 @@ def provider(register_dace_ai_plugin):
     register_dace_ai_plugin(fake.plugin("scripted"), "scripted-provider")
     dace.Config.set("ai", "provider", value="scripted")
     dace.Config.set("ai", "max_repair_attempts", value=1)
+    dace.Config.set("ai", "checkers", value="probe")  # the compile stage alone: levels are "compile-only"
     fake.answers = answers
     yield fake
     for key, value in (("provider", ""), ("max_repair_attempts", 2), ("on_failure", ""),
@@ -302,6 +303,7 @@ def test_on_failure_setting_is_validated():
 def test_manual_exchange_reads_the_edited_response_after_a_refusal_and_prints_the_level(tmp_path):
     prompts = tmp_path / "prompts"
     dace.Config.set("ai", "max_repair_attempts", value=1)
+    dace.Config.set("ai", "checkers", value="probe")
     try:
         files = dace_ai.generate_prompts(ai_program(), prompts)
         [response] = [f.response for f in files]
@@ -318,6 +320,7 @@ def test_manual_exchange_reads_the_edited_response_after_a_refusal_and_prints_th
         assert len(cache_entries()) == 1
     finally:
         dace.Config.set("ai", "max_repair_attempts", value=2)
+        dace.Config.set("ai", "checkers", value="")
 
 
 def test_build_prints_the_level_of_every_generated_tasklet(provider, capsys):
@@ -329,3 +332,45 @@ def test_build_prints_the_level_of_every_generated_tasklet(provider, capsys):
     B = np.zeros(9)
     program(A=A, B=B, N=9)
     np.testing.assert_allclose(B, np.clip(A, 0, 1))
+
+
+def test_a_verified_answer_is_marked_verified_in_its_provenance(provider):
+    from dace_ai.plugins.manager import get_plugin_manager
+
+    if "verify" not in get_plugin_manager().checkers():
+        pytest.skip("no verify-stage checker installed")
+    dace.Config.set("ai", "checkers", value="")  # the defaults, the verify stage included
+    provider.answers["gemm"] = GOOD_GEMM
+    sdfg, _ = gemm_program()
+    sdfg.expand_library_nodes()
+    [tasklet] = [n for n, _ in sdfg.all_nodes_recursive()
+                 if isinstance(n, dace.nodes.Tasklet) and "dace-ai:" in n.code.as_string]
+    level = level_from_code(tasklet.code.as_string)
+    assert level is not None and level.startswith("verified (") and level.endswith(" seeds)"), level
+    [entry] = cache_entries()
+    assert json.loads(entry.read_text())["verification"] == level
+
+
+def test_a_wrong_matmul_is_refused_by_verification_and_the_program_runs_natively(provider):
+    from dace_ai.plugins.manager import get_plugin_manager
+
+    if "verify" not in get_plugin_manager().checkers():
+        pytest.skip("no verify-stage checker installed")
+    dace.Config.set("ai", "checkers", value="")  # the defaults, the verify stage included
+    M, K = dace.symbol("M"), dace.symbol("K")
+
+    @dace.program
+    def matmul(A: dace.float64[N, K], B: dace.float64[K, M], C: dace.float64[N, M]):
+        C[:] = A @ B
+
+    sdfg = matmul.to_sdfg()
+    [node] = [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.LibraryNode)]
+    node.implementation = "ai"
+    provider.answers[node.name] = "for (int i = 0; i < N * M; ++i) _c[i] = 1.0;"  # compiles, is wrong
+    with pytest.warns(NativeFallbackWarning, match=rf"'{node.name}' \(MatMul\).*session: .*ai-sessions"):
+        compiled = sdfg.compile()
+    A, B = np.random.rand(5, 7), np.random.rand(7, 3)
+    C = np.zeros((5, 3))
+    compiled(A=A, B=B, C=C, N=5, K=7, M=3)
+    np.testing.assert_allclose(C, A @ B)
+    assert cache_entries() == []

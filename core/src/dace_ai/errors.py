@@ -59,3 +59,7 @@ class MissingAnswer(DaceAIError):
 
 class AIUsageError(DaceAIError, ValueError):
     """A ``dace_ai.ai(...)`` call or an ``AINode`` was written in a way that cannot work."""
+
+
+class UnverifiedWarning(UserWarning):
+    """Generated code could not be compared with a reference (none given, or it could not run)."""

@@ -297,8 +297,9 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
             raise inconclusive_error(ctx, undecided, session.folder)
         if ok:
             answers.keep(key, reply, source, reports, level)
-            if undecided:
-                _warn_inconclusive(ctx, undecided, session.folder)
+            untold = [r for r in undecided if "told" not in r.details]  # a checker that told the user itself
+            if untold:
+                _warn_inconclusive(ctx, untold, session.folder)
             return Outcome(answer, reply, provider.name, key, source, str(session.folder), rnd.number, environments,
                            level)
         history += [Message("assistant", reply.text), Message("user", repair_message(reports))]

@@ -99,6 +99,12 @@ def builds_with_dace(target: Any) -> bool:
     return compiler_machine(named[0]) == compiler_machine(dace_compiler())
 
 
+def dace_build_command() -> tuple[list[str], list[str]]:
+    """(compiler argv, flags) of DaCe's own host build as checks use them (without ``-g``)."""
+    compiler = dace_compiler()
+    return [compiler], [f for f in dace_build_flags(compiler) if f not in NOT_IN_CHECKS]
+
+
 def build_command(target: Any) -> tuple[list[str], list[str]]:
     """(compiler argv, flags) that compile code for ``target`` as the real build does.
 
@@ -107,8 +113,7 @@ def build_command(target: Any) -> tuple[list[str], list[str]]:
     flags, unchanged. This is the pair every check compiles with and the prompt names.
     """
     if builds_with_dace(target):
-        compiler = dace_compiler()
-        return [compiler], [f for f in dace_build_flags(compiler) if f not in NOT_IN_CHECKS]
+        return dace_build_command()
     return list(target.compiler or ()), list(target.flags or ())
 
 
