@@ -270,9 +270,10 @@ def compile_without_loading(sdfg: Any) -> str:
     """Build an SDFG's library in its build folder without loading it into this process; its path.
 
     Loading would run the generated code's static initialisers here; checks must not.
-    The same steps as ``SDFG.compile`` (deep copy, scope connectors, code generation,
-    program folder, CMake build) without its two loading paths: DaCe's compiler cache
-    (``compiler.use_cache``) and the program handle.
+    ``SDFG.compile`` is not used: with DaCe's compiler cache on (``compiler.use_cache``)
+    it loads a library already in the build folder, and on a code-generation error it
+    writes ``_dacegraphs/failing.sdfgz`` into the current folder. These are its
+    remaining steps (deep copy, scope connectors, code generation, CMake build).
     """
     import copy
 
@@ -507,3 +508,41 @@ def resolved_implementation(node: Any) -> str | None:
         return Config.get("library", cls._dace_library_name, "default_implementation")
     except Exception:
         return None
+
+
+def native_implementation(node: Any, reserved: str) -> str | None:
+    """The implementation to expand ``node`` with when the ``reserved`` ('ai') one gave up, or None.
+
+    DaCe's portable ``pure`` expansion when the class has one (it needs no external
+    library), else the class's or library's default, else the first other one.
+    """
+    own = [name for name in type(node).implementations if name != reserved]
+    if not own:
+        return None
+    if "pure" in own:
+        return "pure"
+    cls = type(node)
+    preferred = cls.default_implementation
+    if preferred in (None, reserved):
+        try:
+            import dace.library
+
+            library = dace.library._DACE_REGISTERED_LIBRARIES.get(getattr(cls, "_dace_library_name", ""))
+            preferred = library.default_implementation if library is not None else None
+        except Exception:  # noqa: BLE001 - a library without a registry entry has no default
+            preferred = None
+    return preferred if preferred in own else own[0]
+
+
+def expand_with(sdfg: Any, state: Any, node: Any, implementation: str) -> None:
+    """Expand ``node`` now with ``implementation``, whatever its ``implementation`` property says.
+
+    The transformation is applied directly (as ``LibraryNode.expand`` does after
+    choosing), so DaCe's library-level overrides cannot send it back to 'ai'.
+    """
+    transformation_type = type(node).implementations[implementation]
+    subgraph = {transformation_type._match_node: state.node_id(node)}
+    transformation = transformation_type()
+    transformation.setup_match(sdfg, sdfg.cfg_id, sdfg.nodes().index(state), subgraph, 0)
+    node.implementation = implementation
+    transformation.apply(state, sdfg)
