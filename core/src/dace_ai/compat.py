@@ -281,10 +281,6 @@ def compile_without_loading(sdfg: Any) -> str:
 
     generated = copy.deepcopy(sdfg)
     generated.build_folder = sdfg.build_folder
-    index = 0
-    while generated.is_loaded():  # never overwrite a library this process has loaded (as SDFG.compile does)
-        generated.name = f"{sdfg.name}_{index}"
-        index += 1
     generated.fill_scope_connectors()
     program_objects = codegen.generate_code(generated, validate=True)
     program_folder = compiler.generate_program_folder(generated, program_objects, sdfg.build_folder)
