@@ -18,11 +18,10 @@ from dace_ai.checking.api import CheckRequest
 from dace_ai.checking.harness import parse_sizes_setting, run_against_reference
 from dace_ai.checking.stages import check_workdir, run_checks
 from dace_ai.config.settings import resolve_settings
-from dace_ai.errors import CheckFailed, UnverifiedWarning
+from dace_ai.errors import CheckFailed, NativeFallbackWarning, UnverifiedWarning
 from dace_ai.expansion.ainode import AINode
 from dace_ai.expansion.pipeline import node_context, pending_nodes
 from dace_ai.prompt.answer import Answer
-from dace_ai.providers.api import current_node
 from dace_ai.testing import FakeProvider
 
 pytestmark = pytest.mark.slow
@@ -119,19 +118,57 @@ def test_answer_correct_only_for_multiples_of_eight_is_refused():
     assert "_c at index [0, 8] still holds the fill pattern" in report.diagnostics
 
 
-def test_matmul_refusal_reaches_the_pipeline(register_dace_ai_plugin):
-    """Through the real pipeline with a scripted provider: the ones answer is refused by verification."""
+@pytest.fixture
+def scripted(register_dace_ai_plugin):
+    """A scripted provider (real pipeline) answering every request with the codes queued in ``codes``."""
     fake = FakeProvider()
-    fake.queue(*[json.dumps({"code": ONES})] * 3)
+    fake.codes = []
+
+    def answer(request):
+        return json.dumps({"code": fake.codes.pop(0) if len(fake.codes) > 1 else fake.codes[0]})
+
+    fake.queue(*[answer] * 20)
     register_dace_ai_plugin(fake.plugin("scripted"), "scripted-provider")
+    dace.Config.set("ai", "provider", value="scripted")
+    dace.Config.set("ai", "max_repair_attempts", value=1)
+    yield fake
+    for key, value in (("provider", ""), ("max_repair_attempts", 2), ("on_failure", "")):
+        dace.Config.set("ai", key, value=value)
+
+
+def test_refused_matmul_goes_back_to_the_model_then_runs_natively_with_a_warning(scripted):
+    scripted.codes[:] = [ONES]
+    sdfg = matmul.to_sdfg()
+    _only_node(sdfg, "ai")
+    with pytest.warns(NativeFallbackWarning) as record:
+        compiled = sdfg.compile()
+    assert "MatMul" in str(record[0].message)
+    assert len(scripted.requests) == 2  # the repair round received the mismatch
+    repair = scripted.requests[1].messages[-1].content
+    assert "Check 'verify' (stage verify) failed" in repair and "output _c at index [0, 0] is 1.0" in repair
+    A, B, C = np.random.rand(9, 5), np.random.rand(5, 7), np.zeros((9, 7))
+    compiled(A=A, B=B, C=C, N=9, M=7, K=5)
+    np.testing.assert_allclose(C, A @ B)
+
+
+def test_refused_matmul_with_on_failure_error_names_the_mismatch(scripted):
+    scripted.codes[:] = [ONES]
     sdfg = matmul.to_sdfg()
     parent, state, node = _only_node(sdfg, "ai")
     with pytest.raises(CheckFailed) as info:
-        dace_ai.implement(parent, state, node, {"provider": "scripted", "max_repair_attempts": 1,
-                                                "on_failure": "error"})
-    assert "[verify] Wrong result" in str(info.value)
-    assert len(fake.requests) == 2  # the repair round received the mismatch
-    assert "output _c at index [0, 0] is 1.0" in fake.requests[1].messages[-1].content
+        dace_ai.implement(parent, state, node, {"on_failure": "error"})
+    assert "[verify] Wrong result (seed 0, sizes" in str(info.value)
+
+
+def test_correct_matmul_is_marked_verified_in_its_tasklet(scripted):
+    scripted.codes[:] = [MATMUL]
+    sdfg = matmul.to_sdfg()
+    parent, state, node = _only_node(sdfg, "ai")
+    tasklet = dace_ai.implement(parent, state, node)
+    assert tasklet.code.as_string.splitlines()[0].endswith("verification=verified (3 seeds)")
+    A, B, C = np.random.rand(9, 5), np.random.rand(5, 7), np.zeros((9, 7))
+    sdfg(A=A, B=B, C=C, N=9, M=7, K=5)
+    np.testing.assert_allclose(C, A @ B)
 
 
 # ----------------------------------------------------------------------------- sandbox

@@ -270,42 +270,21 @@ def compile_without_loading(sdfg: Any) -> str:
     """Build an SDFG's library in its build folder without loading it into this process; its path.
 
     Loading would run the generated code's static initialisers here; checks must not.
-    The same steps as ``SDFG.compile`` (deep copy, scope connectors, code generation,
-    program folder, CMake build) without its two loading paths: DaCe's compiler cache
-    (``compiler.use_cache``) and the program handle.
+    ``SDFG.compile`` is not used: with DaCe's compiler cache on (``compiler.use_cache``)
+    it loads a library already in the build folder, and on a code-generation error it
+    writes ``_dacegraphs/failing.sdfgz`` into the current folder. These are its
+    remaining steps (deep copy, scope connectors, code generation, CMake build).
     """
     import copy
 
-    from dace.codegen import codegen, compiled_sdfg, compiler
+    from dace.codegen import codegen, compiler
 
     generated = copy.deepcopy(sdfg)
     generated.build_folder = sdfg.build_folder
-    index = 0
-    # Never overwrite a library this process has loaded (as SDFG.compile does). SDFG.is_loaded()
-    # cannot ask: it loads the build's stub library into this process to find out.
-    while _mapped(compiler.get_binary_name(generated.build_folder, generated.name)) or \
-            _mapped(compiled_sdfg.ReloadableDLL(compiler.get_binary_name(generated.build_folder, generated.name),
-                                                generated.name)._stub_filename):
-        generated.name = f"{sdfg.name}_{index}"
-        index += 1
     generated.fill_scope_connectors()
     program_objects = codegen.generate_code(generated, validate=True)
     program_folder = compiler.generate_program_folder(generated, program_objects, sdfg.build_folder)
     return compiler.configure_and_compile(program_folder, generated.name)
-
-
-def _mapped(path: str) -> bool:
-    """True when the shared library ``path`` is loaded in this process (read from /proc/self/maps, loads nothing)."""
-    import os
-
-    if not os.path.isfile(path):
-        return False
-    real = os.path.realpath(path)
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            return any(line.rstrip().endswith(real) for line in maps)
-    except OSError:
-        return False
 
 
 def generated_code(sdfg: Any) -> tuple[Any, list[tuple[str, str]]]:

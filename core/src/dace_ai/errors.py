@@ -61,5 +61,5 @@ class AIUsageError(DaceAIError, ValueError):
     """A ``dace_ai.ai(...)`` call or an ``AINode`` was written in a way that cannot work."""
 
 
-class UnverifiedWarning(UserWarning):
-    """Generated code could not be compared with a reference (none given, or it could not run)."""
+class UnverifiedWarning(InconclusiveCheckWarning):
+    """Generated code could not be compared with a reference (none given, or it could not run); once per program."""

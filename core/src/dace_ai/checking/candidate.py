@@ -1,7 +1,9 @@
-"""The candidate as a shared library the sandbox child can call, compiled once per answer.
+"""The candidate as a shared library the sandbox child can call, from its one compile.
 
-The unit is :func:`dace_ai.checking.units.host_unit` (the answer's code as DaCe runs
-it on the host) plus C entry points with one fixed signature whatever the node::
+The unit every host check compiles (:func:`dace_ai.checking.compile.compile_candidate`:
+:func:`dace_ai.checking.units.host_unit`, the answer's code as DaCe runs it on the
+host, with the real build's compiler and flags) ends with C entry points
+(:func:`entry_points`) with one fixed signature whatever the node::
 
     void* dace_ai_entry_init(const double* symbols);
     void  dace_ai_entry_run(void* state, void** connectors, const double* symbols, const double* params);
@@ -13,23 +15,23 @@ outputs are written back to theirs. The fault handler (our code, not the model's
 writes the signal, the faulting address and whether it was a write to ``fd`` and
 lets the signal kill the process, so the parent can say which buffer was overrun.
 
-It is compiled with the compiler and flags of DaCe's own build
-(:func:`dace_ai.targets.build_flags.build_command`, the same as the compile stage)
-and the precompiled ``dace.h`` of the compile stage. The library is only ever loaded by the child.
+The verify stage only links that object into ``candidate.so`` (with the answer's
+environments' libraries). The library is only ever loaded by the child.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dace_ai.checking.api import CheckRequest
-from dace_ai.checking.units import ToolResult, environment_classes, host_unit, run_tool, scope_parameters
+from dace_ai.context.types import NodeContext
+from dace_ai.checking.units import ToolResult, environment_classes, run_tool, scope_parameters
+
+if TYPE_CHECKING:
+    from dace_ai.checking.compile import CandidateBuild
 
 LIBRARY = "candidate.so"
-SOURCE = "candidate.cpp"
 
 _FAULT_HANDLER = r"""
 #include <signal.h>
@@ -69,9 +71,8 @@ extern "C" void dace_ai_install_fault_handler(int fd) {
 """
 
 
-def entry_points(request: CheckRequest) -> str:
+def entry_points(node: NodeContext) -> str:
     """The C entry points around ``dace_ai_tasklet`` for this node's connectors and symbols."""
-    node = request.node
     symbols = list(node.symbols.items())
     params = scope_parameters(node)
     sym_args = [f"({ctype}) s[{i}]" for i, (_, ctype) in enumerate(symbols)]
@@ -103,35 +104,28 @@ def entry_points(request: CheckRequest) -> str:
     )
 
 
-def compile_candidate(request: CheckRequest) -> tuple[Path | None, ToolResult | None, str]:
-    """Build ``<workdir>/sandbox/candidate.so``; (library or None, the compiler run, the source text).
+def candidate_library(request: CheckRequest) -> tuple[Path | None, CandidateBuild, ToolResult | None]:
+    """``<workdir>/sandbox/candidate.so``: the candidate's one shared compile, linked as a shared library.
 
-    Reused when the source and command are unchanged (the workdir is keyed by the answer).
+    The object comes from :func:`dace_ai.checking.compile.compile_candidate` (the
+    compile stage's own compile with the real build's flags, whose unit already holds
+    the entry points above), so verification adds a link, not a compile. Returns
+    (library or None, the compile, the link run or None when reused).
     """
-    from dace_ai.checking.compile import ensure_pch
-    from dace_ai.compat import dace_runtime_include
-    from dace_ai.targets.build_flags import build_command
+    from dace_ai.checking.compile import compile_candidate
 
-    compiler, flags = build_command(request.node.target)
-    envs, _ = environment_classes(request.answer)
-    source = host_unit(request.answer, request.node) + entry_points(request)
+    build = compile_candidate(request)
     folder = Path(request.workdir) / "sandbox"
     folder.mkdir(parents=True, exist_ok=True)
-    if shutil.which(compiler[0]) is None:
-        return None, ToolResult(tuple(compiler), 127, f"{compiler[0]}: not found on PATH", 0.0), source
-    pch_args, _ = ensure_pch(compiler, flags)
+    if not build.ok or build.object is None:
+        return None, build, None
+    envs, _ = environment_classes(request.answer)
     libs = [f"-l{lib}" for env in envs for lib in (env.cmake_libraries or []) if "/" not in lib]
-    includes = [f"-I{d}" for env in envs for d in (env.cmake_includes or [])]
-    argv = [*compiler, *flags, "-I", dace_runtime_include(), *includes, *pch_args, "-shared", SOURCE,
-            "-o", LIBRARY, *libs]
-    stamp = hashlib.sha256(("\0".join(argv) + "\0" + source).encode()).hexdigest()
-    library, stamp_file = folder / LIBRARY, folder / "candidate.stamp"
-    if library.is_file() and stamp_file.is_file() and stamp_file.read_text() == stamp:
-        return library, None, source
-    (folder / SOURCE).write_text(source, encoding="utf-8")
+    libs += [lib for env in envs for lib in (env.cmake_libraries or []) if "/" in lib]
+    libs += [f"-l{lib}" for req in request.answer.environments for lib in req.libraries]
+    library = folder / LIBRARY
+    argv = [*build.compiler, *build.flags, "-shared", str(build.object), "-o", str(library), *libs]
     result = run_tool(argv, cwd=folder, timeout=300, env={"LC_ALL": "C"})
     if not result.ok:
-        return None, result, source
-    stamp_file.write_text(stamp)
-    os.utime(library)
-    return library, result, source
+        return None, build, result
+    return library, build, result

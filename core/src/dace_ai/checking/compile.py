@@ -1,8 +1,8 @@
 """The one compile of a candidate: its host unit built to an object file exactly as the real build compiles.
 
 Every check of a candidate that needs it compiled shares this one compile per
-candidate (the core's ``probe``, the x86 pack's ISA check, a verify stage that
-links the object into a harness): :func:`compile_candidate` compiles
+candidate (the core's ``probe``, the x86 pack's ISA check, the ``verify`` stage,
+which links the object, entry points included, into the sandbox's library): :func:`compile_candidate` compiles
 :func:`~dace_ai.checking.units.host_unit` with
 :func:`~dace_ai.targets.build_flags.build_command` (DaCe's compiler, standard
 and flags) to ``<workdir>/compile/tasklet.o`` and keeps the result on the
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.candidate import entry_points
 from dace_ai.checking.diagnostics import summarize_output
 from dace_ai.checking.units import UNIT_FILE, ToolResult, environment_classes, host_unit, run_tool
 from dace_ai.targets.build_flags import build_command, compiler_identity, is_clang
@@ -134,7 +135,9 @@ def compile_candidate(request: CheckRequest) -> CandidateBuild:
     folder = Path(request.workdir) / "compile"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / OBJECT_FILE).unlink(missing_ok=True)
-    (folder / UNIT_FILE).write_text(host_unit(request.answer, request.node), encoding="utf-8")
+    # The sandbox's entry points come last, so the answer's line numbers are the unit's own.
+    (folder / UNIT_FILE).write_text(host_unit(request.answer, request.node) + entry_points(request.node),
+                                    encoding="utf-8")
     envs, _ = environment_classes(request.answer)
     env_args = [f"-I{d}" for env in envs for d in (env.cmake_includes or [])]
     env_args += [f for env in envs for f in (env.cmake_compile_flags or [])]

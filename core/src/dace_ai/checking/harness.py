@@ -345,17 +345,18 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
         return done("inconclusive", "sizes", f"Not verified: could not give the node's symbols values ({exc}).")
     result["sizes"] = size_list
 
-    from dace_ai.checking.candidate import compile_candidate
-    from dace_ai.checking.diagnostics import summarize_output
+    from dace_ai.checking.candidate import candidate_library
 
     start = time.perf_counter()
-    library, tool, _ = compile_candidate(request)
+    library, build, link = candidate_library(request)
     result["seconds"]["compile"] = time.perf_counter() - start
     if library is None:
-        if tool is not None and tool.returncode == 127:
-            return done("inconclusive", "compiler", tool.output)
-        return done("failed", "compile", "The code does not compile as DaCe builds it:\n"
-                    + summarize_output(tool.output if tool else ""))
+        if build.missing_compiler:
+            return done("inconclusive", "compiler", build.result.output)
+        if not build.ok:
+            return done("failed", "compile", "The code does not compile as DaCe builds it:\n" + build.diagnostics)
+        return done("failed", "link", "The code compiles but does not link into a shared library:\n"
+                    + (link.output.strip()[-3000:] if link is not None else ""))
     folder = Path(request.workdir) / "sandbox"
     job: dict[str, Any] = {"mode": mode, "repeats": repeats, "warmup": warmup, "min_sample_seconds": min_sample_seconds,
                            "candidate": {"library": str(library), "symbols": list(request.node.symbols),

@@ -86,7 +86,11 @@ def call_reference(function: Callable[..., Any], inputs: dict[str, Any], symbols
 
 # ----------------------------------------------------------------------------- native references
 def native_implementation(node: Any) -> str | None:
-    """The implementation DaCe itself would use for ``node``, if it has one that runs on this CPU."""
+    """DaCe's own implementation of ``node`` that runs on this CPU without extra libraries, if any.
+
+    The same preference as the native fallback (``pure`` first, then the class's or
+    library's default), skipping accelerator and vendor-library expansions.
+    """
     import dace.library
 
     cls = type(node)
@@ -94,7 +98,7 @@ def native_implementation(node: Any) -> str | None:
     if not available:
         return None
     library = dace.library._DACE_REGISTERED_LIBRARIES.get(getattr(cls, "_dace_library_name", ""))
-    for choice in (cls.default_implementation, getattr(library, "default_implementation", None), "pure",
+    for choice in ("pure", cls.default_implementation, getattr(library, "default_implementation", None),
                    "specialize"):
         if choice in available:
             return choice
@@ -165,6 +169,8 @@ def _expand_natively(sdfg: Any) -> None:
     """Expand every library node with a native implementation, nested ones too (never 'ai')."""
     from dace.sdfg import nodes
 
+    from dace_ai.compat import expand_with
+
     for _ in range(50):
         pending = [(parent, node) for node, parent in sdfg.all_nodes_recursive()
                    if isinstance(node, nodes.LibraryNode)]
@@ -174,8 +180,7 @@ def _expand_natively(sdfg: Any) -> None:
             choice = native_implementation(node)
             if choice is None:
                 raise LookupError(f"{type(node).__name__} (inside the reference) has no native implementation")
-            node.implementation = choice
-            node.expand(state.sdfg, state)
+            expand_with(state.sdfg, state, node, choice)
     raise RuntimeError("library nodes kept expanding into library nodes")
 
 
@@ -200,11 +205,11 @@ def build_native_reference(request: Any) -> NativeReference:
 
     from dace_ai.compat import compile_without_loading, debugprint_off
     from dace_ai.storage.files import ai_folder, lock_for
-    from dace_ai.targets.build_flags import dace_build_command
+    from dace_ai.targets.build_flags import build_command
 
     sdfg, implementation = reference_sdfg(request)
-    key = json.dumps([_without_ids(sdfg.to_json()), implementation, dace.__version__, dace_build_command()],
-                     sort_keys=True,
+    key = json.dumps([_without_ids(sdfg.to_json()), implementation, dace.__version__,
+                      build_command(request.node.target)], sort_keys=True,
                      default=str)
     digest = hashlib.sha256(key.encode()).hexdigest()[:20]
     folder = ai_folder("ai-check") / "reference" / digest
