@@ -52,8 +52,13 @@ def node_context(settings: Any) -> Any:
     sdfg.add_array("A", [n], dace.float64)
     sdfg.add_array("B", [n], dace.float64)
     state = sdfg.add_state("main")
+    import numpy as np
+
+    def reference(a):  # what the node means, for the verify stage
+        return 2.0 * a + np.sqrt(np.abs(a))
+
     node = dace_ai.AINode("scale", "Write _b[i] = 2 * _a[i] + sqrt(|_a[i]|) for every i.", inputs={"_a"},
-                          outputs={"_b"})
+                          outputs={"_b"}, reference=reference)
     state.add_node(node)
     state.add_edge(state.add_read("A"), None, node, "_a", dace.Memlet("A[0:N]"))
     state.add_edge(node, "_b", state.add_write("B"), None, dace.Memlet("B[0:N]"))
@@ -84,11 +89,10 @@ def time_default_checks(ctx: Any, settings: Any, answers: list[Answer]) -> tuple
         start = time.perf_counter()
         reports = run_checks(request)
         per_stage["wall"].append(time.perf_counter() - start)
-        bad = [r for r in reports if r.status != "passed"]
+        bad = [r for r in reports if r.status == "failed"]
         if bad:
-            sys.exit("a default check did not pass: " + "; ".join(f"{r.checker}: {r.status} {r.diagnostics}"
-                                                                  for r in bad))
-        names = [f"{r.checker} ({r.details.get('stage')})" for r in reports]
+            sys.exit("a default check failed: " + "; ".join(f"{r.checker}: {r.diagnostics}" for r in bad))
+        names = [f"{r.checker} ({r.details.get('stage')}, {r.status})" for r in reports]
         for stage in STAGES:
             mine = [r.seconds for r in reports if r.details.get("stage") == stage]
             if mine:
