@@ -266,12 +266,25 @@ def compilation_error_types() -> tuple[type, type]:
     return CompilationError, CompilerConfigurationError
 
 
-def compile_without_loading(sdfg: Any) -> None:
-    """Build an SDFG's library in its build folder without loading it into this process.
+def compile_without_loading(sdfg: Any) -> str:
+    """Build an SDFG's library in its build folder without loading it into this process; its path.
 
     Loading would run the generated code's static initialisers here; checks must not.
+    ``SDFG.compile`` is not used: with DaCe's compiler cache on (``compiler.use_cache``)
+    it loads a library already in the build folder, and on a code-generation error it
+    writes ``_dacegraphs/failing.sdfgz`` into the current folder. These are its
+    remaining steps (deep copy, scope connectors, code generation, CMake build).
     """
-    sdfg.compile(validate=True, return_program_handle=False)
+    import copy
+
+    from dace.codegen import codegen, compiler
+
+    generated = copy.deepcopy(sdfg)
+    generated.build_folder = sdfg.build_folder
+    generated.fill_scope_connectors()
+    program_objects = codegen.generate_code(generated, validate=True)
+    program_folder = compiler.generate_program_folder(generated, program_objects, sdfg.build_folder)
+    return compiler.configure_and_compile(program_folder, generated.name)
 
 
 def generated_code(sdfg: Any) -> tuple[Any, list[tuple[str, str]]]:
@@ -560,3 +573,39 @@ def load_sdfg(path: Any) -> Any:
 def save_sdfg(sdfg: Any, path: Any, compress: bool = False) -> None:
     """Write ``sdfg`` to ``path`` (DaCe's JSON, gzip-compressed when ``compress``)."""
     sdfg.save(str(path), compress=compress)
+def native_implementation(node: Any, reserved: str) -> str | None:
+    """The implementation to expand ``node`` with when the ``reserved`` ('ai') one gave up, or None.
+
+    DaCe's portable ``pure`` expansion when the class has one (it needs no external
+    library), else the class's or library's default, else the first other one.
+    """
+    own = [name for name in type(node).implementations if name != reserved]
+    if not own:
+        return None
+    if "pure" in own:
+        return "pure"
+    cls = type(node)
+    preferred = cls.default_implementation
+    if preferred in (None, reserved):
+        try:
+            import dace.library
+
+            library = dace.library._DACE_REGISTERED_LIBRARIES.get(getattr(cls, "_dace_library_name", ""))
+            preferred = library.default_implementation if library is not None else None
+        except Exception:  # noqa: BLE001 - a library without a registry entry has no default
+            preferred = None
+    return preferred if preferred in own else own[0]
+
+
+def expand_with(sdfg: Any, state: Any, node: Any, implementation: str) -> None:
+    """Expand ``node`` now with ``implementation``, whatever its ``implementation`` property says.
+
+    The transformation is applied directly (as ``LibraryNode.expand`` does after
+    choosing), so DaCe's library-level overrides cannot send it back to 'ai'.
+    """
+    transformation_type = type(node).implementations[implementation]
+    subgraph = {transformation_type._match_node: state.node_id(node)}
+    transformation = transformation_type()
+    transformation.setup_match(sdfg, sdfg.cfg_id, sdfg.nodes().index(state), subgraph, 0)
+    node.implementation = implementation
+    transformation.apply(state, sdfg)

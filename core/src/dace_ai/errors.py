@@ -33,7 +33,28 @@ class ProviderError(DaceAIError):
 
 
 class CheckFailed(DaceAIError):
-    """Generated code failed its checks even after every allowed repair round."""
+    """Generated code failed its checks even after every allowed repair round.
+
+    ``node`` and ``session`` (when known) name the node and its session folder, so a
+    fallback warning can point at them.
+    """
+
+    def __init__(self, message: str, *, node: str = "", session: str = "") -> None:
+        super().__init__(message)
+        self.node, self.session = node, session
+
+
+class DaceAIWarning(UserWarning):
+    """Base class of every warning dace-ai gives: something did not go as asked but the program goes on
+    (nodes without an answer, a cache not written, a check that could not decide)."""
+
+
+class InconclusiveCheckWarning(DaceAIWarning):
+    """An answer was accepted although a check could not decide (``on_inconclusive=warn``)."""
+
+
+class NativeFallbackWarning(DaceAIWarning):
+    """No answer passed its checks; the node was expanded natively (``on_failure=native``)."""
 
 
 class MissingAnswer(DaceAIError):
@@ -100,5 +121,5 @@ def redact(text: str) -> str:
     return text
 
 
-class DaceAIWarning(UserWarning):
-    """Something did not go as asked but the program goes on: nodes without an answer, a cache not written."""
+class UnverifiedWarning(InconclusiveCheckWarning):
+    """Generated code could not be compared with a reference (none given, or it could not run); once per program."""

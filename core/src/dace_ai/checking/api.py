@@ -4,7 +4,10 @@ A checker's ``check(request: CheckRequest) -> CheckReport`` judges one candidate
 answer for one node. ``failed`` diagnostics are sent back to the model in a
 repair round, so they should be the compiler's own words with temporary paths
 replaced by stable names (see :func:`stable_paths`). ``inconclusive`` means the
-checker could not decide (a missing tool or header) and never counts as failure.
+checker could not decide (a missing tool or header) and never counts as failure;
+the pipeline then warns (``on_inconclusive=warn``) unless the report's
+``details`` hold ``"told"`` (the checker told the user itself, e.g. once per program),
+or refuses the answer (``on_inconclusive=reject``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ class CheckRequest:
     #: Class paths of the DaCe environments the answer resolved to (registered ones it names
     #: and generated ones it requested), set by the pipeline.
     environments: set[str] = field(default_factory=set)
+    #: What checkers of one candidate share so work is done once (e.g. the compiled unit,
+    #: see :func:`dace_ai.checking.compile.compile_candidate`).
+    shared: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -30,11 +30,23 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef("max_retries", "int", 2, "Retries of a failed request (429, 5xx, timeouts)", (("ge", 0),)),
     SettingDef("max_repair_attempts", "int", 2, "Repair rounds after a failed check", (("ge", 0),)),
     SettingDef("compile_check", "bool", True, "Check generated code before using it"),
+    SettingDef("on_failure", "str", None, "When an answer still fails its checks after the repair rounds: "
+               "native (expand the node natively with a warning) or error; empty: native where the node has a "
+               "native implementation, else error"),
+    SettingDef("on_inconclusive", "str", "warn", "When a check cannot decide (a checker crashed, a tool is "
+               "missing): warn (accept with a warning) or reject (refuse the answer)"),
     SettingDef("cache", "bool", True, "Reuse answers from the ai-cache folder"),
     SettingDef("extra_instructions", "str", "", "Text appended to every prompt"),
     SettingDef("target", "str", None, "Hardware target name; empty detects it"),
     SettingDef("checkers", "str", None, "Checker names to run, comma separated; empty runs the defaults; "
                "+name,-name adds to or removes from the defaults"),
+    SettingDef("verify_seeds", "int", 3, "Random inputs (seeds) the verify stage runs per size", (("ge", 1),)),
+    SettingDef("verify_sizes", "str", None,
+               "Symbol sizes the verify stage runs, e.g. 'N=13,67 M=11,61'; empty: two odd sizes per symbol"),
+    SettingDef("sandbox_cpu_seconds", "float", 20.0, "CPU seconds a sandboxed run of generated code may use",
+               (("gt", 0),)),
+    SettingDef("sandbox_wall_seconds", "float", 60.0, "Wall-clock seconds a sandboxed run may take", (("gt", 0),)),
+    SettingDef("sandbox_memory_mb", "int", 4096, "Address space (MiB) of a sandboxed run", (("ge", 64),)),
     SettingDef("max_concurrency", "int", 4, "Requests in flight at once", (("ge", 1),)),
     SettingDef("prompt_dir", "str", None, "Folder of the manual provider's prompt/response files"),
     SettingDef("interactive", "bool", None, "Ask for pasted answers on a terminal (manual provider)"),

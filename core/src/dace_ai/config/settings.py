@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import sys
 import warnings
 from collections.abc import Mapping
@@ -63,10 +64,17 @@ class AISettings(BaseModel):
     max_retries: int = _field("max_retries")
     max_repair_attempts: int = _field("max_repair_attempts")
     compile_check: bool = _field("compile_check")
+    on_failure: Literal["native", "error"] | None = _field("on_failure")
+    on_inconclusive: Literal["warn", "reject"] = _field("on_inconclusive")
     cache: bool = _field("cache")
     extra_instructions: str = _field("extra_instructions")
     target: str | None = _field("target")
     checkers: tuple[str, ...] | None = _field("checkers")
+    verify_seeds: int = _field("verify_seeds")
+    verify_sizes: str | None = _field("verify_sizes")
+    sandbox_cpu_seconds: float = _field("sandbox_cpu_seconds")
+    sandbox_wall_seconds: float = _field("sandbox_wall_seconds")
+    sandbox_memory_mb: int = _field("sandbox_memory_mb")
     max_concurrency: int = _field("max_concurrency")
     prompt_dir: str | None = _field("prompt_dir")
     interactive: bool | None = _field("interactive")
@@ -87,12 +95,19 @@ class AISettings(BaseModel):
         return value
 
     @field_validator("provider", "model", "base_url", "effort", "target", "prompt_dir", "interactive",
-                     "cuda_arch", "hip_arch",
+                     "cuda_arch", "hip_arch", "on_failure", "verify_sizes",
                      mode="before")
     @classmethod
     def _empty_is_none(cls, value: Any) -> Any:
         if isinstance(value, str) and value.strip().lower() in ("", "none", "auto"):
             return None
+        return value
+
+    @field_validator("verify_sizes")
+    @classmethod
+    def _sizes_format(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"\s*\w+=\d+(,\d+)*([\s;]+\w+=\d+(,\d+)*)*\s*", value):
+            raise ValueError("expected NAME=SIZE[,SIZE...] separated by spaces, e.g. 'N=13,67 M=11,61'")
         return value
 
     @property

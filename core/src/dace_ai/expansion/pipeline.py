@@ -165,6 +165,8 @@ class Outcome:
     session: str
     round: int
     environments: set[str]
+    #: How far the answer was checked (:func:`dace_ai.checking.levels.verification_level`).
+    level: str = ""
 
 
 def request_record(provider: str, request: ProviderRequest, key: str) -> dict[str, Any]:
@@ -229,10 +231,16 @@ class AnswerSource:
         finally:
             _cached_fallback.reset(token)
 
-    def keep(self, key: str, reply: ProviderReply, source: str) -> None:
-        """Cache a reply that parsed as an answer (cached replies are already there)."""
+    def keep(self, key: str, reply: ProviderReply, source: str, reports: Sequence[Any] = (),
+             level: str = "") -> None:
+        """Cache an answer that passed its checks, with those checks (cached replies are already there).
+
+        Called only once the answer is accepted: a refused answer is never cached, so a
+        later run asks again (or reads the edited response file).
+        """
         if self.settings.cache and source != "cache":
-            self.cache.put(key, self.provider.name, reply.as_record())
+            checks = [{"checker": r.checker, "status": r.status, "stage": r.details.get("stage", "")} for r in reports]
+            self.cache.put(key, self.provider.name, reply.as_record(), extra={"checks": checks, "verification": level})
 
 
 def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None,
@@ -240,7 +248,12 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
     """Ask (or replay) until an answer passes its checks; raise when it cannot.
 
     ``supplied`` is an answer text to use for the first round instead of asking
-    (``read_prompt_response``); it is cached like any answer.
+    (``read_prompt_response``); it is cached like any answer once it passes.
+
+    An answer is cached only after it passes its checks. A check that cannot decide
+    (``inconclusive``) gives a warning naming the node and the checker
+    (``on_inconclusive=warn``), or refuses the answer at once (``reject``: no repair
+    round can fix a missing tool).
     """
     from dace_ai.prompt.render import render_prompt
     from dace_ai.providers.select import select_provider
@@ -273,20 +286,45 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
                                  error=str(exc), source=source, node_json=node_json, usage=reply.usage,
                                  started=started)
             raise
-        answers.keep(key, reply, source)
         reports, environments = check_answer(answer, ctx, settings)
-        from dace_ai.checking.stages import failed, failure_error, repair_message
+        from dace_ai.checking.levels import verification_level
+        from dace_ai.checking.stages import failed, failure_error, inconclusive_error, repair_message
 
-        ok = not failed(reports)
+        undecided = [r for r in reports if r.status == "inconclusive"]
+        rejected = bool(undecided) and settings.on_inconclusive == "reject" and not failed(reports)
+        ok = not failed(reports) and not rejected
+        level = verification_level(reports) if ok else ""
+        if not ok:
+            environments = set()
         rnd = session.record_round(node=_node_record(ctx), system=request.system, messages=conversation,
                                    request=record, reply_text=reply.text, answer=answer.model_dump(mode="json"),
                                    reports=reports, status="accepted" if ok else "rejected", source=source,
                                    node_json=node_json, usage=reply.usage, started=started,
-                                   reason="expansion" if attempt == 0 else "repair")
+                                   reason="expansion" if attempt == 0 else "repair", level=level)
+        if rejected:
+            raise inconclusive_error(ctx, undecided, session.folder)
         if ok:
-            return Outcome(answer, reply, provider.name, key, source, str(session.folder), rnd.number, environments)
+            answers.keep(key, reply, source, reports, level)
+            untold = [r for r in undecided if "told" not in r.details]  # a checker that told the user itself
+            if untold:
+                _warn_inconclusive(ctx, untold, session.folder)
+            return Outcome(answer, reply, provider.name, key, source, str(session.folder), rnd.number, environments,
+                           level)
         history += [Message("assistant", reply.text), Message("user", repair_message(reports))]
     raise failure_error(ctx, reports, attempts - 1, session.folder)
+
+
+def _warn_inconclusive(ctx: NodeContext, reports: Sequence[Any], session: Any) -> None:
+    """Never accept silently: say which checks could not decide, for which node, and where the session is."""
+    import warnings
+
+    from dace_ai.errors import InconclusiveCheckWarning
+
+    what = "; ".join(f"{r.checker}: {(r.details.get('reason') or r.diagnostics.strip() or 'no reason given')}"
+                     .splitlines()[0] for r in reports)
+    warnings.warn(f"dace-ai: node {ctx.name!r} ({ctx.node_type}) in SDFG {ctx.sdfg_name!r} was accepted although "
+                  f"{len(reports)} check(s) could not decide ({what}); session: {session}. "
+                  "Set on_inconclusive=reject to refuse such answers.", InconclusiveCheckWarning, stacklevel=3)
 
 
 def check_answer(answer: Answer, ctx: NodeContext, settings: AISettings) -> tuple[list[Any], set[str]]:
@@ -342,7 +380,8 @@ def generate_tasklet(sdfg: Any, state: Any, node: Any, settings: Any = None, *,
     outcome = solve(ctx, settings, supplied=supplied, node_json=node_json)
     provenance = {"node": ctx.name, "provider": outcome.provider, "model": outcome.reply.model or "",
                   "source": outcome.source, "cache_key": outcome.key[:16],
-                  "session": f"ai-sessions/{outcome.session.rsplit('/', 1)[-1]}/round-{outcome.round}"}
+                  "session": f"ai-sessions/{outcome.session.rsplit('/', 1)[-1]}/round-{outcome.round}",
+                  "verification": outcome.level}  # last: the level may contain spaces
     from dace_ai.storage.sessions import Session
 
     Session(Path(outcome.session)).update_round(outcome.round, provenance=[[k, v] for k, v in provenance.items()],
@@ -351,8 +390,23 @@ def generate_tasklet(sdfg: Any, state: Any, node: Any, settings: Any = None, *,
 
 
 def implement(sdfg: Any, state: Any, node: Any, settings: Any = None, *, supplied: str | None = None) -> Any:
-    """Replace ``node`` in ``state`` by a tasklet written from a model's answer; return the tasklet."""
+    """Replace ``node`` in ``state`` by a tasklet written from a model's answer; return the tasklet.
+
+    When no answer passes (rounds exhausted, or an undecidable check with
+    ``on_inconclusive=reject``), ``on_failure`` decides: ``native`` (the default
+    where the node has a native implementation) expands the node natively with a
+    warning naming the node and the session and returns None; ``error`` raises
+    the :class:`~dace_ai.errors.CheckFailed`.
+    """
+    from dace_ai.errors import CheckFailed
     from dace_ai.expansion.tasklet import place_tasklet
 
-    tasklet = generate_tasklet(sdfg, state, node, settings, supplied=supplied)
+    settings = resolve(settings)
+    try:
+        tasklet = generate_tasklet(sdfg, state, node, settings, supplied=supplied)
+    except CheckFailed as exc:
+        from dace_ai.expansion.fallback import expand_natively_or_raise
+
+        expand_natively_or_raise(sdfg, state, node, settings, exc)
+        return None
     return place_tasklet(state, node, tasklet)

@@ -4,7 +4,8 @@ An answer is keyed by everything that determines it: provider, the endpoint and
 model the request actually goes to (the provider's defaults applied, so a new
 default model or base URL never replays old answers), effort, token limit,
 response schema and the whole conversation. A hit needs no provider SDK and no
-key. Only answers that parsed and validated are stored, so a bad reply is never
+key. Only answers that parsed, validated and passed their checks are stored (with
+those checks and the verification level they reached), so a refused reply is never
 replayed.
 
 The cache is an optimisation, never a reason to fail: entries are written
@@ -91,6 +92,8 @@ class CachedAnswer:
     record: dict[str, Any]
     provider: str
     created: float
+    #: The verification level the answer reached when it was accepted and cached.
+    verification: str = ""
 
 
 class BadEntry(ValueError):
@@ -121,7 +124,8 @@ def parse_entry(key: str, raw: bytes) -> CachedAnswer:
         raise BadEntry("field 'usage' is not a usage record")
     record = {"text": data["text"], "usage": {k: usage.get(k) for k in _USAGE_FIELDS},
               "model": data.get("model"), "stop_reason": data.get("stop_reason")}
-    return CachedAnswer(key, record, data["provider"], float(data.get("created", 0.0)))
+    return CachedAnswer(key, record, data["provider"], float(data.get("created", 0.0)),
+                        str(data.get("verification") or ""))
 
 
 @dataclass(frozen=True)

@@ -225,19 +225,22 @@ class Session:
                      request: dict[str, Any], reply_text: str | None, answer: dict[str, Any] | None,
                      reports: list[Any], status: str, error: str = "", source: str = "",
                      node_json: Any = None, usage: Any = None, reason: str = "", feedback: str = "",
-                     started: float | None = None, extra: dict[str, Any] | None = None) -> RoundRecord:
+                     started: float | None = None, extra: dict[str, Any] | None = None,
+                     level: str = "") -> RoundRecord:
         """Append one round (prompt, answer, checks) and update ``session.json``.
 
         ``status`` is ``accepted``, ``rejected`` (failed its checks) or ``error``
-        (the answer did not parse). A cache replay identical to the last round
-        only bumps that round's ``replayed`` count. A folder that cannot be written
-        is a :class:`SessionWarning` and a round numbered 0: the answer is still used.
+        (the answer did not parse). ``level`` is an accepted answer's verification
+        level (``verified (3 seeds)``, ``compile-only``, ``unverified: <reason>``).
+        A cache replay identical to the last round only bumps that round's
+        ``replayed`` count. A folder that cannot be written is a
+        :class:`SessionWarning` and a round numbered 0: the answer is still used.
         """
         try:
             return self._record_round(node=node, system=system, messages=messages, request=request,
                                       reply_text=reply_text, answer=answer, reports=reports, status=status,
                                       error=redact(error), source=source, node_json=node_json, usage=usage,
-                                      reason=reason, feedback=feedback, started=started, extra=extra)
+                                      reason=reason, feedback=feedback, started=started, extra=extra, level=level)
         except OSError as exc:
             _warn(f"session {self.folder}: cannot record the round ({exc}); the answer is used without a record")
             return RoundRecord(0, self.folder)
@@ -246,7 +249,7 @@ class Session:
                       request: dict[str, Any], reply_text: str | None, answer: dict[str, Any] | None,
                       reports: list[Any], status: str, error: str, source: str, node_json: Any, usage: Any,
                       reason: str, feedback: str, started: float | None,
-                      extra: dict[str, Any] | None) -> RoundRecord:
+                      extra: dict[str, Any] | None, level: str) -> RoundRecord:
         with lock_for(self.summary_path):
             summary = self.summary()
             summary.setdefault("format", FORMAT)
@@ -258,6 +261,8 @@ class Session:
                 last["replayed"] = last.get("replayed", 0) + 1
                 if status == "accepted":
                     summary["current"] = last["number"]
+                if level:
+                    last["verification"] = summary["verification"] = level
                 summary["updated"] = time.time()
                 atomic_write_json(self.summary_path, summary)
                 return RoundRecord(last["number"], self.round_folder(last["number"]))
@@ -290,13 +295,15 @@ class Session:
             entry = {"number": number, "status": status, "source": source, "error": error,
                      "cache_key": request.get("cache_key"), "started": started or now, "time": now,
                      "tokens": tokens, "cost_usd": cost, "reason": reason or "expansion",
-                     "checks": report_rows, "verification": verification_level(report_rows)}
+                     "checks": report_rows, "verification": level or verification_level(report_rows)}
             if feedback:
                 entry["feedback"] = feedback
             entry.update(extra or {})
             summary["rounds"].append(entry)
             if status == "accepted":
                 summary["current"] = number
+                summary["verification"] = level
+                summary.pop("fallback", None)
             atomic_write_json(self.summary_path, summary)
             return RoundRecord(number, folder)
 
@@ -324,6 +331,15 @@ def _summary_problem(raw: bytes) -> str | None:
 
 def _warn(message: str) -> None:
     warnings.warn(redact(message), SessionWarning, stacklevel=3)
+
+
+    def record_fallback(self, implementation: str, reason: str) -> None:
+        """Note that the node was expanded natively (``implementation``) because no answer passed."""
+        with lock_for(self.summary_path):
+            summary = self.summary()
+            summary["fallback"] = {"implementation": implementation, "reason": reason, "time": time.time()}
+            summary["verification"] = f"native fallback ({implementation})"
+            atomic_write_json(self.summary_path, summary)
 
 
 def render_conversation(system: str, messages: list[tuple[str, str]]) -> str:
@@ -361,7 +377,7 @@ def list_sessions(root: Path | None = None) -> list[dict[str, Any]]:
         summary = Session(path).summary()
         result.append({"name": path.name, "folder": str(path), "node": summary.get("node", {}),
                        "rounds": len(summary["rounds"]), "current": summary.get("current"),
-                       "pinned": bool(summary.get("pinned"))})
+                       "pinned": bool(summary.get("pinned")), "verification": summary.get("verification", "")})
     return result
 
 
