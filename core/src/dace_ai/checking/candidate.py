@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dace_ai.checking.api import CheckRequest
-from dace_ai.context.types import NodeContext
 from dace_ai.checking.units import ToolResult, environment_classes, run_tool, scope_parameters
+from dace_ai.context.types import NodeContext
 
 if TYPE_CHECKING:
     from dace_ai.checking.compile import CandidateBuild
