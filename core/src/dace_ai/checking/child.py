@@ -174,7 +174,7 @@ def _ctype(name: str) -> Any:
     """A ctypes type by its name as the parent recorded it (``c_int``, ``c_double``, ...)."""
     value = getattr(ctypes, name, None)
     if not (isinstance(value, type) and issubclass(value, ctypes._SimpleCData)):
-        raise ValueError(f"unknown argument type {name!r}")
+        raise TypeError(f"unknown argument type {name!r}")
     return value
 
 

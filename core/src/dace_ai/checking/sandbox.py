@@ -36,13 +36,13 @@ class SandboxLimits:
     memory_bytes: int = 4 << 30
 
     @classmethod
-    def from_settings(cls, settings: Any) -> "SandboxLimits":
+    def from_settings(cls, settings: Any) -> SandboxLimits:
         return cls(cpu_seconds=float(getattr(settings, "sandbox_cpu_seconds", cls.cpu_seconds)),
                    wall_seconds=float(getattr(settings, "sandbox_wall_seconds", cls.wall_seconds)),
                    memory_bytes=int(getattr(settings, "sandbox_memory_mb", cls.memory_bytes >> 20)) << 20)
 
     def as_job(self) -> dict[str, Any]:
-        return {"cpu_seconds": max(1, int(round(self.cpu_seconds))), "memory_bytes": self.memory_bytes}
+        return {"cpu_seconds": max(1, round(self.cpu_seconds)), "memory_bytes": self.memory_bytes}
 
 
 @dataclass
