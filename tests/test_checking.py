@@ -234,7 +234,7 @@ def test_plus_and_minus_entries_add_to_and_remove_from_the_defaults(runtime_plug
     assert swapped == [n for n in defaults if n != "probe"] + ["t-strict"]
     with pytest.raises(SettingsError, match=r"mixes plain names with \+name/-name entries"):
         select_checkers(node, resolve_settings({"checkers": "probe,+t-strict"}))
-    with pytest.raises(SettingsError, match=r"unknown checker\(s\) 't-strikt'.*installed: .*t-strict"):
+    with pytest.raises(SettingsError, match=r"'t-strikt'.*names no installed checker. Did you mean 't-strict'\?.*Installed: .*t-strict"):
         select_checkers(node, resolve_settings({"checkers": "+t-strikt"}))
 
 

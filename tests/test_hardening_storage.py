@@ -1,6 +1,7 @@
 """The cache and the sessions under faults: corrupted entries, folders that cannot be written
 (also as root), keys that cover defaults and the whole node, and the ``dace-ai cache`` command."""
 
+import copy
 import json
 import os
 import time
@@ -114,13 +115,16 @@ def test_read_only_cache_folder_for_ordinary_users(fake, _isolated_dace_ai):
                                      b'{"rounds": [], "node": "n"}'])
 def test_session_json_of_any_shape_is_moved_aside_and_recording_goes_on(fake, content):
     fake.queue(json.dumps(GOOD), json.dumps(GOOD))
-    _expand()
+    sdfg, state, node = _sdfg()
+    again = copy.deepcopy(sdfg)  # the same node (its guid names the session), expanded a second time
+    dace_ai.expand(sdfg, state, node, SETTINGS)
     [summary] = (AnswerCache().folder.parent / "ai-sessions").glob("*/session.json")
     summary.write_bytes(content)
     for entry in AnswerCache().folder.glob("??/*.json"):
         entry.unlink()  # ask again, so a round is recorded
     with pytest.warns(SessionWarning, match=str(summary).replace(".", r"\.")):
-        _expand()
+        [(state, node)] = [(s, n) for n, s in again.all_nodes_recursive() if isinstance(n, dnodes.LibraryNode)]
+        dace_ai.expand(again, state, node, SETTINGS)
     assert json.loads(summary.read_text())["rounds"][0]["number"] == 1
     assert [p.name.startswith("session.json.bad-") for p in summary.parent.glob("session.json.bad-*")] == [True]
 

@@ -270,7 +270,8 @@ def check_choices(settings: AISettings) -> None:
         if not value:
             continue
         installed = list(getattr(manager, kind)())
-        for name in (value if isinstance(value, tuple) else (value,)):
+        for entry in (value if isinstance(value, tuple) else (value,)):
+            name = entry.lstrip("+-") if key == "checkers" else entry  # "+name" / "-name" edit the defaults
             if name in installed:
                 continue
             close = difflib.get_close_matches(name, installed, n=1, cutoff=0.5)

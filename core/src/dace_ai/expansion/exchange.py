@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dace_ai import compat
 from dace_ai.config.settings import AISettings
 from dace_ai.errors import DaceAIWarning, MissingAnswer
 from dace_ai.providers.manual import (
@@ -148,7 +149,7 @@ def read_prompt_responses(sdfg: Any, directory: str | Path | None = None, settin
         for nsdfg, state, node in _pending(sdfg):
             name = node.name
             ctx = node_context(nsdfg, state, node, manual)
-            session = open_session(ctx.sdfg_name, ctx.key)
+            session = open_session(ctx.sdfg_name, ctx.key, guid=compat.node_guid(node), label=ctx.name)
             rounds_before = len(session.summary().get("rounds", []))
             try:
                 tasklet = implement(nsdfg, state, node, manual)

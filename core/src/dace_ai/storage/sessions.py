@@ -146,7 +146,13 @@ class Session:
             return {"rounds": []}
         problem = _summary_problem(raw)
         if problem is None:
-            return _normalised(json.loads(raw))
+            data = json.loads(raw)
+            unusable = [r for r in data.get("rounds", []) if not _is_round(r)]
+            if unusable:  # keep what is usable (and unknown fields); keep the original for inspection
+                kept = self._keep_aside(raw)
+                _warn(f"session {self.summary_path}: {len(unusable)} round record(s) without a number were dropped"
+                      f"{f'; the original is kept as {kept.name}' if kept else ''}")
+            return _normalised(data)
         moved = self.summary_path.with_name(f"session.json.bad-{int(time.time() * 1000)}-{os.getpid()}")
         try:
             os.replace(self.summary_path, moved)
@@ -155,6 +161,15 @@ class Session:
             where = "left in place"
         _warn(f"session {self.summary_path} is not a valid session ({problem}); {where}; starting afresh")
         return {"rounds": []}
+
+    def _keep_aside(self, raw: bytes) -> Path | None:
+        """A copy of an unusable ``session.json`` next to it (``session.json.bad-<time>``), or None."""
+        kept = self.summary_path.with_name(f"session.json.bad-{int(time.time() * 1000)}-{os.getpid()}")
+        try:
+            atomic_write(kept, raw.decode("utf-8", errors="replace"))
+            return kept
+        except OSError:
+            return None
 
     def rounds(self) -> list[RoundRecord]:
         return [RoundRecord(r["number"], self.folder / f"round-{r['number']}") for r in self.summary()["rounds"]]
@@ -196,12 +211,18 @@ class Session:
             return result
 
     def update_round(self, number: int, **fields: Any) -> None:
-        """Add or replace fields of round ``number``'s record (e.g. the tasklet's provenance)."""
+        """Add or replace fields of round ``number``'s record (e.g. the tasklet's provenance).
+
+        Record keeping only: a folder that cannot be written is a :class:`SessionWarning`.
+        """
         def change(summary: dict[str, Any]) -> None:
             for entry in summary["rounds"]:
                 if entry["number"] == number:
                     entry.update(fields)
-        self._update(change)
+        try:
+            self._update(change)
+        except OSError as exc:
+            _warn(f"session {self.folder}: cannot update round {number} ({exc}); the tasklet is used as it is")
 
     def set_current(self, number: int, action: str = "rollback") -> None:
         """Make round ``number`` the one in use and log ``action``."""
@@ -319,9 +340,6 @@ def _summary_problem(raw: bytes) -> str | None:
     rounds = data.get("rounds", [])
     if not isinstance(rounds, list):
         return "'rounds' is not a list"
-    for item in rounds:
-        if not isinstance(item, dict) or not isinstance(item.get("number"), int) or isinstance(item["number"], bool):
-            return "a round without a number"
     if not isinstance(data.get("node", {}), dict):
         return "'node' is not an object"
     if "current" in data and not (data["current"] is None or isinstance(data["current"], int)):
@@ -397,11 +415,15 @@ def log_error(text: str, root: Path | None = None) -> Path | None:
         return None
 
 
+def _is_round(item: object) -> bool:
+    return isinstance(item, dict) and isinstance(item.get("number"), int) and not isinstance(item["number"], bool)
+
+
 def _normalised(data: object) -> dict[str, Any]:
     """A summary with a ``rounds`` list of numbered rounds (anything else in a round list is dropped)."""
     if not isinstance(data, dict):
         data = {}
     if not isinstance(data.get("rounds"), list):
         data["rounds"] = []
-    data["rounds"] = [r for r in data["rounds"] if isinstance(r, dict) and isinstance(r.get("number"), int)]
+    data["rounds"] = [r for r in data["rounds"] if _is_round(r)]
     return data
