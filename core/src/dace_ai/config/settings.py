@@ -57,6 +57,11 @@ class AISettings(BaseModel):
     extra_instructions: str = _field("extra_instructions")
     target: str | None = _field("target")
     checkers: tuple[str, ...] | None = _field("checkers")
+    bench: Literal["off", "report", "gate"] = _field("bench")
+    min_speedup: float = _field("min_speedup")
+    bench_sizes: str | None = _field("bench_sizes")
+    bench_repeats: int = _field("bench_repeats")
+    check_concurrency: int = _field("check_concurrency")
     max_concurrency: int = _field("max_concurrency")
     prompt_dir: str | None = _field("prompt_dir")
     interactive: bool | None = _field("interactive")
@@ -74,7 +79,7 @@ class AISettings(BaseModel):
         return value
 
     @field_validator("provider", "model", "base_url", "effort", "target", "prompt_dir", "interactive",
-                     "cuda_arch", "hip_arch",
+                     "cuda_arch", "hip_arch", "bench_sizes",
                      mode="before")
     @classmethod
     def _empty_is_none(cls, value: Any) -> Any:
