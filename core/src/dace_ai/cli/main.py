@@ -162,6 +162,10 @@ def make_parser() -> argparse.ArgumentParser:
                                          "target chosen for CPU and GPU code.")
     targets.add_argument("--json", action="store_true", help="machine-readable output")
     targets.set_defaults(func=cmd_targets)
+
+    from dace_ai.cli.optimize import add_parser as add_optimize
+
+    add_optimize(sub)
     return parser
 
 

@@ -337,6 +337,10 @@ def _apply(result: NodeOptimization, best: _Attempt | None, sdfg: Any, state: An
         _summarize(session, result, None)
         return
     c.winner = True
+    for other in result.candidates:
+        if other.status == "passed" and other is not c and other.seconds_per_call and c.seconds_per_call:
+            other.reason = (f"slower than the winner r{c.round}s{c.sample}: {format_seconds(other.seconds_per_call)} "
+                            f"vs {format_seconds(c.seconds_per_call)} per call")
     environments = pipeline._environments(best.answer, ctx)
     provenance = {"node": ctx.name, "provider": provider, "model": (best.reply.model if best.reply else "") or "",
                   "source": c.source, "cache_key": getattr(best, "key", "")[:16],

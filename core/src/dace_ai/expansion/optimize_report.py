@@ -78,7 +78,8 @@ class NodeOptimization:
         return f"{best.speedup:.2f}x ({low:.2f}-{high:.2f})"
 
     def __str__(self) -> str:
-        refused = "; ".join(f"r{c.round}s{c.sample} {c.stage or c.status}: {_short(c.reason)}" for c in self.refused)
+        refused = "; ".join(f"r{c.round}s{c.sample} {c.stage or c.status}: {_short(c.reason)}"
+                            for c in self.candidates if c.reason and not c.winner)
         win = self.winner
         chosen = f"winner r{win.round}s{win.sample} {self.speedup_text()}" if win else "no winner"
         return (f"{self.name} ({self.node_type}): {self.outcome}{' - ' + self.reason if self.reason else ''}; "
