@@ -266,12 +266,24 @@ def compilation_error_types() -> tuple[type, type]:
     return CompilationError, CompilerConfigurationError
 
 
-def compile_without_loading(sdfg: Any) -> None:
-    """Build an SDFG's library in its build folder without loading it into this process.
+def compile_without_loading(sdfg: Any) -> str:
+    """Build an SDFG's library in its build folder without loading it into this process; its path.
 
     Loading would run the generated code's static initialisers here; checks must not.
+    The same steps as ``SDFG.compile`` (deep copy, scope connectors, code generation,
+    program folder, CMake build) without its two loading paths: DaCe's compiler cache
+    (``compiler.use_cache``) and the program handle.
     """
-    sdfg.compile(validate=True, return_program_handle=False)
+    import copy
+
+    from dace.codegen import codegen, compiler
+
+    generated = copy.deepcopy(sdfg)
+    generated.build_folder = sdfg.build_folder
+    generated.fill_scope_connectors()
+    program_objects = codegen.generate_code(generated, validate=True)
+    program_folder = compiler.generate_program_folder(generated, program_objects, sdfg.build_folder)
+    return compiler.configure_and_compile(program_folder, generated.name)
 
 
 def generated_code(sdfg: Any) -> tuple[Any, list[tuple[str, str]]]:

@@ -43,3 +43,7 @@ class AIUsageError(DaceAIError, ValueError):
 
 class NativeKept(CheckFailed):
     """Every candidate was slower than the native expansion under ``bench=gate``: the native one is kept."""
+
+
+class UnverifiedWarning(UserWarning):
+    """Generated code could not be compared with a reference (none given, or it could not run)."""
