@@ -76,9 +76,9 @@ def optimize(sdfg: Any, node: Any = None, *, samples: int = 4, rounds: int = 2,
         raise AIUsageError(f"dace_ai.optimize: samples must be >= 1 and rounds >= 0 (got {samples}, {rounds})")
     started = time.perf_counter()
     base = pipeline.resolve(settings)
-    update: dict[str, Any] = {"compile_check": True}
-    if base.bench == "off":
-        update["bench"] = "report"  # optimizing means measuring
+    # Optimizing means measuring: every candidate is timed ("report"); the gate, when set, is
+    # applied to the fastest one at the end, so slower candidates still inform the refinement.
+    update: dict[str, Any] = {"compile_check": True, "bench": "report"}
     if sizes:
         update["bench_sizes"] = ",".join(f"{k}={int(v)}" for k, v in sizes.items())
     settings = base.model_copy(update=update)
@@ -88,7 +88,8 @@ def optimize(sdfg: Any, node: Any = None, *, samples: int = 4, rounds: int = 2,
     targets = _targets(sdfg, node)
     answers = pipeline.AnswerSource(provider, settings)
     for nsdfg, state, libnode in targets:
-        report.nodes.append(_optimize_node(nsdfg, state, libnode, settings, provider, answers, samples, rounds))
+        report.nodes.append(_optimize_node(nsdfg, state, libnode, settings, provider, answers, samples, rounds,
+                                           base.min_speedup if base.bench == "gate" else None))
     report.seconds = time.perf_counter() - started
     return report
 
@@ -114,7 +115,7 @@ def _pinned(sdfg_name: str, key: str) -> bool:
 
 
 def _optimize_node(sdfg: Any, state: Any, node: Any, settings: Any, provider: Any, answers: Any,
-                   samples: int, rounds: int) -> NodeOptimization:
+                   samples: int, rounds: int, gate: float | None) -> NodeOptimization:
     from dace_ai.expansion import pipeline
     from dace_ai.prompt.render import render_prompt
     from dace_ai.storage.sessions import open_session
@@ -144,7 +145,7 @@ def _optimize_node(sdfg: Any, state: Any, node: Any, settings: Any, provider: An
             history = _refinement_history(best, attempts, ctx) if best else _retry_history(attempts)
     result.candidates = [a.candidate for a in attempts]
     best = _best(attempts)
-    _apply(result, best, sdfg, state, node, ctx, settings, provider.name, session)
+    _apply(result, best, sdfg, state, node, ctx, gate, provider.name, session)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -312,7 +313,7 @@ def _sizes(sizes: Any) -> str:
 
 
 def _apply(result: NodeOptimization, best: _Attempt | None, sdfg: Any, state: Any, node: Any, ctx: Any,
-           settings: Any, provider: str, session: Any) -> None:
+           gate: float | None, provider: str, session: Any) -> None:
     """Place the winner's tasklet, or keep the native expansion (gate, or nothing passed)."""
     from dace_ai import compat
     from dace_ai.expansion import pipeline
@@ -327,13 +328,16 @@ def _apply(result: NodeOptimization, best: _Attempt | None, sdfg: Any, state: An
         _summarize(session, result, None)
         return
     c = best.candidate
-    if settings.bench == "gate" and c.speedup is not None and c.speedup < settings.min_speedup and native:
-        c.status, c.stage = "refused", "bench"
-        c.reason = (f"fastest candidate, but its speedup {c.speedup:.2f}x over the native expansion is below "
-                    f"min_speedup {settings.min_speedup:.2f} (bench=gate)")
+    if gate is not None and c.speedup is not None and c.speedup < gate and native:
+        for other in result.candidates:
+            if other.status == "passed":
+                other.status, other.stage = "refused", "bench"
+                other.reason = (f"speedup {other.speedup:.2f}x over the native expansion is below min_speedup "
+                                f"{gate:.2f} (bench=gate)" if other.speedup is not None else "not timed (bench=gate)")
         node.implementation = native
         result.outcome = "native kept"
-        result.reason = f"every candidate was slower than required; best {c.speedup:.2f}x < {settings.min_speedup}"
+        result.reason = (f"every candidate was slower than required: best {c.speedup:.2f}x < min_speedup {gate:.2f}; "
+                         f"node set to {native!r}")
         _summarize(session, result, None)
         return
     c.winner = True
