@@ -251,3 +251,23 @@ def test_cli_optimize_writes_json_and_the_optimized_sdfg(openai_server, tmp_path
     optimized = dace.SDFG.from_file(data["output"])
     assert tasklets(optimized) and pipeline.pending_nodes(optimized) == []
     assert pipeline.pending_nodes(dace.SDFG.from_file(str(path)))  # the input file is unchanged
+
+
+def test_optimize_skips_pinned_nodes(openai_server):
+    from dace_ai.config.settings import resolve_settings
+    from dace_ai.storage.sessions import open_session
+
+    sdfg = double_program().to_sdfg()
+    settings = resolve_settings()
+    with pipeline.expansion_pass():
+        [(nsdfg, state, node)] = pipeline.pending_nodes(sdfg)
+        ctx = pipeline.node_context(nsdfg, state, node, settings)
+    open_session(ctx.sdfg_name, ctx.key).update_summary(pinned=True)
+    report = dace_ai.optimize(sdfg, samples=2, rounds=1)
+    assert [(n.outcome, n.reason) for n in report.nodes] == [("skipped", "pinned")]
+    assert openai_server.requests == [] and len(pipeline.pending_nodes(sdfg)) == 1
+
+
+def test_optimize_names_a_missing_node(openai_server):
+    with pytest.raises(dace_ai.AIUsageError, match="no pending AI node 'nope'.*double_it"):
+        dace_ai.optimize(double_program().to_sdfg(), "nope")
