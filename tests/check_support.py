@@ -16,14 +16,15 @@ import dace
 
 def build_pch(root: Path, targets) -> list[Path]:
     """Precompile dace.h under ``root`` for each target (TargetInfo); return the PCH folders."""
-    from dace_ai.checking.host import compiler_and_flags, ensure_pch, pch_folder
+    from dace_ai.checking.compile import ensure_pch, pch_folder
+    from dace_ai.targets.build_flags import build_command
 
     previous = dace.Config.get("default_build_folder")
     dace.Config.set("default_build_folder", value=str(root))
     try:
         folders = []
         for target in targets:
-            compiler, flags = compiler_and_flags(target)
+            compiler, flags = build_command(target)
             ensure_pch(compiler, flags)
             folders.append(pch_folder(compiler, flags))
         return folders

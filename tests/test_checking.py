@@ -105,16 +105,22 @@ def test_precompiled_header_is_built_once_and_reused_per_compiler_and_flags(_iso
     second = run_checks(request_for(GOOD.replace("++i", "i++")))[0]
     assert first.details["pch"] == "pch built" and second.details["pch"] == "pch reused"
     assert len(list((_isolated_dace_ai / "ai-check" / "pch").iterdir())) == 1
-    node = node_context()
-    node.target.flags = (*node.target.flags, "-DDACE_AI_OTHER_FLAGS=1")
-    third = run_checks(request_for(GOOD, node))[0]
+    args = dace.Config.get("compiler", "cpu", "args")
+    dace.Config.set("compiler", "cpu", "args", value=args + " -DDACE_AI_OTHER_FLAGS=1")
+    try:
+        third = run_checks(request_for(GOOD))[0]
+    finally:
+        dace.Config.set("compiler", "cpu", "args", value=args)
     assert third.status == "passed" and third.details["pch"] == "pch built"
     assert len(list((_isolated_dace_ai / "ai-check" / "pch").iterdir())) == 2
 
 
 def test_missing_compiler_is_inconclusive_not_failure():
-    target = TargetInfo(name="host", kind="cpu", description="", compiler=("no-such-compiler-c++",), flags=())
-    reports = run_checks(request_for(BAD, node_context(target)))
+    dace.Config.set("compiler", "cpu", "executable", value="no-such-compiler-c++")  # DaCe's build compiler
+    try:
+        reports = run_checks(request_for(BAD))
+    finally:
+        dace.Config.set("compiler", "cpu", "executable", value="")
     assert [(r.checker, r.status) for r in reports] == [("probe", "inconclusive")]
     assert "no-such-compiler-c++" in reports[0].diagnostics
     assert repair_message(reports) == ""

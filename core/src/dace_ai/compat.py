@@ -505,23 +505,42 @@ def resolved_implementation(node: Any) -> str | None:
         return None
 
 
-def native_implementation(node: Any) -> str | None:
-    """The implementation DaCe itself would use for ``node`` if it were not 'ai', or None.
+def native_implementation(node: Any, reserved: str) -> str | None:
+    """The implementation to expand ``node`` with when the ``reserved`` ('ai') one gave up, or None.
 
-    The node's resolved implementation when that is not 'ai', else the class or library
-    default, else ``pure``, else the first implementation the class registers.
+    DaCe's portable ``pure`` expansion when the class has one (it needs no external
+    library), else the class's or library's default, else the first other one.
     """
-    names = [name for name in getattr(type(node), "implementations", {}) if name != "ai"]
-    if not names:
+    own = [name for name in type(node).implementations if name != reserved]
+    if not own:
         return None
-    resolved = resolved_implementation(node)
-    if resolved in names:
-        return resolved
+    if "pure" in own:
+        return "pure"
     cls = type(node)
-    for candidate in (cls.default_implementation, "pure"):
-        if candidate in names:
-            return candidate
-    return names[0]
+    preferred = cls.default_implementation
+    if preferred in (None, reserved):
+        try:
+            import dace.library
+
+            library = dace.library._DACE_REGISTERED_LIBRARIES.get(getattr(cls, "_dace_library_name", ""))
+            preferred = library.default_implementation if library is not None else None
+        except Exception:  # noqa: BLE001 - a library without a registry entry has no default
+            preferred = None
+    return preferred if preferred in own else own[0]
+
+
+def expand_with(sdfg: Any, state: Any, node: Any, implementation: str) -> None:
+    """Expand ``node`` now with ``implementation``, whatever its ``implementation`` property says.
+
+    The transformation is applied directly (as ``LibraryNode.expand`` does after
+    choosing), so DaCe's library-level overrides cannot send it back to 'ai'.
+    """
+    transformation_type = type(node).implementations[implementation]
+    subgraph = {transformation_type._match_node: state.node_id(node)}
+    transformation = transformation_type()
+    transformation.setup_match(sdfg, sdfg.cfg_id, sdfg.nodes().index(state), subgraph, 0)
+    node.implementation = implementation
+    transformation.apply(state, sdfg)
 
 
 def program_layout(folder: str, sizes: dict[str, int]) -> dict[str, Any]:

@@ -30,7 +30,27 @@ class ProviderError(DaceAIError):
 
 
 class CheckFailed(DaceAIError):
-    """Generated code failed its checks even after every allowed repair round."""
+    """Generated code failed its checks even after every allowed repair round.
+
+    ``node`` and ``session`` (when known) name the node and its session folder, so a
+    fallback warning can point at them.
+    """
+
+    def __init__(self, message: str, *, node: str = "", session: str = "") -> None:
+        super().__init__(message)
+        self.node, self.session = node, session
+
+
+class DaceAIWarning(UserWarning):
+    """Base class of every warning dace-ai gives."""
+
+
+class InconclusiveCheckWarning(DaceAIWarning):
+    """An answer was accepted although a check could not decide (``on_inconclusive=warn``)."""
+
+
+class NativeFallbackWarning(DaceAIWarning):
+    """No answer passed its checks; the node was expanded natively (``on_failure=native``)."""
 
 
 class MissingAnswer(DaceAIError):

@@ -14,7 +14,9 @@ core may be reorganised without breaking them. By hook:
   :class:`ScopeInfo`, :class:`TargetInfo`, :class:`EnvironmentInfo`), :func:`read_cpu`;
 * checkers: :class:`CheckRequest` in, :class:`CheckReport` out, the :class:`Answer` under
   check, and the standalone-unit kit (:func:`host_unit`, :func:`device_unit`,
-  :func:`run_tool`, :func:`report_from_tool`, :func:`check_gpu_unit`, ...).
+  :func:`run_tool`, :func:`report_from_tool`, :func:`check_gpu_unit`, ...); the compiler and
+  flags of the real build (:func:`build_command`) and the one shared compile of a candidate
+  (:func:`compile_candidate` -> :class:`CandidateBuild` with the object file).
 
 Example::
 
@@ -31,10 +33,13 @@ Example::
 from __future__ import annotations
 
 from dace_ai.checking.api import CheckReport, CheckRequest, Status, stable_paths
+from dace_ai.checking.compile import CandidateBuild, compile_candidate
 from dace_ai.checking.units import (
     GPU_THREAD_SCHEDULES,
     TASKLET_FUNCTION,
+    UNIT_FILE,
     ToolResult,
+    answer_headers,
     check_gpu_unit,
     connector_declaration,
     dace_include_dir,
@@ -80,6 +85,7 @@ from dace_ai.providers.sdk import (
     provider_failure,
     strict_json_schema,
 )
+from dace_ai.targets.build_flags import build_command, builds_with_dace
 from dace_ai.targets.cpu import CpuInfo, read_cpu
 
 __all__ = [
@@ -87,9 +93,11 @@ __all__ = [
     "RETRIED_STATUS",
     "STAGES",
     "TASKLET_FUNCTION",
+    "UNIT_FILE",
     "AISettings",
     "Answer",
     "AnswerError",
+    "CandidateBuild",
     "CheckFailed",
     "CheckReport",
     "CheckRequest",
@@ -119,9 +127,13 @@ __all__ = [
     "TargetInfo",
     "ToolResult",
     "Usage",
+    "answer_headers",
+    "build_command",
+    "builds_with_dace",
     "cached_fallback",
     "chat_completion_reply",
     "check_gpu_unit",
+    "compile_candidate",
     "connector_declaration",
     "current_node",
     "cut_off_error",
@@ -137,8 +149,8 @@ __all__ = [
     "resolve_settings",
     "run_tool",
     "scope_parameters",
-    "state_struct",
     "stable_paths",
+    "state_struct",
     "strict_json_schema",
     "touches_gpu",
 ]

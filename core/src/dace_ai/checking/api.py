@@ -29,6 +29,9 @@ class CheckRequest:
     #: Builds the very DaCe tasklet the expansion would place, given environment class paths
     #: (set by the pipeline; checks that build a DaCe program use it, others ignore it).
     make_tasklet: Callable[[set[str]], Any] | None = None
+    #: What checkers of one candidate share so work is done once (e.g. the compiled unit,
+    #: see :func:`dace_ai.checking.compile.compile_candidate`).
+    shared: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

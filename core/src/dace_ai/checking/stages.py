@@ -152,9 +152,31 @@ def repair_message(reports: list[CheckReport]) -> str:
 
 
 def failure_error(node: NodeContext, reports: list[CheckReport], attempts: int,
-                  session_folder: str | os.PathLike | None = None) -> CheckFailed:
-    """The error raised when a node still fails after ``attempts`` repair rounds."""
+                  session_folder: str | os.PathLike | None = None, *, max_lines: int = 12) -> CheckFailed:
+    """The short error raised when a node still fails after ``attempts`` repair rounds.
+
+    It names the node, the failed checks and the session, and quotes the first
+    ``max_lines`` lines of the last diagnostics (the session holds them all).
+    """
     where = f"; session: {session_folder}" if session_folder else ""
-    last = "\n".join(f"[{r.checker}] {r.diagnostics.strip()}" for r in reports if r.failed)
+    failures = [r for r in reports if r.failed]
+    lines: list[str] = []
+    for r in failures:
+        lines += [f"[{r.checker}] {line}" for line in r.diagnostics.strip().splitlines()]
+    cut = len(lines) - max_lines
+    last = "\n".join(lines[:max_lines]) + (f"\n... ({cut} more lines in the session)" if cut > 0 else "")
+    names = ", ".join(sorted({r.checker for r in failures})) or "none"
     return CheckFailed(f"node {node.name!r} ({node.node_type}) in SDFG {node.sdfg_name!r} still fails its checks "
-                       f"after {attempts} repair attempt(s){where}. Last diagnostics:\n{last}")
+                       f"({names}) after {attempts} repair attempt(s){where}. Last diagnostics:\n{last}",
+                       node=node.name, session=str(session_folder or ""))
+
+
+def inconclusive_error(node: NodeContext, reports: list[CheckReport],
+                       session_folder: str | os.PathLike | None = None) -> CheckFailed:
+    """The error when checks could not decide and ``on_inconclusive=reject`` refuses the answer."""
+    where = f"; session: {session_folder}" if session_folder else ""
+    what = "; ".join(f"{r.checker}: " + ((r.details.get("reason") or r.diagnostics.strip() or "no reason given")
+                                         .splitlines()[0]) for r in reports)
+    return CheckFailed(f"node {node.name!r} ({node.node_type}) in SDFG {node.sdfg_name!r}: the answer was refused "
+                       f"because {len(reports)} check(s) could not decide ({what}) and on_inconclusive=reject{where}",
+                       node=node.name, session=str(session_folder or ""))

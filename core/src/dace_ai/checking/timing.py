@@ -103,11 +103,12 @@ def native_program(candidate: Any, request: CheckRequest) -> Any | None:
     from dace.sdfg import nodes
 
     from dace_ai import compat
+    from dace_ai.checking.reference import native_implementation
 
     live_node = (request.node.live or {}).get("node")
     if live_node is None:
         return None
-    implementation = compat.native_implementation(live_node)
+    implementation = native_implementation(live_node)
     if implementation is None:
         return None
     sdfg = copy.deepcopy(candidate)

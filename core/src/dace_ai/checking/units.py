@@ -18,6 +18,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dace_ai.checking.api import CheckReport, Status, stable_paths
 from dace_ai.context.types import ConnectorInfo, NodeContext
@@ -25,6 +26,8 @@ from dace_ai.prompt.answer import Answer
 
 #: Name of the function that holds the tasklet body in every unit.
 TASKLET_FUNCTION = "dace_ai_tasklet"
+#: File name of the host unit the core's compile check writes; diagnostics name it, so it must not change.
+UNIT_FILE = "tasklet.cpp"
 #: Schedules whose map parameters are thread indices inside a GPU kernel.
 GPU_THREAD_SCHEDULES = ("GPU_Device", "GPU_ThreadBlock")
 
@@ -100,8 +103,44 @@ def state_struct(answer: Answer, name: str = "dace_ai_state_t") -> str:
     return f"struct {name} {{\n    int dace_ai_unused;\n{fields}}};\n"
 
 
-def host_unit(answer: Answer, node: NodeContext, *, prelude: str = "", extra_locals: str = "") -> str:
-    """A unit whose functions hold the answer's init, tasklet and exit code as DaCe runs them on the host.
+def environment_classes(answer: Answer) -> tuple[list[Any], list[str]]:
+    """DaCe environment classes the answer names in ``use_environments``, and the names not registered."""
+    import dace.library
+
+    found, unknown = [], []
+    for name in answer.use_environments:
+        try:
+            found.append(dace.library.get_environment(name))
+        except Exception:  # noqa: BLE001 - DaCe raises several kinds for unknown names
+            unknown.append(name)
+    return found, unknown
+
+
+def environment_headers(env: Any) -> list[str]:
+    """The headers a DaCe environment class puts into generated code."""
+    headers = env.headers() if callable(env.headers) else env.headers
+    if isinstance(headers, dict):
+        headers = headers.get("frame", [])
+    return list(headers or [])
+
+
+def answer_headers(answer: Answer) -> list[str]:
+    """Headers of the environments the answer uses or requests, as DaCe includes them before the code."""
+    envs, _ = environment_classes(answer)
+    return [h for env in envs for h in environment_headers(env)] + [h for r in answer.environments for h in r.headers]
+
+
+def host_unit(answer: Answer, node: NodeContext, *, prelude: str = "", extra_locals: str = "",
+              headers: Sequence[str] | None = None) -> str:
+    """The one standalone C++ unit of a tasklet for host code: what DaCe gives the code, nothing more.
+
+    Every host check compiles this unit (the core's compile check, the x86 ISA
+    check, the SVE pack's cross compile and harness, the GPU packs' host code):
+    ``prelude``, the headers of the answer's environments (``headers``: default
+    :func:`answer_headers`), the ``__state`` struct, ``code_global`` at file scope,
+    then ``dace_ai_init`` / ``dace_ai_exit`` / :data:`TASKLET_FUNCTION` holding the
+    answer's code. Section comments tell the model which part of its answer a
+    diagnosed line came from.
 
     Signature of the tasklet function: ``(dace_ai_state_t* __state, <symbols>,
     <scope parameters as int>, <connectors>)``; scalar outputs are references so a
@@ -114,13 +153,16 @@ def host_unit(answer: Answer, node: NodeContext, *, prelude: str = "", extra_loc
     state_param = "dace_ai_state_t* __state"
     tasklet_params = ", ".join([state_param, *syms, *params, *conns])
     init_params = ", ".join([state_param, *syms])
+    includes = "".join(f"#include {h}\n" if h.startswith("<") else f'#include "{h}"\n'
+                       for h in (answer_headers(answer) if headers is None else headers))
     return (
-        f"{prelude}\n{state_struct(answer)}\n"
-        f"// code_global\n{answer.code_global}\n\n"
-        f"void dace_ai_init({init_params}) {{\n{answer.code_init}\n}}\n\n"
-        f"void dace_ai_exit({init_params}) {{\n{answer.code_exit}\n}}\n\n"
+        f"// The candidate tasklet in a unit of its own, as DaCe gives it its code.\n{prelude}\n{includes}"
+        f"{state_struct(answer)}\n"
+        f"// ---- code_global ----\n{answer.code_global}\n\n"
+        f"void dace_ai_init({init_params}) {{\n// ---- code_init ----\n{answer.code_init}\n}}\n\n"
+        f"void dace_ai_exit({init_params}) {{\n// ---- code_exit ----\n{answer.code_exit}\n}}\n\n"
         f"void {TASKLET_FUNCTION}({tasklet_params}) {{\n{extra_locals}"
-        f"// tasklet code\n{answer.code}\n}}\n"
+        f"// ---- code ----\n{answer.code}\n}}\n"
     )
 
 

@@ -30,6 +30,11 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef("max_retries", "int", 2, "Retries of a failed request (429, 5xx, timeouts)", (("ge", 0),)),
     SettingDef("max_repair_attempts", "int", 2, "Repair rounds after a failed check", (("ge", 0),)),
     SettingDef("compile_check", "bool", True, "Check generated code before using it"),
+    SettingDef("on_failure", "str", None, "When an answer still fails its checks after the repair rounds: "
+               "native (expand the node natively with a warning) or error; empty: native where the node has a "
+               "native implementation, else error"),
+    SettingDef("on_inconclusive", "str", "warn", "When a check cannot decide (a checker crashed, a tool is "
+               "missing): warn (accept with a warning) or reject (refuse the answer)"),
     SettingDef("cache", "bool", True, "Reuse answers from the ai-cache folder"),
     SettingDef("extra_instructions", "str", "", "Text appended to every prompt"),
     SettingDef("target", "str", None, "Hardware target name; empty detects it"),

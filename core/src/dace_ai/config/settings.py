@@ -54,6 +54,8 @@ class AISettings(BaseModel):
     max_retries: int = _field("max_retries")
     max_repair_attempts: int = _field("max_repair_attempts")
     compile_check: bool = _field("compile_check")
+    on_failure: Literal["native", "error"] | None = _field("on_failure")
+    on_inconclusive: Literal["warn", "reject"] = _field("on_inconclusive")
     cache: bool = _field("cache")
     extra_instructions: str = _field("extra_instructions")
     target: str | None = _field("target")
@@ -85,7 +87,7 @@ class AISettings(BaseModel):
         return value
 
     @field_validator("provider", "model", "base_url", "effort", "target", "prompt_dir", "interactive",
-                     "cuda_arch", "hip_arch", "bench_sizes", "verify_sizes",
+                     "cuda_arch", "hip_arch", "bench_sizes", "verify_sizes", "on_failure",
                      mode="before")
     @classmethod
     def _empty_is_none(cls, value: Any) -> Any:

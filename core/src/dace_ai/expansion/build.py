@@ -298,7 +298,9 @@ def build(sdfg: Any, rounds: int = 2, settings: AISettings | dict[str, Any] | No
     for attempt in range(rounds + 1):
         try:
             with compat.debugprint_off():
-                return sdfg.compile()
+                program = sdfg.compile()
+            print_verification_summary(sdfg)
+            return program
         except compilation_error as exc:
             if attempt == rounds:
                 text = _stable("\n".join(format_diagnostics(b) for b in _blocks(parse_diagnostics(str(exc)))), sdfg)
@@ -306,3 +308,28 @@ def build(sdfg: Any, rounds: int = 2, settings: AISettings | dict[str, Any] | No
                                   f"{text}") from exc
             repair(sdfg, exc, settings)
     raise AssertionError("unreachable")
+
+
+def verification_summary(sdfg: Any) -> list[tuple[str, str]]:
+    """(tasklet label, verification level) of every generated tasklet in ``sdfg``, nested SDFGs included."""
+    from dace.sdfg import nodes
+
+    from dace_ai.checking.levels import level_from_code
+
+    found = []
+    for node, _ in sdfg.all_nodes_recursive():
+        if isinstance(node, nodes.Tasklet):
+            level = level_from_code(node.code.as_string)
+            if level is not None:
+                found.append((node.label, level))
+    return found
+
+
+def print_verification_summary(sdfg: Any, file: Any = None) -> None:
+    """One line per generated tasklet saying how far it was checked (on stderr by default)."""
+    import sys
+
+    rows = verification_summary(sdfg)
+    if rows:
+        print(f"dace-ai build of {sdfg.name!r}: " + "; ".join(f"{label}: {level}" for label, level in rows),
+              file=file or sys.stderr)

@@ -92,9 +92,12 @@ class ResponseReport:
 
     expanded: list[str] = field(default_factory=list)
     missing: list[PromptFile] = field(default_factory=list)
+    #: Node name -> how far its tasklet was checked (``native fallback`` when no answer passed).
+    verification: dict[str, str] = field(default_factory=dict)
 
     def __str__(self) -> str:
         lines = [f"expanded {len(self.expanded)} node(s): {', '.join(self.expanded) or '-'}"]
+        lines += [f"  - {name}: {self.verification.get(name, 'unknown')}" for name in self.expanded]
         lines += [f"missing answer for {m.node!r}: save it as {m.response} (prompt: {m.prompt})" for m in self.missing]
         return "\n".join(lines)
 
@@ -118,12 +121,22 @@ def read_prompt_responses(sdfg: Any, directory: str | Path | None = None, settin
         for nsdfg, state, node in _pending(sdfg):
             name = node.name
             try:
-                implement(nsdfg, state, node, manual)
+                tasklet = implement(nsdfg, state, node, manual)
                 report.expanded.append(name)
+                report.verification[name] = tasklet_level(tasklet)
             except MissingAnswer as exc:
                 report.missing.append(PromptFile(name, nsdfg.name, exc.prompt_path,  # type: ignore[attr-defined]
                                                  exc.response_path))  # type: ignore[attr-defined]
     return report
+
+
+def tasklet_level(tasklet: Any) -> str:
+    """The verification level in a generated tasklet's provenance; ``native fallback`` for None."""
+    from dace_ai.checking.levels import level_from_code
+
+    if tasklet is None:
+        return "native fallback (no answer passed its checks)"
+    return level_from_code(tasklet.code.as_string) or "unknown"
 
 
 def _pending(sdfg: Any) -> list[tuple[Any, Any, Any]]:
@@ -145,6 +158,8 @@ def generate_prompt(node: Any, state: Any, settings: Any = None) -> str:
 
 def read_prompt_response(node: Any, state: Any, reply: Any, settings: Any = None) -> Any:
     """Expand one node now with ``reply`` (JSON text, a dict, or an Answer); return the tasklet.
+
+    None when the reply (and its repairs) failed and ``on_failure=native`` expanded the node natively.
 
     The reply is validated first: a bad one raises :class:`~dace_ai.errors.AnswerError`
     and changes nothing.

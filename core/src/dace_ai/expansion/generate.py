@@ -14,8 +14,10 @@ then finds a cache hit for every node and only runs the checks.
 * Up to ``max_concurrency`` requests are in flight (threads; provider clients
   are thread-safe). An offline provider (the manual exchange) is asked one node
   at a time.
-* Only answers that :func:`~dace_ai.prompt.answer.parse_answer` accepts are cached; a
-  failed, refused or malformed reply caches nothing and is listed in the summary.
+* Only answers that parse and pass their checks (the same checks the expansion
+  runs, see :func:`dace_ai.checking.stages.run_checks`) are cached, with the
+  verification level they reached; a failed, malformed or refused reply caches
+  nothing and is listed in the summary (the expansion then asks again and repairs).
 * On a terminal a progress bar shows nodes done / failed / cached.
 
 Repair rounds still happen during the expansion, one node at a time, because
@@ -53,6 +55,8 @@ class NodeResult:
     error: str | None = None
     usage: Usage | None = None
     seconds: float = 0.0
+    #: How far the cached answer was checked (``verified (3 seeds)``, ``compile-only``, ``unverified: ...``).
+    verification: str = ""
 
 
 @dataclass
@@ -104,9 +108,12 @@ class GenerateSummary:
     def __str__(self) -> str:
         usage = self.usage
         cost = f", ${usage.cost_usd:.4f}" if usage.cost_usd is not None else ""
-        return (f"{len(self.nodes)} node(s): {self.generated} generated, {self.cached} cached, {self.failed} failed; "
+        head = (f"{len(self.nodes)} node(s): {self.generated} generated, {self.cached} cached, {self.failed} failed; "
                 f"{self.requests} request(s) to {self.provider!r} in {self.seconds:.1f} s "
                 f"({usage.input_tokens} input / {usage.output_tokens} output tokens{cost})")
+        lines = [f"  - {n.name}: {n.verification if n.status != 'failed' else 'failed: ' + (n.error or '')}"
+                 .splitlines()[0] for n in self.nodes]
+        return "\n".join([head, *lines])
 
 
 @dataclass
@@ -158,8 +165,9 @@ def generate(sdfg: Any, settings: Any = None, *, progress: bool | None = None) -
             if key in jobs:
                 result.shared = True
                 jobs[key].results.append(result)
-            elif cache.get(key) is not None:
+            elif (hit := cache.get(key)) is not None:
                 result.status = "cached"
+                result.verification = hit.verification
             else:
                 jobs[key] = _Job(key, request, ctx, [result])
 
@@ -170,29 +178,44 @@ def generate(sdfg: Any, settings: Any = None, *, progress: bool | None = None) -
             client = make_client(provider, settings)
             workers = 1 if provider.offline else max(1, min(settings.max_concurrency, len(jobs)))
             summary.requests = len(jobs)
-            _run(jobs.values(), workers, lambda job: _answer(provider, client, job, cache), bar)
+            _run(jobs.values(), workers, lambda job: _answer(provider, client, job, cache, settings), bar)
     finally:
         bar.close()
     summary.seconds = time.perf_counter() - started
     return summary
 
 
-def _answer(provider: Any, client: Any, job: _Job, cache: AnswerCache) -> tuple[Status, str | None, Usage | None]:
-    """Ask for one distinct request; cache the reply only when it is a valid answer."""
-    from dace_ai.expansion.pipeline import ask_for_node
+def _answer(provider: Any, client: Any, job: _Job, cache: AnswerCache,
+            settings: Any) -> tuple[Status, str | None, Usage | None, str]:
+    """Ask for one distinct request; cache the reply only when it is a valid answer that passes its checks."""
+    from dace_ai.checking.levels import verification_level
+    from dace_ai.checking.stages import failed, repair_message
+    from dace_ai.expansion.pipeline import ask_for_node, check_answer
 
     try:
         reply: ProviderReply = ask_for_node(provider, client, job.request, job.ctx)
-        parse_answer(reply.text, origin=f"{provider.name} answer for node {job.ctx.name!r}")
+        answer = parse_answer(reply.text, origin=f"{provider.name} answer for node {job.ctx.name!r}")
+        reports = check_answer(answer, job.ctx, settings)
     except DaceAIError as exc:
-        return "failed", str(exc), None
+        return "failed", str(exc), None, ""
     except Exception as exc:  # noqa: BLE001 - a provider plugin's bug must not take the other nodes down
-        return "failed", f"{type(exc).__name__}: {exc}", None
-    cache.put(job.key, provider.name, reply.as_record(), extra={"node": job.ctx.name, "via": "dace_ai.generate"})
-    return "generated", None, reply.usage
+        return "failed", f"{type(exc).__name__}: {exc}", None, ""
+    undecided = [r.checker for r in reports if r.status == "inconclusive"]
+    if failed(reports):
+        first = repair_message(reports).split("\n\n", 2)[1:2]
+        return "failed", ("refused by its checks, nothing cached (the expansion asks again with the diagnostics): "
+                          + (first[0].splitlines()[0] if first else "")), reply.usage, ""
+    if undecided and settings.on_inconclusive == "reject":
+        return "failed", (f"refused: check(s) {', '.join(undecided)} could not decide and on_inconclusive=reject; "
+                          "nothing cached"), reply.usage, ""
+    level = verification_level(reports)
+    checks = [{"checker": r.checker, "status": r.status, "stage": r.details.get("stage", "")} for r in reports]
+    cache.put(job.key, provider.name, reply.as_record(),
+              extra={"node": job.ctx.name, "via": "dace_ai.generate", "checks": checks, "verification": level})
+    return "generated", None, reply.usage, level
 
 
-def _run(jobs: Any, workers: int, work: Callable[[_Job], tuple[Status, str | None, Usage | None]],
+def _run(jobs: Any, workers: int, work: Callable[[_Job], tuple[Status, str | None, Usage | None, str]],
          bar: _Progress) -> None:
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dace-ai-generate")
     started: dict[Future, tuple[_Job, float]] = {}
@@ -204,9 +227,9 @@ def _run(jobs: Any, workers: int, work: Callable[[_Job], tuple[Status, str | Non
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 job, t0 = started[future]
-                status, error, usage = future.result()
+                status, error, usage, level = future.result()
                 for result in job.results:
-                    result.status, result.error, result.usage = status, error, usage
+                    result.status, result.error, result.usage, result.verification = status, error, usage, level
                     result.seconds = time.perf_counter() - t0
                 bar.advance(done=len(job.results) if status == "generated" else 0,
                             failed=len(job.results) if status == "failed" else 0)

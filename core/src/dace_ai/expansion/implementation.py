@@ -108,6 +108,9 @@ def install() -> None:
 def expand(sdfg: Any, state: Any, node: Any, settings: Any = None) -> Any:
     """Expand one library node now with dace-ai and return the tasklet that replaced it.
 
+    None when no answer passed its checks and ``on_failure=native`` expanded the node
+    natively instead (with a :class:`~dace_ai.errors.NativeFallbackWarning`).
+
     Works for any library node whatever its ``implementation``; ``settings`` is an
     :class:`~dace_ai.config.settings.AISettings` or a dict of overrides (default: resolved
     from the usual sources).

@@ -212,7 +212,6 @@ class _Runner:
             c.stage, c.reason = "answer", str(exc)
             self._record(attempt, "error", str(exc))
             return
-        self.answers.keep(key, reply, source)
 
     def _check(self, attempt: _Attempt) -> None:
         from dace_ai.checking.stages import failed
@@ -221,7 +220,7 @@ class _Runner:
         c = attempt.candidate
         started = time.perf_counter()
         try:
-            attempt.reports = reports = pipeline._check(attempt.answer, self.ctx, self.settings)
+            attempt.reports = reports = pipeline.check_answer(attempt.answer, self.ctx, self.settings)
         except Exception as exc:  # noqa: BLE001 - one candidate's trouble must not stop the others
             c.status, c.stage, c.reason = "error", "check", f"{type(exc).__name__}: {exc}"
             return
@@ -235,7 +234,11 @@ class _Runner:
             first = next(r for r in reports if r.failed)
             c.status, c.stage, c.reason = "refused", first.details.get("stage", ""), first.diagnostics.strip()
         else:
+            from dace_ai.checking.levels import verification_level
+
             c.status = "passed"
+            c.verification = verification_level(reports)
+            self.answers.keep(attempt.key, attempt.reply, c.source, reports, c.verification)  # only what passed
         self._record(attempt, "passed" if c.status == "passed" else "rejected")
 
     def _record(self, attempt: _Attempt, status: str, error: str = "") -> None:
@@ -315,11 +318,11 @@ def _sizes(sizes: Any) -> str:
 def _apply(result: NodeOptimization, best: _Attempt | None, sdfg: Any, state: Any, node: Any, ctx: Any,
            gate: float | None, provider: str, session: Any) -> None:
     """Place the winner's tasklet, or keep the native expansion (gate, or nothing passed)."""
-    from dace_ai import compat
     from dace_ai.expansion import pipeline
+    from dace_ai.expansion.fallback import native_implementation
     from dace_ai.expansion.tasklet import make_tasklet, place_tasklet
 
-    native = compat.native_implementation(node)
+    native = native_implementation(node)
     if best is None:
         result.reason = "no candidate passed its checks"
         if native is not None:
@@ -349,7 +352,8 @@ def _apply(result: NodeOptimization, best: _Attempt | None, sdfg: Any, state: An
     provenance = {"node": ctx.name, "provider": provider, "model": (best.reply.model if best.reply else "") or "",
                   "source": c.source, "cache_key": getattr(best, "key", "")[:16],
                   "session": f"ai-sessions/{session.folder.name}/round-{c.session_round}",
-                  "bench": pipeline.bench_provenance(best.figures), "optimize": f"r{c.round}s{c.sample}"}
+                  "bench": pipeline.bench_provenance(best.figures), "optimize": f"r{c.round}s{c.sample}",
+                  "verification": c.verification}  # last: the level may contain spaces
     place_tasklet(state, node, make_tasklet(node, best.answer, ctx, provenance, environments))
     result.outcome = "optimized"
     _summarize(session, result, c.session_round)

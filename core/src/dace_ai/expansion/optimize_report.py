@@ -33,6 +33,7 @@ class Candidate:
     source: str = ""  #: "cache" or the provider's name
     session_round: int | None = None
     check_seconds: float = 0.0  #: time its checks took (compile, verify, bench: its own build and runs)
+    verification: str = ""  #: verification level of a candidate that passed (e.g. ``verified (3 seeds)``)
     winner: bool = False
 
 

@@ -212,6 +212,8 @@ class Outcome:
     session: str
     round: int
     environments: set[str]
+    #: How far the answer was checked (:func:`dace_ai.checking.levels.verification_level`).
+    level: str = ""
     reports: list[Any] = field(default_factory=list)
 
 
@@ -275,10 +277,16 @@ class AnswerSource:
         finally:
             _cached_fallback.reset(token)
 
-    def keep(self, key: str, reply: ProviderReply, source: str) -> None:
-        """Cache a reply that parsed as an answer (cached replies are already there)."""
+    def keep(self, key: str, reply: ProviderReply, source: str, reports: Sequence[Any] = (),
+             level: str = "") -> None:
+        """Cache an answer that passed its checks, with those checks (cached replies are already there).
+
+        Called only once the answer is accepted: a refused answer is never cached, so a
+        later run asks again (or reads the edited response file).
+        """
         if self.settings.cache and source != "cache":
-            self.cache.put(key, self.provider.name, reply.as_record())
+            checks = [{"checker": r.checker, "status": r.status, "stage": r.details.get("stage", "")} for r in reports]
+            self.cache.put(key, self.provider.name, reply.as_record(), extra={"checks": checks, "verification": level})
 
 
 def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None,
@@ -286,7 +294,12 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
     """Ask (or replay) until an answer passes its checks; raise when it cannot.
 
     ``supplied`` is an answer text to use for the first round instead of asking
-    (``read_prompt_response``); it is cached like any answer.
+    (``read_prompt_response``); it is cached like any answer once it passes.
+
+    An answer is cached only after it passes its checks. A check that cannot decide
+    (``inconclusive``) gives a warning naming the node and the checker
+    (``on_inconclusive=warn``), or refuses the answer at once (``reject``: no repair
+    round can fix a missing tool).
     """
     from dace_ai.prompt.render import render_prompt
     from dace_ai.providers.select import select_provider
@@ -315,27 +328,35 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
                                  request=record, reply_text=reply.text, answer=None, reports=[], status="error",
                                  error=str(exc), source=source, node_json=node_json)
             raise
-        answers.keep(key, reply, source)
-        reports = _check(answer, ctx, settings)
-        from dace_ai.checking.stages import failed, failure_error, repair_message
+        reports = check_answer(answer, ctx, settings)
+        from dace_ai.checking.levels import verification_level
+        from dace_ai.checking.stages import failed, failure_error, inconclusive_error, repair_message
 
-        ok = not failed(reports)
+        undecided = [r for r in reports if r.status == "inconclusive"]
+        rejected = bool(undecided) and settings.on_inconclusive == "reject" and not failed(reports)
+        ok = not failed(reports) and not rejected
+        level = verification_level(reports) if ok else ""
         environments: set[str] = set()
         if ok:
             environments = _environments(answer, ctx)
         rnd = session.record_round(node=_node_record(ctx), system=request.system, messages=conversation,
                                    request=record, reply_text=reply.text, answer=answer.model_dump(mode="json"),
                                    reports=reports, status="accepted" if ok else "rejected", source=source,
-                                   node_json=node_json)
+                                   node_json=node_json, level=level)
+        if rejected:
+            raise inconclusive_error(ctx, undecided, session.folder)
         if ok:
+            answers.keep(key, reply, source, reports, level)
+            if undecided:
+                _warn_inconclusive(ctx, undecided, session.folder)
             return Outcome(answer, reply, provider.name, key, source, str(session.folder), rnd.number, environments,
-                           reports)
+                           level, reports)
         history += [Message("assistant", reply.text), Message("user", repair_message(reports))]
     error = failure_error(ctx, reports, attempts - 1, session.folder)
     if only_too_slow(reports):
         raise NativeKept(f"node {ctx.name!r}: every candidate was slower than the native expansion "
-                         f"(bench=gate, min_speedup {settings.min_speedup}); keeping the native expansion. "
-                         f"Session: {session.folder}. {error}")
+                         f"(bench=gate, min_speedup {settings.min_speedup}); keeping the native expansion. {error}",
+                         node=ctx.name, session=str(session.folder))
     raise error
 
 
@@ -364,7 +385,21 @@ def bench_provenance(figures: dict[str, Any] | None) -> str:
     return f"{figures['candidate_median'] * 1e6:.1f}us_per_call"
 
 
-def _check(answer: Answer, ctx: NodeContext, settings: AISettings) -> list[Any]:
+def _warn_inconclusive(ctx: NodeContext, reports: Sequence[Any], session: Any) -> None:
+    """Never accept silently: say which checks could not decide, for which node, and where the session is."""
+    import warnings
+
+    from dace_ai.errors import InconclusiveCheckWarning
+
+    what = "; ".join(f"{r.checker}: {(r.details.get('reason') or r.diagnostics.strip() or 'no reason given')}"
+                     .splitlines()[0] for r in reports)
+    warnings.warn(f"dace-ai: node {ctx.name!r} ({ctx.node_type}) in SDFG {ctx.sdfg_name!r} was accepted although "
+                  f"{len(reports)} check(s) could not decide ({what}); session: {session}. "
+                  "Set on_inconclusive=reject to refuse such answers.", InconclusiveCheckWarning, stacklevel=3)
+
+
+def check_answer(answer: Answer, ctx: NodeContext, settings: AISettings) -> list[Any]:
+    """Every applicable checker's report on ``answer`` for node ``ctx`` (see :func:`~dace_ai.checking.stages.run_checks`)."""
     if not settings.compile_check:
         return []
     from dace_ai.checking.api import CheckRequest
@@ -410,32 +445,33 @@ def generate_tasklet(sdfg: Any, state: Any, node: Any, settings: Any = None, *,
     provenance = {"node": ctx.name, "provider": outcome.provider, "model": outcome.reply.model or "",
                   "source": outcome.source, "cache_key": outcome.key[:16],
                   "session": f"ai-sessions/{outcome.session.rsplit('/', 1)[-1]}/round-{outcome.round}",
-                  "bench": bench_provenance(bench_figures(outcome.reports))}
+                  "bench": bench_provenance(bench_figures(outcome.reports)),
+                  "verification": outcome.level}  # last: the level may contain spaces
     return make_tasklet(node, outcome.answer, ctx, provenance, outcome.environments)
 
 
 def implement(sdfg: Any, state: Any, node: Any, settings: Any = None, *, supplied: str | None = None) -> Any:
     """Replace ``node`` in ``state`` by a tasklet written from a model's answer; return the tasklet.
 
-    When ``bench=gate`` refused every candidate as slower, the node is expanded with its
-    native implementation instead (with a warning) and the name of that expansion returned.
+    When no answer passes (rounds exhausted, or an undecidable check with
+    ``on_inconclusive=reject``), ``on_failure`` decides: ``native`` (the default
+    where the node has a native implementation) expands the node natively with a
+    warning naming the node and the session and returns None; ``error`` raises
+    the :class:`~dace_ai.errors.CheckFailed`. When ``bench=gate`` refused every candidate
+    as slower (:class:`~dace_ai.errors.NativeKept`), the native expansion is kept whatever
+    ``on_failure`` says: the code works, it is just not faster.
     """
+    from dace_ai.errors import CheckFailed
     from dace_ai.expansion.tasklet import place_tasklet
 
+    settings = resolve(settings)
     try:
         tasklet = generate_tasklet(sdfg, state, node, settings, supplied=supplied)
-    except NativeKept as exc:
-        import warnings
+    except CheckFailed as exc:
+        from dace_ai.expansion.fallback import expand_natively_or_raise
 
-        warnings.warn(str(exc).split(" Last diagnostics:")[0], stacklevel=2)
-        return keep_native(sdfg, state, node)
+        if isinstance(exc, NativeKept):
+            settings = settings.model_copy(update={"on_failure": "native"})
+        expand_natively_or_raise(sdfg, state, node, settings, exc)
+        return None
     return place_tasklet(state, node, tasklet)
-
-
-def keep_native(sdfg: Any, state: Any, node: Any) -> Any:
-    """Expand ``node`` with its native implementation (DaCe's own) now."""
-    implementation = compat.native_implementation(node)
-    if implementation is None:
-        raise NativeKept(f"node {node.label!r} has no native implementation to keep")
-    node.implementation = implementation
-    return node.expand(sdfg, state)

@@ -134,13 +134,23 @@ def render_gpu(ctx: NodeContext) -> str | None:
 
 def render_target(ctx: NodeContext) -> str:
     """The hardware target and why it was chosen."""
+    from dace_ai.targets.build_flags import build_command, builds_with_dace, language_standard
+
     t = ctx.target
-    compiler = " ".join((*t.compiler, *t.flags))
+    compiler, flags = build_command(t)
+    command = " ".join((*compiler, *flags))
     lines = [t.description.strip(), "",
              f"Target: `{t.name}` ({t.kind}); chosen because: {t.reason}.",
              f"Language of the code: `{t.language}`."]
-    if compiler and compiler not in t.description:  # some targets already name it in their description
-        lines.append(f"Compiled with: `{compiler}`")
+    if builds_with_dace(t):
+        standard = language_standard(flags)
+        lines.append(f"The program is compiled with: `{command}`"
+                     + (f" (C++ standard `{standard}`: use nothing newer)." if standard else "."))
+        if t.flags and tuple(t.flags) != tuple(flags):
+            lines.append(f"Instructions your code may use are those of `{' '.join(t.flags)}` "
+                         "(and only those the build's flags enable).")
+    elif command and command not in t.description:  # some targets already name it in their description
+        lines.append(f"Compiled with: `{command}`")
     return "\n".join(lines)
 
 

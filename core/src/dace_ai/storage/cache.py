@@ -2,8 +2,9 @@
 
 An answer is keyed by everything that determines it: provider, endpoint,
 model, effort, token limit, response schema and the whole conversation. A hit
-needs no provider SDK and no key. Only answers that parsed and validated are
-stored, so a bad reply is never replayed. Entries are written atomically; two
+needs no provider SDK and no key. Only answers that parsed, validated and
+passed their checks are stored (with those checks and the verification level
+they reached), so a refused reply is never replayed. Entries are written atomically; two
 processes writing the same key write the same content.
 """
 
@@ -48,6 +49,8 @@ class CachedAnswer:
     record: dict[str, Any]
     provider: str
     created: float
+    #: The verification level the answer reached when it was accepted and cached.
+    verification: str = ""
 
 
 class AnswerCache:
@@ -70,7 +73,8 @@ class AnswerCache:
         except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
             return None
         record = {field: data.get(field) for field in ("text", "usage", "model", "stop_reason")}
-        return CachedAnswer(key, record, data.get("provider", ""), data.get("created", 0.0))
+        return CachedAnswer(key, record, data.get("provider", ""), data.get("created", 0.0),
+                            str(data.get("verification") or ""))
 
     def put(self, key: str, provider_name: str, reply: dict[str, Any], extra: dict[str, Any] | None = None) -> Path:
         """Store a reply record (``ProviderReply.as_record()``) under ``key``."""

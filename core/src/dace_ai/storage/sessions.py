@@ -77,12 +77,13 @@ class Session:
     def record_round(self, *, node: dict[str, Any], system: str, messages: list[tuple[str, str]],
                      request: dict[str, Any], reply_text: str | None, answer: dict[str, Any] | None,
                      reports: list[Any], status: str, error: str = "", source: str = "",
-                     node_json: Any = None) -> RoundRecord:
+                     node_json: Any = None, level: str = "") -> RoundRecord:
         """Append one round (prompt, answer, checks) and update ``session.json``.
 
         ``status`` is ``accepted``, ``rejected`` (failed its checks) or ``error``
-        (the answer did not parse). A cache replay identical to the last round
-        only bumps that round's ``replayed`` count.
+        (the answer did not parse). ``level`` is an accepted answer's verification
+        level (``verified (3 seeds)``, ``compile-only``, ``unverified: <reason>``).
+        A cache replay identical to the last round only bumps that round's ``replayed`` count.
         """
         with lock_for(self.summary_path):
             summary = self.summary()
@@ -91,6 +92,8 @@ class Session:
             if (source == "cache" and last is not None and last.get("cache_key") == request.get("cache_key")
                     and last.get("status") == status):
                 last["replayed"] = last.get("replayed", 0) + 1
+                if level:
+                    last["verification"] = summary["verification"] = level
                 summary["updated"] = time.time()
                 atomic_write_json(self.summary_path, summary)
                 return RoundRecord(last["number"], self.folder / f"round-{last['number']}")
@@ -117,9 +120,12 @@ class Session:
                 atomic_write_json(self.folder / "node.json", node_json)
             summary.update({"node": node, "updated": time.time()})
             summary["rounds"].append({"number": number, "status": status, "source": source, "error": error,
-                                      "cache_key": request.get("cache_key"), "time": time.time()})
+                                      "cache_key": request.get("cache_key"), "time": time.time(),
+                                      **({"verification": level} if level else {})})
             if status == "accepted":
                 summary["current"] = number
+                summary["verification"] = level
+                summary.pop("fallback", None)
             atomic_write_json(self.summary_path, summary)
             return RoundRecord(number, folder)
 
@@ -129,6 +135,14 @@ class Session:
         with lock_for(self.summary_path):
             summary = self.summary()
             summary.update(fields, updated=time.time())
+            atomic_write_json(self.summary_path, summary)
+
+    def record_fallback(self, implementation: str, reason: str) -> None:
+        """Note that the node was expanded natively (``implementation``) because no answer passed."""
+        with lock_for(self.summary_path):
+            summary = self.summary()
+            summary["fallback"] = {"implementation": implementation, "reason": reason, "time": time.time()}
+            summary["verification"] = f"native fallback ({implementation})"
             atomic_write_json(self.summary_path, summary)
 
 

@@ -28,7 +28,9 @@ def host_compiler() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """DaCe's configured host compiler and its flags."""
     from dace.config import Config
 
-    executable = Config.get("compiler", "cpu", "executable") or "c++"
+    from dace_ai.targets.build_flags import dace_compiler
+
+    executable = dace_compiler()
     args = tuple(shlex.split(Config.get("compiler", "cpu", "args") or ""))
     return (executable,), args
 

@@ -1,21 +1,21 @@
 """The ``x86-isa`` checker: intrinsics the target CPU lacks are rejected before anything runs.
 
 Two independent reasons, both reported: a scan names each intrinsic or vector
-type whose ISA extension is missing from the target's level (a clear sentence
-the model can act on), and the compiler, run with the target's ``-march``
-flags, rejects the same code in its own words (GCC: "inlining failed in call to
-'always_inline' ... target specific option mismatch"). A compile check with
-``-fsyntax-only`` would not catch it: the mismatch surfaces only when the
-intrinsic is inlined, so the unit is compiled to an object file.
+type whose ISA extension is missing from what the target allows (its level,
+narrowed by the ``-march`` of the real build), a clear sentence the model can
+act on; and the compiler, run once per candidate with the real build's flags by
+the core (:func:`dace_ai.plugin.compile_candidate`, shared with the ``probe``
+check), rejects the same code in its own words (GCC: "inlining failed in call
+to 'always_inline' ... target specific option mismatch"). The unit is compiled
+to an object file because the mismatch surfaces only when the intrinsic is inlined.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 from dataclasses import dataclass
 
-from dace_ai.plugin import CheckReport, CheckRequest, dace_include_dir, host_unit, report_from_tool, run_tool
+from dace_ai.plugin import CheckReport, CheckRequest, build_command, compile_candidate, stable_paths
 
 from .cpu import features_for_flags, read_cpu
 
@@ -67,49 +67,42 @@ def required_features(sources: dict[str, str]) -> list[tuple[str, str, str, str,
     return list(found.values())
 
 
-def _prelude() -> str:
-    return "// what DaCe includes in every generated file\n#include <dace/dace.h>\n"
-
-
 def check_x86(request: CheckRequest) -> CheckReport:
-    """Scan for intrinsics beyond the target's ISA level, then compile with the target's flags."""
+    """Scan for intrinsics beyond what the target and the real build allow; judge the shared compile."""
     answer, node = request.answer, request.node
     target = node.target
     cpu = read_cpu()
-    allowed = features_for_flags(list(target.flags), cpu.flags)
+    _, build_flags = build_command(target)
+    allowed = features_for_flags(list(target.flags), cpu.flags) & features_for_flags(build_flags, cpu.flags)
     sources = {"code": answer.code, "code_global": answer.code_global, "code_init": answer.code_init,
                "code_exit": answer.code_exit}
     missing = [hit for hit in required_features(sources) if hit[1] not in allowed]
-
-    compiler = target.compiler[0] if target.compiler else "g++"
-    if shutil.which(compiler) is None:
-        compiler = "g++"
-    workdir = request.workdir
-    workdir.mkdir(parents=True, exist_ok=True)
-    unit = workdir / "candidate.cpp"
-    unit.write_text(host_unit(answer, node, prelude=_prelude()))
-    argv = [compiler, "-std=c++17", "-c", "-O0", "-fPIC", "-Wno-psabi", "-I", str(dace_include_dir()),
-            *target.flags, unit.name, "-o", "candidate.o"]
-    result = run_tool(argv, cwd=workdir, timeout=120)
+    build = compile_candidate(request)
+    details = {"command": " ".join(stable_paths(a, {str(build.folder) + "/": ""}) for a in build.command),
+               "allowed_features": sorted(allowed), "missing": [m[:2] for m in missing]}
     prefix = ""
     if missing:
         lacking = sorted({hit[1] for hit in missing})
         uses = "; ".join(f"{name} ({section} line {line}) needs {feature} ({family})"
                          for name, feature, family, section, line in missing)
         where = (f"this CPU ({cpu.model}) does not have {', '.join(f for f in lacking if f not in cpu.flags)}"
-                 if any(f not in cpu.flags for f in lacking) else "the target's flags do not enable them")
-        prefix = (f"The code uses instructions target {target.name!r} (flags {' '.join(target.flags)}) does not "
-                  f"allow: {uses}. {where[0].upper() + where[1:]}; it would stop with an illegal instruction "
-                  f"or not compile. Use only {', '.join(sorted(allowed & _VECTOR_FEATURES)) or 'SSE2'} "
-                  "intrinsics (see the target guidance).\n")
-    report = report_from_tool(CHECKER, result, workdir, names={str(unit): "candidate.cpp"},
-                              failure_prefix=prefix + ("Compiler output:\n" if prefix else ""),
-                              details={"allowed_features": sorted(allowed), "missing": [m[:2] for m in missing]})
-    if missing and report.status != "failed":
-        # The compiler accepted it (e.g. only a type was named): the scan alone decides.
-        report.status = "failed"
-        report.diagnostics = prefix.rstrip() + ("\n" + report.diagnostics if report.diagnostics else "")
-    return report
+                 if any(f not in cpu.flags for f in lacking)
+                 else "the target's level or the build's flags do not enable them")
+        prefix = (f"The code uses instructions target {target.name!r} (level {' '.join(target.flags)}; build flags "
+                  f"{' '.join(build_flags)}) does not allow: {uses}. {where[0].upper() + where[1:]}; it would stop "
+                  f"with an illegal instruction or not compile. Use only "
+                  f"{', '.join(sorted(allowed & _VECTOR_FEATURES)) or 'SSE2'} intrinsics (see the target guidance).\n")
+    if build.missing_compiler:
+        status, text = ("failed", prefix.rstrip()) if missing else ("inconclusive", build.result.output)
+        return CheckReport(CHECKER, status, text, 0.0, details)
+    if build.ok:
+        status = "failed" if missing else "passed"
+        return CheckReport(CHECKER, status, prefix.rstrip(), 0.0, details)
+    if build.claim_output(CHECKER):
+        compiler_text = "Compiler output:\n" + build.diagnostics
+    else:
+        compiler_text = f"The compiler rejected the unit (its messages are in check {build.reported_by!r})."
+    return CheckReport(CHECKER, "failed", prefix + compiler_text, 0.0, details)
 
 
 _VECTOR_FEATURES = frozenset({"sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl",

@@ -8,15 +8,18 @@ configuration alone.
 from __future__ import annotations
 
 import shutil
-import subprocess
-import time
 from pathlib import Path
 
-from dace_ai.checking.api import CheckReport
-from dace_ai.checking.diagnostics import summarize_output
-from dace_ai.checking.host import PROBE_FILE, is_host_cpp, probe_source
-from dace_ai.compat import dace_runtime_include
-from dace_ai.plugin import Checker, hookimpl
+from dace_ai.plugin import (
+    UNIT_FILE,
+    Checker,
+    CheckReport,
+    dace_include_dir,
+    hookimpl,
+    host_unit,
+    report_from_tool,
+    run_tool,
+)
 
 COMPILER = "clang++"
 
@@ -26,14 +29,16 @@ def check(request) -> CheckReport:
         return CheckReport("clang-syntax", "inconclusive", f"{COMPILER} not found on PATH")
     folder = Path(request.workdir) / "clang"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / PROBE_FILE).write_text(probe_source(request), encoding="utf-8")
-    cmd = [COMPILER, "-std=c++14", "-I", dace_runtime_include(), "-include", "dace/dace.h",
-           "-fsyntax-only", PROBE_FILE]
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, timeout=300, check=False)
-    status = "passed" if proc.returncode == 0 else "failed"
-    return CheckReport("clang-syntax", status, "" if status == "passed" else summarize_output(proc.stderr),
-                       time.perf_counter() - start, {"compiler": COMPILER})
+    (folder / UNIT_FILE).write_text(host_unit(request.answer, request.node), encoding="utf-8")
+    cmd = [COMPILER, "-std=c++14", "-I", str(dace_include_dir()), "-include", "dace/dace.h",
+           "-fsyntax-only", UNIT_FILE]
+    return report_from_tool("clang-syntax", run_tool(cmd, cwd=folder, timeout=300), folder,
+                            details={"compiler": COMPILER})
+
+
+def is_host_cpp(request) -> bool:
+    node = request.node
+    return node.target.kind == "cpu" and request.answer.language == "cpp" and not node.in_gpu_kernel
 
 
 @hookimpl

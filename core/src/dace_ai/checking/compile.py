@@ -1,0 +1,153 @@
+"""The one compile of a candidate: its host unit built to an object file exactly as the real build compiles.
+
+Every check of a candidate that needs it compiled shares this one compile per
+candidate (the core's ``probe``, the x86 pack's ISA check, a verify stage that
+links the object into a harness): :func:`compile_candidate` compiles
+:func:`~dace_ai.checking.units.host_unit` with
+:func:`~dace_ai.targets.build_flags.build_command` (DaCe's compiler, standard
+and flags) to ``<workdir>/compile/tasklet.o`` and keeps the result on the
+request, so the second caller gets it for free.
+
+``dace/dace.h`` is precompiled once per compiler and flags under
+``<build root>/ai-check/pch/``, which makes a compile cost a fraction of a DaCe build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.diagnostics import summarize_output
+from dace_ai.checking.units import UNIT_FILE, ToolResult, environment_classes, host_unit, run_tool
+from dace_ai.targets.build_flags import build_command, compiler_identity, is_clang
+
+#: Seconds a single compiler run may take.
+COMPILE_TIMEOUT = 300.0
+#: Object file next to the unit.
+OBJECT_FILE = "tasklet.o"
+
+
+@dataclass
+class CandidateBuild:
+    """The outcome of compiling a candidate's host unit (shared by every checker of the candidate)."""
+
+    compiler: list[str]
+    flags: list[str]
+    command: list[str]  #: the full argv, run in ``folder``
+    folder: Path
+    result: ToolResult
+    pch: str  #: how dace.h was included ("pch built", "pch reused", "pch not built: ...")
+    #: Name of the checker that put the compiler's diagnostics in its report (the others refer to it).
+    reported_by: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.result.ok
+
+    @property
+    def unit(self) -> Path:
+        return self.folder / UNIT_FILE
+
+    @property
+    def object(self) -> Path | None:
+        """The object file, when the compile succeeded."""
+        path = self.folder / OBJECT_FILE
+        return path if self.ok and path.is_file() else None
+
+    @property
+    def missing_compiler(self) -> bool:
+        return self.result.returncode == 127
+
+    @property
+    def diagnostics(self) -> str:
+        """The compiler's errors (with notes and excerpts), as the model should read them."""
+        return summarize_output(self.result.output)
+
+    def claim_output(self, checker: str) -> bool:
+        """True for the first checker that reports the compiler's diagnostics (so they are sent once)."""
+        if self.reported_by is None or self.reported_by == checker:
+            self.reported_by = checker
+            return True
+        return False
+
+
+def pch_folder(compiler: list[str], flags: list[str]) -> Path:
+    """``<build root>/ai-check/pch/<hash of compiler, its version, flags, DaCe headers>``."""
+    import dace
+
+    from dace_ai.compat import dace_runtime_include
+    from dace_ai.storage.files import ai_folder
+
+    exe = shutil.which(compiler[0]) or compiler[0]
+    key = "\0".join([os.path.realpath(exe), compiler_identity(compiler[0]), *compiler[1:], "--", *flags,
+                     dace.__version__, dace_runtime_include()])
+    return ai_folder("ai-check") / "pch" / hashlib.sha256(key.encode()).hexdigest()[:20]
+
+
+def ensure_pch(compiler: list[str], flags: list[str]) -> tuple[list[str], str]:
+    """Arguments that pre-include ``dace/dace.h`` (precompiled when possible) and a note on how.
+
+    The header is built once under a cross-process lock and reused while the compiler
+    and flags are the same. If precompiling fails the unit includes the plain header.
+    """
+    from dace_ai.compat import dace_runtime_include
+    from dace_ai.storage.files import lock_for
+
+    folder = pch_folder(compiler, flags)
+    header = folder / "dace_pch.h"
+    clang = is_clang(compiler[0])
+    built = folder / ("dace_pch.h.pch" if clang else "dace_pch.h.gch")
+    use = (["-include-pch", str(built)] if clang else ["-include", str(header), "-Winvalid-pch"])
+    if built.is_file():
+        return use, "pch reused"
+    with lock_for(folder / "dace_pch"):
+        if built.is_file():
+            return use, "pch reused"
+        header.write_text("#include <dace/dace.h>\n", encoding="utf-8")
+        tmp = built.with_name(built.name + f".{os.getpid()}.tmp")
+        cmd = [*compiler, *flags, "-I", dace_runtime_include(), "-x", "c++-header", str(header), "-o", str(tmp)]
+        result = run_tool(cmd, cwd=folder, timeout=COMPILE_TIMEOUT)
+        if not result.ok or not tmp.is_file():
+            tmp.unlink(missing_ok=True)
+            return ["-include", "dace/dace.h"], "pch not built: " + summarize_output(result.output, max_lines=20)
+        os.replace(tmp, built)
+        return use, "pch built"
+
+
+def compile_candidate(request: CheckRequest) -> CandidateBuild:
+    """Compile the candidate's host unit to an object file with the real build's compiler and flags, once.
+
+    The first call for a request compiles; later calls (other checkers of the same
+    candidate) return the same :class:`CandidateBuild`. A missing compiler is a
+    result with return code 127 (checkers report it as inconclusive).
+    """
+    cached = request.shared.get("compile")
+    if isinstance(cached, CandidateBuild):
+        return cached
+    from dace_ai.compat import dace_runtime_include
+
+    compiler, flags = build_command(request.node.target)
+    folder = Path(request.workdir) / "compile"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / OBJECT_FILE).unlink(missing_ok=True)
+    (folder / UNIT_FILE).write_text(host_unit(request.answer, request.node), encoding="utf-8")
+    envs, _ = environment_classes(request.answer)
+    env_args = [f"-I{d}" for env in envs for d in (env.cmake_includes or [])]
+    env_args += [f for env in envs for f in (env.cmake_compile_flags or [])]
+    env_args += [f"-D{d}" for req in request.answer.environments for d in req.compile_definitions]
+    if not compiler or shutil.which(compiler[0]) is None:
+        name = compiler[0] if compiler else "(none)"
+        result = ToolResult((name,), 127, f"compiler {name!r} not found on PATH", 0.0)
+        build = CandidateBuild(compiler, flags, [name], folder, result, "no compiler")
+    else:
+        pch_args, pch_note = ensure_pch(compiler, flags)
+        command = [*compiler, *flags, "-I", dace_runtime_include(), *env_args, *pch_args, "-c", UNIT_FILE,
+                   "-o", OBJECT_FILE]
+        result = run_tool(command, cwd=folder, timeout=COMPILE_TIMEOUT, env={"LC_ALL": "C"})
+        build = CandidateBuild(compiler, flags, command, folder, result, pch_note)
+    request.shared["compile"] = build
+    return build

@@ -1,0 +1,118 @@
+"""The compiler and flags of the build that will compile the program: the one truth for checks and prompts.
+
+DaCe builds a program's host code with CMake: the compiler is DaCe's
+``compiler.cpu.executable`` (else ``$CXX``, else ``c++``), and the flags are
+``compiler.cpu.args`` followed by what CMake adds: the flags of DaCe's build type
+(``compiler.build_type``, ``RelWithDebInfo`` -> ``-O2 -g -DNDEBUG``, which come
+*after* the configured ones and so win over an ``-O3`` there), ``-fPIC`` for the
+shared library and OpenMP (``-fopenmp``). A check that compiles with anything
+else accepts code the real build rejects (``std::clamp`` under ``-std=c++14``).
+
+Targets that compile with the host's compiler (``host``, the x86 packs) add no
+flags to this build: a DaCe program is one CMake project whose flags are shared
+by every file, and a target cannot change them for one tasklet. Their own
+``flags`` say which instructions their code may use (``-march=x86-64-v3``) and
+narrow what the ISA check allows; the build's ``-march`` decides what compiles.
+Debug information (``-g``) is left out of checks: it changes no verdict and
+costs time. Cross and GPU targets (SVE, CUDA, HIP) are compiled in standalone
+units with their own compilers and flags, which this module passes through.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shlex
+import shutil
+import subprocess
+from typing import Any
+
+#: Flags CMake adds for each build type (CMake's defaults for GCC and Clang).
+BUILD_TYPE_FLAGS: dict[str, tuple[str, ...]] = {
+    "release": ("-O3", "-DNDEBUG"),
+    "relwithdebinfo": ("-O2", "-g", "-DNDEBUG"),
+    "minsizerel": ("-Os", "-DNDEBUG"),
+    "debug": ("-g",),
+}
+#: Flags of the real build left out of checks (they change no verdict).
+NOT_IN_CHECKS = frozenset({"-g"})
+
+
+def dace_compiler() -> str:
+    """The C++ compiler DaCe's CMake build uses for host code."""
+    from dace.config import Config
+
+    return (Config.get("compiler", "cpu", "executable") or "").strip() or os.environ.get("CXX", "").strip() or "c++"
+
+
+@functools.lru_cache(maxsize=32)
+def compiler_identity(executable: str) -> str:
+    """First line of ``--version`` (tells GCC from Clang; keys the precompiled header)."""
+    try:
+        out = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=60, check=False)
+        text = out.stdout or out.stderr
+        return text.splitlines()[0].strip() if text.strip() else executable
+    except (OSError, subprocess.SubprocessError):
+        return executable
+
+
+@functools.lru_cache(maxsize=32)
+def compiler_machine(executable: str) -> str | None:
+    """The target triple a compiler produces code for (``-dumpmachine``), or None."""
+    try:
+        out = subprocess.run([executable, "-dumpmachine"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def is_clang(executable: str) -> bool:
+    return "clang" in compiler_identity(executable).lower()
+
+
+def dace_build_flags(compiler: str | None = None) -> list[str]:
+    """The flags DaCe's CMake build compiles host code with (see the module docstring)."""
+    from dace.config import Config
+
+    compiler = compiler or dace_compiler()
+    flags = shlex.split(Config.get("compiler", "cpu", "args") or "")
+    build_type = str(Config.get("compiler", "build_type") or "").lower()
+    flags += BUILD_TYPE_FLAGS.get(build_type, ())
+    flags.append("-fPIC")
+    flags.append("-fopenmp=libomp" if is_clang(compiler) else "-fopenmp")
+    return flags
+
+
+def builds_with_dace(target: Any) -> bool:
+    """True when code for ``target`` is compiled by DaCe's own host build (a CPU target for this machine).
+
+    A target naming a compiler for another machine (a cross compiler) or a GPU
+    target is checked in standalone units of its own instead.
+    """
+    if target.kind != "cpu" or getattr(target, "language", "cpp") != "cpp":
+        return False
+    named = tuple(target.compiler or ())
+    if not named:
+        return True
+    if shutil.which(named[0]) is None:
+        return True  # the check then reports DaCe's compiler; a missing one is inconclusive there
+    return compiler_machine(named[0]) == compiler_machine(dace_compiler())
+
+
+def build_command(target: Any) -> tuple[list[str], list[str]]:
+    """(compiler argv, flags) that compile code for ``target`` as the real build does.
+
+    For targets DaCe builds (:func:`builds_with_dace`): DaCe's compiler and flags,
+    minus ``-g`` (:data:`NOT_IN_CHECKS`). Otherwise the target's own compiler and
+    flags, unchanged. This is the pair every check compiles with and the prompt names.
+    """
+    if builds_with_dace(target):
+        compiler = dace_compiler()
+        return [compiler], [f for f in dace_build_flags(compiler) if f not in NOT_IN_CHECKS]
+    return list(target.compiler or ()), list(target.flags or ())
+
+
+def language_standard(flags: list[str]) -> str | None:
+    """The ``-std=`` value among ``flags`` (the last one wins), or None."""
+    found = [f.split("=", 1)[1] for f in flags if f.startswith("-std=")]
+    return found[-1] if found else None
