@@ -35,6 +35,7 @@ from typing import Any
 
 from dace_ai.checking.api import CheckRequest
 
+CHILD = Path(__file__).with_name("timing_child.py")
 #: Default working-set target per container when sizes are not given (elements).
 DEFAULT_ELEMENTS = 2 ** 18
 
@@ -201,7 +202,7 @@ def run_side_by_side(request: CheckRequest, *, sizes: dict[str, int] | None = No
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
     result_path.unlink(missing_ok=True)
     Path(str(result_path) + ".phase").unlink(missing_ok=True)
-    command = [sys.executable, "-m", "dace_ai.checking.timing_child", str(spec_path), str(result_path)]
+    command = [sys.executable, "-I", str(CHILD), str(spec_path), str(result_path)]
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=limits.wall_seconds,
                               preexec_fn=_limit(limits), check=False)

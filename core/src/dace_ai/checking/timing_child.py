@@ -1,8 +1,10 @@
-"""The child process of a bench: ``python -m dace_ai.checking.timing_child SPEC RESULT``.
+"""The child process of a bench: ``python -I .../timing_child.py SPEC RESULT``.
 
 Runs under CPU, wall-time and memory limits set by the parent
-(:mod:`dace_ai.checking.timing`); it is the only process that ever loads a
-candidate's library. It writes its findings to RESULT as JSON, and before each
+(:mod:`dace_ai.checking.timing`) and loads the candidate's and the native
+program's libraries with ``ctypes``. It is started as a script, not as a module
+of the package, and imports only numpy and filelock (never DaCe or dace_ai), so
+it starts in a fraction of a second. It writes its findings to RESULT as JSON, and before each
 call of generated code it writes which side is running to ``RESULT.phase`` so a
 crash can be attributed.
 
@@ -180,7 +182,7 @@ class Child:
                     keep[label] = (buffers, call)
             if "native" in got and result["mismatch"] is None:
                 result["mismatch"] = _compare(got["native"], got["candidate"], seed)
-        result["input_independent"] = (
+        result["input_independent"] = bool(inputs) and (
             len(seen["candidate"]) > 1 and all(np.array_equal(seen["candidate"][0], c, equal_nan=True)
                                                for c in seen["candidate"][1:])
             and not (len(seen["native"]) > 1 and all(np.array_equal(seen["native"][0], c, equal_nan=True)
