@@ -4,7 +4,7 @@ Setting ``bench``: ``off`` (no timing), ``report`` (default: time and record),
 ``gate`` (refuse a candidate whose speedup over native is below
 ``min_speedup``, 1.03 by default; the native expansion is then kept). Sizes
 come from ``bench_sizes`` (``N=4096,M=512``; ``dace_ai.optimize(sizes=...)``
-sets it) or are picked so each container holds about 2**18 elements.
+sets it) or are picked so each container holds about 2**16 elements.
 
 A bench also refuses what it catches while running: a crash, an endless loop,
 outputs that differ from the native expansion's, and the anti-deception rules

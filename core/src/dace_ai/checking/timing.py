@@ -37,7 +37,7 @@ from dace_ai.checking.api import CheckRequest
 
 CHILD = Path(__file__).with_name("timing_child.py")
 #: Default working-set target per container when sizes are not given (elements).
-DEFAULT_ELEMENTS = 2 ** 18
+DEFAULT_ELEMENTS = 2 ** 16
 
 
 class TimingUnavailable(Exception):
@@ -67,7 +67,7 @@ def parse_sizes(text: str | None) -> dict[str, int]:
 
 
 def default_sizes(sdfg: Any, given: dict[str, int]) -> dict[str, int]:
-    """A value for every free symbol: ``given`` first, else about 2**18 elements per container."""
+    """A value for every free symbol: ``given`` first, else about 2**16 elements per container."""
     values = dict(given)
     ranks: dict[str, int] = {}
     for desc in sdfg.arrays.values():
@@ -81,6 +81,28 @@ def default_sizes(sdfg: Any, given: dict[str, int]) -> dict[str, int]:
         rank = ranks.get(name)
         values[name] = int(round(DEFAULT_ELEMENTS ** (1 / rank))) if rank else 0
     return values
+
+
+def connector_bytes(request: CheckRequest, program: Any, values: dict[str, int]) -> int | None:
+    """Bytes one call must read and write through its connectors (their memlet volumes), or None.
+
+    A tasklet inside a map sees a tile of its containers, so the containers' sizes
+    would overstate what one call streams.
+    """
+    from dace import symbolic
+
+    total = 0
+    for conn in request.node.connectors:
+        desc = program.arrays.get(conn.container)
+        if desc is None:
+            return None
+        try:
+            volume = symbolic.pystr_to_symbolic(conn.volume or "1")
+            scope = {str(s): values.get(str(s), 0) for s in getattr(volume, "free_symbols", ())}
+            total += int(symbolic.evaluate(volume, scope)) * desc.dtype.bytes
+        except Exception:  # noqa: BLE001 - an unknown volume: the bandwidth rule is not applied
+            return None
+    return total
 
 
 def _open_arrays(sdfg: Any) -> None:
@@ -194,6 +216,7 @@ def run_side_by_side(request: CheckRequest, *, sizes: dict[str, int] | None = No
         "candidate": program_layout(str(candidate_folder), values),
         "native": program_layout(str(native_folder), values) if native_folder else None,
         "repeats": repeats, "seeds": list(seeds), "lock": str(ai_folder("ai-check") / "bench.lock"),
+        "bytes": connector_bytes(request, program, values),
         "outputs": [c.container for c in request.node.outputs],
         "inputs": [c.container for c in request.node.inputs],
     }

@@ -27,6 +27,8 @@ import numpy as np
 MARGIN = 64
 #: One timing sample lasts at least this long (batches of calls for fast kernels).
 MIN_SAMPLE_SECONDS = 2e-3
+#: Seconds the timed samples of the slower side may take in all (fewer samples for slow kernels).
+BUDGET_SECONDS = 3.0
 
 
 def _poison(dtype: np.dtype) -> Any:
@@ -189,12 +191,12 @@ class Child:
                                                      for c in seen["native"][1:])))
         for key in ("writes_outside", "inputs_modified", "reads_outside", "unwritten"):
             result[key] = sorted(set(result[key]))
-        data_bytes = sum(b.nbytes for b in keep["candidate"][0].values())
+        data_bytes = self.spec.get("bytes")  # what one call streams through its connectors
         result["bytes"] = data_bytes
         with _bench_lock(self.spec.get("lock")):  # one bench on the cores at a time, machine-wide
             result.update(_time({label: item[1] for label, item in keep.items()}, self.spec["repeats"], self.phase))
             self.phase("bandwidth")
-            result["bandwidth"] = measure_bandwidth(data_bytes)
+            result["bandwidth"] = measure_bandwidth(data_bytes or 0)
         return result
 
 
@@ -233,13 +235,17 @@ def _time(calls: dict[str, Any], repeats: int, phase: Any) -> dict[str, Any]:
     clock = time.perf_counter
     resolution = time.get_clock_info("perf_counter").resolution
     batch: dict[str, int] = {}
+    once_by_label: dict[str, float] = {}
     for label, call in calls.items():
         phase(label)
         call()  # warm-up
         t0 = clock()
         call()
-        once = max(clock() - t0, resolution)
+        once = once_by_label[label] = max(clock() - t0, resolution)
         batch[label] = max(1, int(min(10_000, np.ceil(max(MIN_SAMPLE_SECONDS, 1000 * resolution) / once))))
+    # Slow kernels get fewer samples (at least 3) so one bench stays within a few seconds.
+    slowest = max(once_by_label.values())
+    repeats = max(min(3, repeats), min(repeats, int(BUDGET_SECONDS / max(slowest, 1e-9))))
     samples: dict[str, list[float]] = {label: [] for label in calls}
     for _ in range(repeats):
         for label, call in calls.items():

@@ -64,7 +64,7 @@ def optimize(sdfg: Any, node: Any = None, *, samples: int = 4, rounds: int = 2,
 
     ``node``: a node name (label) or a library node object; None for every pending AI
     node. ``sizes``: symbol values for the timing runs (default: the ``bench_sizes``
-    setting, else about 2**18 elements per container). ``settings``: an
+    setting, else about 2**16 elements per container). ``settings``: an
     :class:`~dace_ai.config.settings.AISettings` or a dict of overrides. Returns an
     :class:`~dace_ai.expansion.optimize_report.OptimizeReport`; the SDFG is changed in
     place (winners become tasklets, refused nodes are set to their native implementation).
