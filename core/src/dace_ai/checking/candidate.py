@@ -105,11 +105,10 @@ def entry_points(request: CheckRequest) -> str:
 
 def build_command() -> tuple[list[str], list[str]]:
     """(compiler, flags) of DaCe's own host build: ``compiler.cpu.executable``/``args``, plus OpenMP for GCC."""
-    from dace_ai.checking.host import _base_flags
-    from dace_ai.targets.host import host_compiler
+    from dace_ai.targets.build_flags import dace_build_flags, dace_compiler
 
-    compiler, flags = host_compiler()
-    return list(compiler), _base_flags(list(compiler), list(flags))
+    compiler = dace_compiler()
+    return [compiler], list(dace_build_flags(compiler))
 
 
 def compile_candidate(request: CheckRequest) -> tuple[Path | None, ToolResult | None, str]:
@@ -117,12 +116,13 @@ def compile_candidate(request: CheckRequest) -> tuple[Path | None, ToolResult | 
 
     Reused when the source and command are unchanged (the workdir is keyed by the answer).
     """
-    from dace_ai.checking.host import _environment_classes, _environment_headers, ensure_pch
+    from dace_ai.checking.compile import ensure_pch
+    from dace_ai.checking.units import environment_classes, environment_headers
     from dace_ai.compat import dace_runtime_include
 
     compiler, flags = build_command()
-    envs, _ = _environment_classes(request.answer)
-    headers = [h for env in envs for h in _environment_headers(env)]
+    envs, _ = environment_classes(request.answer)
+    headers = [h for env in envs for h in environment_headers(env)]
     headers += [h for req in request.answer.environments for h in req.headers]
     prelude = "\n".join(f"#include {h}" if h.startswith("<") else f'#include "{h}"' for h in headers)
     source = host_unit(request.answer, request.node, prelude=prelude) + entry_points(request)
