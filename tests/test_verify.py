@@ -127,7 +127,8 @@ def test_matmul_refusal_reaches_the_pipeline(register_dace_ai_plugin):
     sdfg = matmul.to_sdfg()
     parent, state, node = _only_node(sdfg, "ai")
     with pytest.raises(CheckFailed) as info:
-        dace_ai.implement(parent, state, node, {"provider": "scripted", "max_repair_attempts": 1})
+        dace_ai.implement(parent, state, node, {"provider": "scripted", "max_repair_attempts": 1,
+                                                    "on_failure": "error"})
     assert "[verify] Wrong result" in str(info.value)
     assert len(fake.requests) == 2  # the repair round received the mismatch
     assert "output _c at index [0, 0] is 1.0" in fake.requests[1].messages[-1].content
