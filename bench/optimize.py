@@ -45,9 +45,9 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="dace-ai-bench-optimize-"))
     os.chdir(work)
     import dace
-    import dace.libraries.blas as blas
-
     import dace_ai
+    from dace.libraries import blas
+
     from tests.fakes.llm_server import FakeLLMServer, Reply
 
     counter = {"n": 0}

@@ -1,11 +1,10 @@
 """The anti-deception rules' judgement on their own (the bench runs that feed them are in test_optimize)."""
 
+import pytest
 from dace_ai.checking import deception
 from dace_ai.checking.bench import describe, figures
 from dace_ai.checking.timing import parse_sizes
 from dace_ai.prompt.answer import parse_answer
-
-import pytest
 
 
 def test_a_forbidden_library_is_named_only_when_the_description_forbids_it():

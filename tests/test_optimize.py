@@ -9,12 +9,12 @@ from the "candidate k of n" line of its prompt (the samples are asked concurrent
 import json
 import re
 import warnings
+from pathlib import Path
 
 import dace
+import dace_ai
 import numpy as np
 import pytest
-
-import dace_ai
 from dace_ai.expansion import pipeline
 
 from tests.fakes.llm_server import Reply, fake_llm_server_fixture  # noqa: F401 - the fake_llm_server fixture
@@ -49,7 +49,7 @@ def openai_server(fake_llm_server, monkeypatch):
 @pytest.fixture
 def blas_ai():
     """``A @ B`` becomes a MatMul that expands to a Gemm implemented by 'ai'."""
-    import dace.libraries.blas as blas
+    from dace.libraries import blas
 
     previous = blas.default_implementation
     blas.default_implementation = "ai"
@@ -112,9 +112,9 @@ def test_optimize_keeps_the_fast_candidate_and_says_why_the_others_lost(openai_s
     [tasklet] = tasklets(sdfg)
     assert "optimize=r0s3" in tasklet.code.as_string and "_vs_native" in tasklet.code.as_string
     folder = dace_ai.list_sessions()[0]["folder"]
-    session = json.load(open(f"{folder}/session.json"))
+    session = json.loads(Path(folder, "session.json").read_text())
     assert session["optimize"]["outcome"] == "optimized" and session["current"] == fast.session_round
-    checks = json.load(open(f"{folder}/round-{fast.session_round}/checks.json"))
+    checks = json.loads(Path(folder, f"round-{fast.session_round}", "checks.json").read_text())
     bench = next(row for row in checks if row["checker"] == "bench")
     assert bench["status"] == "passed" and bench["figures"]["speedup"] == pytest.approx(fast.speedup)
     assert len(bench["figures"]["candidate_seconds"]) == 5
@@ -166,7 +166,7 @@ def test_bench_gate_in_the_expansion_keeps_native_with_a_warning(openai_server, 
     assert tasklets(sdfg) == []
     run_natively(sdfg)
     [session] = dace_ai.list_sessions()
-    checks = json.load(open(f"{session['folder']}/round-1/checks.json"))
+    checks = json.loads(Path(session["folder"], "round-1", "checks.json").read_text())
     bench = next(row for row in checks if row["checker"] == "bench")
     assert bench["status"] == "failed" and bench["figures"]["rule"] == "gate" and bench["figures"]["speedup"] < 1
 
@@ -223,7 +223,7 @@ def no_library_program():
 
 
 def test_refuses_the_library_call_the_description_forbids(openai_server):
-    node, candidate = _only_candidate(
+    _, candidate = _only_candidate(
         openai_server, "for (int i = 0; i < N; ++i) _out[i] = _in0[i]; cblas_dscal(N, 2.0, _out, 1);",
         program=no_library_program(), code_global='extern "C" void cblas_dscal(int, double, double *, int);')
     assert candidate.status == "refused" and "calls the library the node's description forbids" in candidate.reason
@@ -232,7 +232,7 @@ def test_refuses_the_library_call_the_description_forbids(openai_server):
 
 def test_refuses_a_timing_below_the_memory_bandwidth_bound(openai_server):
     cheat = ("static const double *last = nullptr; if (_in0 == last) return; last = _in0; " + DOUBLE)
-    node, candidate = _only_candidate(openai_server, cheat, sizes={"N": 1 << 21})
+    _, candidate = _only_candidate(openai_server, cheat, sizes={"N": 1 << 21})
     assert candidate.status == "refused" and "timing is implausible" in candidate.reason
     assert "GB/s" in candidate.reason
 

@@ -79,7 +79,7 @@ def default_sizes(sdfg: Any, given: dict[str, int]) -> dict[str, int]:
         if name in values:
             continue
         rank = ranks.get(name)
-        values[name] = int(round(DEFAULT_ELEMENTS ** (1 / rank))) if rank else 0
+        values[name] = round(DEFAULT_ELEMENTS ** (1 / rank)) if rank else 0
     return values
 
 
@@ -180,7 +180,7 @@ def build_programs(request: CheckRequest) -> tuple[Any, Path, Path | None]:
         if not _built(folder):
             try:
                 _build(native, folder)
-            except Exception as exc:  # noqa: BLE001 - DaCe could not build its own expansion here
+            except Exception as exc:
                 raise TimingUnavailable(f"the native expansion could not be built: {type(exc).__name__}: "
                                         f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}") from exc
     return candidate, candidate_folder, folder
@@ -188,7 +188,7 @@ def build_programs(request: CheckRequest) -> tuple[Any, Path, Path | None]:
 
 def _limit(limits: Limits) -> Any:
     def apply() -> None:  # runs in the child before exec
-        cpu = int(math.ceil(limits.cpu_seconds))
+        cpu = math.ceil(limits.cpu_seconds)
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

@@ -186,7 +186,7 @@ class _Runner:
                 asked.add_done_callback(lambda f, a=attempt: futures.append(checks.submit(self._check, a))
                                         if f.exception() is None and a.answer is not None else None)
             asks.shutdown(wait=True)
-            for future in list(futures):
+            for future in futures:
                 future.result()
         return attempts
 
