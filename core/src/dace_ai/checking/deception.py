@@ -35,7 +35,7 @@ def forbids_library(description: str) -> bool:
 
 def library_calls(answer: Any) -> list[str]:
     """Library functions the answer's code calls, and library environments it asks for."""
-    text = "\n".join([answer.code, answer.code_global, answer.code_init, answer.code_exit])
+    text = f"{answer.code}\n{answer.code_global}\n{answer.code_init}\n{answer.code_exit}"
     found = sorted({m.group(0).rstrip("( \t") for m in _LIBRARY_CALL.finditer(text)})
     envs = [name for name in answer.use_environments if _LIBRARY_ENVIRONMENT.search(name)]
     envs += [req.name for req in answer.environments if _LIBRARY_ENVIRONMENT.search(req.name)]

@@ -122,8 +122,8 @@ class OptimizeReport:
         return data
 
     def __str__(self) -> str:
-        lines = [f"dace_ai.optimize: {len(self.nodes)} node(s), {self.samples} sample(s) x {1 + self.rounds} "
-                 f"round(s), provider {self.provider!r}, {self.seconds:.1f} s"]
+        lines = [(f"dace_ai.optimize: {len(self.nodes)} node(s), {self.samples} sample(s) x {1 + self.rounds} "
+                  f"round(s), provider {self.provider!r}, {self.seconds:.1f} s")]
         lines += [f"  {node}" for node in self.nodes]
         return "\n".join(lines)
 
