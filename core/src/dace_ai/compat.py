@@ -609,3 +609,67 @@ def expand_with(sdfg: Any, state: Any, node: Any, implementation: str) -> None:
     transformation.setup_match(sdfg, sdfg.cfg_id, sdfg.nodes().index(state), subgraph, 0)
     node.implementation = implementation
     transformation.apply(state, sdfg)
+
+
+def program_layout(folder: str, sizes: dict[str, int]) -> dict[str, Any]:
+    """How to call a built program without DaCe: library, entry points, arguments in call order.
+
+    A sandboxed child loads the library with ``ctypes`` from this description alone
+    (importing DaCe there would cost seconds per run). Each argument is an array
+    (numpy dtype, shape, strides and total size evaluated at ``sizes``) or a scalar
+    (ctypes type and value); ``init`` lists the arguments the init function takes.
+    """
+    import os
+
+    from dace import data, symbolic
+    from dace.sdfg import SDFG
+
+    sdfg = SDFG.from_file(os.path.join(folder, "program.sdfg"))
+    suffix = Config.get("compiler", "library_extension")
+    arglist = sdfg.arglist()
+    order = sdfg.signature_arglist(with_types=False, arglist=arglist)
+    free = set(map(str, sdfg.free_symbols))
+
+    def np_name(dtype: Any) -> str:
+        import numpy
+
+        return numpy.dtype(dtype).name
+
+    def value(expr: Any) -> int:
+        return int(symbolic.evaluate(expr, sizes)) if symbolic.issymbolic(expr) else int(expr)
+
+    args = []
+    for name in order:
+        desc = arglist[name]
+        if isinstance(desc, data.Array):
+            args.append({"name": name, "array": True, "dtype": np_name(desc.dtype.as_numpy_dtype()),
+                         "shape": [value(d) for d in desc.shape], "strides": [value(d) for d in desc.strides],
+                         "total": value(desc.total_size)})
+        else:
+            args.append({"name": name, "array": False, "ctype": desc.dtype.as_ctypes().__name__,
+                         "value": sizes.get(name, 0)})
+    return {"library": os.path.join(folder, "build", f"lib{sdfg.name}.{suffix}"), "name": sdfg.name,
+            "args": args, "init": [a["name"] for a in args if a["name"] in free]}
+
+
+_CODEGEN_LOCK = __import__("threading").Lock()
+
+
+def build_in_folder(sdfg: Any, validate: bool = True) -> str:
+    """Generate and compile ``sdfg`` in its build folder, never loading it; return the library path.
+
+    DaCe's code generation keeps global state, so it runs under a lock; the C++
+    compiler (the slow part) runs outside it, so several candidates build at once.
+    Unlike ``SDFG.compile``, a library left by an earlier build is never loaded here.
+    """
+    import copy
+
+    from dace.codegen import codegen, compiler
+
+    with _CODEGEN_LOCK:
+        generated = copy.deepcopy(sdfg)
+        generated.build_folder = sdfg.build_folder
+        generated.fill_scope_connectors()
+        objects = codegen.generate_code(generated, validate=validate)
+        folder = compiler.generate_program_folder(generated, objects, sdfg.build_folder)
+    return compiler.configure_and_compile(folder, generated.name)

@@ -123,3 +123,7 @@ def redact(text: str) -> str:
 
 class UnverifiedWarning(InconclusiveCheckWarning):
     """Generated code could not be compared with a reference (none given, or it could not run); once per program."""
+
+
+class NativeKept(CheckFailed):
+    """Every candidate was slower than the native expansion under ``bench=gate``: the native one is kept."""

@@ -247,6 +247,9 @@ def make_parser() -> argparse.ArgumentParser:
     from dace_ai.cli.cache import add_cache_parser
 
     add_cache_parser(sub)
+    from dace_ai.cli.optimize import add_parser as add_optimize
+
+    add_optimize(sub)
     return parser
 
 

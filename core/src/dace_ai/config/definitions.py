@@ -40,6 +40,13 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef("target", "str", None, "Hardware target name; empty detects it"),
     SettingDef("checkers", "str", None, "Checker names to run, comma separated; empty runs the defaults; "
                "+name,-name adds to or removes from the defaults"),
+    SettingDef("bench", "str", "report", "Time candidates against the native expansion: off, report or gate"),
+    SettingDef("min_speedup", "float", 1.03, "With bench=gate, the speedup over native a candidate must reach",
+               (("gt", 0),)),
+    SettingDef("bench_sizes", "str", None, "Symbol values for timing runs, e.g. 'N=4096,M=512'; empty picks them"),
+    SettingDef("bench_repeats", "int", 7, "Timed runs of each side per bench (after a warm-up)", (("ge", 1),)),
+    SettingDef("check_concurrency", "int", 0, "Candidates checked at once; 0 means the number of cores",
+               (("ge", 0),)),
     SettingDef("verify_seeds", "int", 3, "Random inputs (seeds) the verify stage runs per size", (("ge", 1),)),
     SettingDef("verify_sizes", "str", None,
                "Symbol sizes the verify stage runs, e.g. 'N=13,67 M=11,61'; empty: two odd sizes per symbol"),

@@ -70,6 +70,11 @@ class AISettings(BaseModel):
     extra_instructions: str = _field("extra_instructions")
     target: str | None = _field("target")
     checkers: tuple[str, ...] | None = _field("checkers")
+    bench: Literal["off", "report", "gate"] = _field("bench")
+    min_speedup: float = _field("min_speedup")
+    bench_sizes: str | None = _field("bench_sizes")
+    bench_repeats: int = _field("bench_repeats")
+    check_concurrency: int = _field("check_concurrency")
     verify_seeds: int = _field("verify_seeds")
     verify_sizes: str | None = _field("verify_sizes")
     sandbox_cpu_seconds: float = _field("sandbox_cpu_seconds")
@@ -95,7 +100,7 @@ class AISettings(BaseModel):
         return value
 
     @field_validator("provider", "model", "base_url", "effort", "target", "prompt_dir", "interactive",
-                     "cuda_arch", "hip_arch", "on_failure", "verify_sizes",
+                     "cuda_arch", "hip_arch", "bench_sizes", "verify_sizes", "on_failure",
                      mode="before")
     @classmethod
     def _empty_is_none(cls, value: Any) -> Any:

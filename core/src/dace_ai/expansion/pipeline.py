@@ -18,14 +18,14 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dace_ai import compat
 from dace_ai.config.settings import AISettings, resolve_settings
 from dace_ai.context.types import NodeContext
-from dace_ai.errors import AnswerError, MissingAnswer, ProviderError
+from dace_ai.errors import AnswerError, MissingAnswer, NativeKept, ProviderError
 from dace_ai.expansion.implementation import IMPLEMENTATION
 from dace_ai.prompt.answer import Answer, answer_json_schema, parse_answer
 from dace_ai.providers.api import Message, ProviderReply, ProviderRequest, _cached_fallback, _current_node
@@ -114,6 +114,55 @@ def expand_other_nodes(sdfg: Any) -> int:
             count += 1
 
 
+def expand_nodes_leading_to_ai(sdfg: Any) -> int:
+    """Expand the library nodes whose expansion creates 'ai' nodes, until none is left; return how many.
+
+    ``A @ B`` with ``dace.libraries.blas.default_implementation = 'ai'`` is a ``MatMul``
+    (implemented natively) that expands to a ``Gemm``, which 'ai' implements: without
+    this, :func:`dace_ai.generate` and :func:`dace_ai.optimize` would find no node and the
+    request would happen later inside ``compile()``. Each candidate is tried on a copy of
+    the SDFG first, so nodes that lead to no 'ai' node stay as they are.
+    """
+    count = 0
+    while True:
+        for node, parent in _other_library_nodes(sdfg):
+            if _leads_to_ai(sdfg, node):
+                node.expand(parent.sdfg, parent)
+                count += 1
+                break
+        else:
+            return count
+
+
+def _other_library_nodes(sdfg: Any) -> list[tuple[Any, Any]]:
+    from dace.sdfg import nodes
+
+    return [(node, parent) for node, parent in sdfg.all_nodes_recursive()
+            if isinstance(node, nodes.LibraryNode) and compat.resolved_implementation(node) != IMPLEMENTATION]
+
+
+def _leads_to_ai(sdfg: Any, node: Any) -> bool:
+    """Expand ``node`` on a copy of ``sdfg`` (and what it creates): does an 'ai' node appear?"""
+    import copy
+
+    trial = copy.deepcopy(sdfg)
+    before = {n.guid for n, _ in trial.all_nodes_recursive()}
+    found = [(n, p) for n, p in _other_library_nodes(trial) if n.guid == node.guid]
+    if not found:
+        return False
+    try:
+        found[0][0].expand(found[0][1].sdfg, found[0][1])
+        for _ in range(16):  # nested expansions (a node that expands to another library node)
+            created = [(n, p) for n, p in _other_library_nodes(trial) if n.guid not in before]
+            if not created:
+                break
+            for n, p in created:
+                n.expand(p.sdfg, p)
+    except Exception:  # noqa: BLE001 - a node that cannot expand here is left to the compiler
+        return False
+    return any(n.guid not in before for _, _, n in pending_nodes(trial))
+
+
 def _messages(history: Sequence[Any]) -> tuple[Message, ...]:
     result = []
     for item in history:
@@ -167,6 +216,7 @@ class Outcome:
     environments: set[str]
     #: How far the answer was checked (:func:`dace_ai.checking.levels.verification_level`).
     level: str = ""
+    reports: list[Any] = field(default_factory=list)
 
 
 def request_record(provider: str, request: ProviderRequest, key: str) -> dict[str, Any]:
@@ -309,9 +359,39 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
             if untold:
                 _warn_inconclusive(ctx, untold, session.folder)
             return Outcome(answer, reply, provider.name, key, source, str(session.folder), rnd.number, environments,
-                           level)
+                           level, reports)
         history += [Message("assistant", reply.text), Message("user", repair_message(reports))]
-    raise failure_error(ctx, reports, attempts - 1, session.folder)
+    error = failure_error(ctx, reports, attempts - 1, session.folder)
+    if only_too_slow(reports):
+        raise NativeKept(f"node {ctx.name!r}: every candidate was slower than the native expansion "
+                         f"(bench=gate, min_speedup {settings.min_speedup}); keeping the native expansion. {error}",
+                         node=ctx.name, session=str(session.folder))
+    raise error
+
+
+def only_too_slow(reports: list[Any]) -> bool:
+    """True when the only failures are the bench gate's (the code works, it is just not faster)."""
+    failures = [r for r in reports if r.failed]
+    return bool(failures) and all(r.details.get("rule") == "gate" for r in failures)
+
+
+def bench_figures(reports: list[Any]) -> dict[str, Any] | None:
+    """The bench checker's figures among ``reports`` (None when nothing was timed)."""
+    for report in reports:
+        if report.details.get("stage") == "bench" and ("speedup" in report.details
+                                                        or "candidate_median" in report.details):
+            return report.details
+    return None
+
+
+def bench_provenance(figures: dict[str, Any] | None) -> str:
+    """Short provenance text: ``1.84x(1.71-1.95)_vs_native`` or the candidate's own time."""
+    if not figures:
+        return ""
+    if "speedup" in figures:
+        low, high = figures.get("speedup_range") or (figures["speedup"], figures["speedup"])
+        return f"{figures['speedup']:.2f}x({low:.2f}-{high:.2f})_vs_native"
+    return f"{figures['candidate_median'] * 1e6:.1f}us_per_call"
 
 
 def _warn_inconclusive(ctx: NodeContext, reports: Sequence[Any], session: Any) -> None:
@@ -381,6 +461,7 @@ def generate_tasklet(sdfg: Any, state: Any, node: Any, settings: Any = None, *,
     provenance = {"node": ctx.name, "provider": outcome.provider, "model": outcome.reply.model or "",
                   "source": outcome.source, "cache_key": outcome.key[:16],
                   "session": f"ai-sessions/{outcome.session.rsplit('/', 1)[-1]}/round-{outcome.round}",
+                  "bench": bench_provenance(bench_figures(outcome.reports)),
                   "verification": outcome.level}  # last: the level may contain spaces
     from dace_ai.storage.sessions import Session
 
@@ -396,7 +477,9 @@ def implement(sdfg: Any, state: Any, node: Any, settings: Any = None, *, supplie
     ``on_inconclusive=reject``), ``on_failure`` decides: ``native`` (the default
     where the node has a native implementation) expands the node natively with a
     warning naming the node and the session and returns None; ``error`` raises
-    the :class:`~dace_ai.errors.CheckFailed`.
+    the :class:`~dace_ai.errors.CheckFailed`. When ``bench=gate`` refused every candidate
+    as slower (:class:`~dace_ai.errors.NativeKept`), the native expansion is kept whatever
+    ``on_failure`` says: the code works, it is just not faster.
     """
     from dace_ai.errors import CheckFailed
     from dace_ai.expansion.tasklet import place_tasklet
@@ -407,6 +490,8 @@ def implement(sdfg: Any, state: Any, node: Any, settings: Any = None, *, supplie
     except CheckFailed as exc:
         from dace_ai.expansion.fallback import expand_natively_or_raise
 
+        if isinstance(exc, NativeKept):
+            settings = settings.model_copy(update={"on_failure": "native"})
         expand_natively_or_raise(sdfg, state, node, settings, exc)
         return None
     return place_tasklet(state, node, tasklet)

@@ -71,6 +71,9 @@ class SessionWarning(DaceAIWarning):
     """A session could not be read or recorded; the expansion goes on without it."""
 
 FORMAT = 1
+#: Details of a check report kept in checks.json (the bench's figures and why a candidate was refused).
+_FIGURES = ("rule", "reasons", "speedup", "speedup_range", "native_median", "candidate_median", "native_seconds",
+            "candidate_seconds", "sizes", "repeats", "bytes", "bandwidth")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
 #: Verification levels from weakest to strongest (a round's level is the last stage all of whose checks passed).
 LEVELS = ("none", "compile", "verify", "bench")
@@ -302,6 +305,9 @@ class Session:
             for report in reports:
                 row = {"checker": report.checker, "status": report.status, "seconds": round(report.seconds, 3),
                        "stage": report.details.get("stage", "")}
+                figures = {k: v for k, v in report.details.items() if k in _FIGURES}
+                if figures:
+                    row["figures"] = figures
                 report_rows.append(row)
                 atomic_write(folder / f"check-{_safe(report.checker)}.log", report.diagnostics or "")
             # checks.json keeps each checker's details too (verification seeds, bench timings, ...)
@@ -327,6 +333,11 @@ class Session:
                 summary.pop("fallback", None)
             atomic_write_json(self.summary_path, summary)
             return RoundRecord(number, folder)
+
+
+    def update_summary(self, **fields: Any) -> None:
+        """Set top-level fields of ``session.json`` (e.g. ``current``, an ``optimize`` summary)."""
+        self._update(lambda summary: summary.update(fields))
 
 
 def _summary_problem(raw: bytes) -> str | None:
