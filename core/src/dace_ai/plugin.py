@@ -12,6 +12,10 @@ core may be reorganised without breaking them. By hook:
   :func:`json_only_instruction`) and :func:`current_node` for providers that name files after nodes;
 * targets and prompt sections: :class:`NodeContext` (with :class:`ConnectorInfo`,
   :class:`ScopeInfo`, :class:`TargetInfo`, :class:`EnvironmentInfo`), :func:`read_cpu`;
+* executors: :class:`Executor` registrations whose runners take :class:`Job` objects (run them
+  with :func:`run_job`, honour :meth:`Job.resources`) and yield :class:`JobResult`;
+  :class:`ExecutorOptions` says where (workers, scheduler);
+* bench suites: :class:`BenchSuite` (a folder of task files and the module of their programs);
 * checkers: :class:`CheckRequest` in, :class:`CheckReport` out, the :class:`Answer` under
   check, and the standalone-unit kit (:func:`host_unit`, :func:`device_unit`,
   :func:`run_tool`, :func:`report_from_tool`, :func:`check_gpu_unit`, ...).
@@ -48,13 +52,24 @@ from dace_ai.checking.units import (
 )
 from dace_ai.config.settings import AISettings, resolve_settings
 from dace_ai.context.types import ConnectorInfo, EnvironmentInfo, NodeContext, ScopeInfo, TargetInfo
+from dace_ai.execution.jobs import (
+    BENCH_RESOURCE,
+    ExecutorOptions,
+    Job,
+    JobResult,
+    run_job,
+    target_resource,
+    worker_name,
+)
 from dace_ai.errors import AnswerError, CheckFailed, DaceAIError, PluginError, ProviderError, SettingsError
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import (
     STAGES,
+    BenchSuite,
     Checker,
     Detection,
     EnvironmentGenerator,
+    Executor,
     PromptSection,
     Provenance,
     Provider,
@@ -83,6 +98,7 @@ from dace_ai.providers.sdk import (
 from dace_ai.targets.cpu import CpuInfo, read_cpu
 
 __all__ = [
+    "BENCH_RESOURCE",
     "GPU_THREAD_SCHEDULES",
     "RETRIED_STATUS",
     "STAGES",
@@ -90,6 +106,7 @@ __all__ = [
     "AISettings",
     "Answer",
     "AnswerError",
+    "BenchSuite",
     "CheckFailed",
     "CheckReport",
     "CheckRequest",
@@ -101,6 +118,10 @@ __all__ = [
     "EnvironmentGenerator",
     "EnvironmentInfo",
     "EnvironmentRequest",
+    "Executor",
+    "ExecutorOptions",
+    "Job",
+    "JobResult",
     "Message",
     "NodeContext",
     "PluginError",
@@ -135,10 +156,13 @@ __all__ = [
     "read_cpu",
     "report_from_tool",
     "resolve_settings",
+    "run_job",
     "run_tool",
     "scope_parameters",
     "state_struct",
     "stable_paths",
     "strict_json_schema",
+    "target_resource",
     "touches_gpu",
+    "worker_name",
 ]

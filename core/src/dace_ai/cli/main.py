@@ -162,6 +162,10 @@ def make_parser() -> argparse.ArgumentParser:
                                          "target chosen for CPU and GPU code.")
     targets.add_argument("--json", action="store_true", help="machine-readable output")
     targets.set_defaults(func=cmd_targets)
+
+    from dace_ai.cli.bench import add_parser as add_bench_parser
+
+    add_bench_parser(sub)
     return parser
 
 

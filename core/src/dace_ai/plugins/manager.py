@@ -33,8 +33,10 @@ from dace_ai.errors import PluginError
 from dace_ai.plugins.hookspecs import PROJECT, DaceAISpec
 from dace_ai.plugins.registrations import (
     HOOK_TYPES,
+    BenchSuite,
     Checker,
     EnvironmentGenerator,
+    Executor,
     PromptSection,
     Provenance,
     Provider,
@@ -289,6 +291,12 @@ class PluginManager:
 
     def environment_generators(self) -> dict[str, EnvironmentGenerator]:
         return self._collect("dace_ai_environment_generators")  # type: ignore[return-value]
+
+    def executors(self) -> dict[str, Executor]:
+        return self._collect("dace_ai_executors")  # type: ignore[return-value]
+
+    def bench_suites(self) -> dict[str, BenchSuite]:
+        return self._collect("dace_ai_bench_suites")  # type: ignore[return-value]
 
     def get(self, kind: str, name: str) -> Registration:
         """Look up one registration by hook kind ("providers", ...) and name, with a helpful error."""
