@@ -52,6 +52,7 @@ from dace_ai.checking.units import (
 )
 from dace_ai.config.settings import AISettings, resolve_settings
 from dace_ai.context.types import ConnectorInfo, EnvironmentInfo, NodeContext, ScopeInfo, TargetInfo
+from dace_ai.errors import AnswerError, CheckFailed, DaceAIError, PluginError, ProviderError, SettingsError
 from dace_ai.execution.jobs import (
     BENCH_RESOURCE,
     ExecutorOptions,
@@ -61,7 +62,6 @@ from dace_ai.execution.jobs import (
     target_resource,
     worker_name,
 )
-from dace_ai.errors import AnswerError, CheckFailed, DaceAIError, PluginError, ProviderError, SettingsError
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import (
     STAGES,
@@ -159,8 +159,8 @@ __all__ = [
     "run_job",
     "run_tool",
     "scope_parameters",
-    "state_struct",
     "stable_paths",
+    "state_struct",
     "strict_json_schema",
     "target_resource",
     "touches_gpu",

@@ -40,6 +40,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--workers", type=int, help="worker processes (local pool, or a dask LocalCluster)")
     p.add_argument("--repeats", type=int, default=5, help="timed runs per candidate and baseline (default 5)")
     p.add_argument("--out", type=Path, default=Path("bench-results"), help="output folder (default bench-results)")
+    p.add_argument("--build", type=Path, metavar="DIR",
+                   help="build folder of the programs (default OUT/build); runs may share one")
     p.add_argument("--export-jsonl", type=Path, metavar="FILE", help="one JSON line per attempt (RL export)")
     p.add_argument("--reward", help="reward weights for the export, e.g. compile=0.1,correct=0.5,speedup=0.4")
     p.add_argument("--quiet", action="store_true", help="no line per finished attempt")
@@ -85,7 +87,7 @@ def main(args: argparse.Namespace) -> int:
     plan = BenchPlan(suite=args.suite, configurations=configurations(args), samples=args.samples, out=args.out,
                      tasks=[t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None,
                      executor=args.executor, options=ExecutorOptions(workers=args.workers, scheduler=args.scheduler),
-                     record=args.record, repeats=args.repeats)
+                     record=args.record, repeats=args.repeats, build=args.build)
 
     def progress(a: dict[str, Any]) -> None:
         if args.quiet:

@@ -69,7 +69,7 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
                           f"(install the pack that provides them)")
         return out
     settings = resolve_settings(payload.get("settings") or {})
-    sdfg, state, node = program_sdfg(suite, task, f"bench_{task.id}_{task_digest(suite, task)}_ctx")
+    _sdfg, state, node = program_sdfg(suite, task, f"bench_{task.id}_{task_digest(suite, task)}_ctx")
     ctx = node_context(state.sdfg, state, node, settings)
     prompt = render_prompt(ctx, settings)
     out["prompt_hash"] = prompt_hash(prompt.system, prompt.user)

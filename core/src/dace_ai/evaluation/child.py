@@ -37,13 +37,24 @@ def _compiled(sdfg: Any, build_root: Path, prepare: Any = None) -> Any:
         return compiled
 
 
-def _time(call: Any, repeats: int) -> list[float]:
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
+#: A timed sample lasts at least this long: short kernels are called several times per sample,
+#: so the timer's resolution and the call overhead do not decide the ratio.
+MIN_SAMPLE_SECONDS = 0.005
+MAX_CALLS_PER_SAMPLE = 1000
+
+
+def _calls_per_sample(call: Any) -> int:
+    start = time.perf_counter()
+    call()
+    once = max(time.perf_counter() - start, 1e-7)
+    return max(1, min(MAX_CALLS_PER_SAMPLE, int(MIN_SAMPLE_SECONDS / once) + 1))
+
+
+def _sample(call: Any, calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
         call()
-        samples.append(time.perf_counter() - start)
-    return samples
+    return (time.perf_counter() - start) / calls
 
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
@@ -97,16 +108,18 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
     repeats = int(spec.get("repeats", 5))
     args_b, args_c = make_arguments(sdfg, task, 0), make_arguments(sdfg, task, 0)
-    baseline(**args_b, **task.sizes)  # warm-up
-    candidate(**args_c, **task.sizes)
+    run_b = lambda: baseline(**args_b, **task.sizes)
+    run_c = lambda: candidate(**args_c, **task.sizes)
+    calls_b, calls_c = _calls_per_sample(run_b), _calls_per_sample(run_c)  # also the warm-up
     base_times, cand_times = [], []
     for _ in range(repeats):  # interleaved, so both see the same machine state
-        base_times += _time(lambda: baseline(**args_b, **task.sizes), 1)
-        cand_times += _time(lambda: candidate(**args_c, **task.sizes), 1)
+        base_times.append(_sample(run_b, calls_b))
+        cand_times.append(_sample(run_c, calls_c))
     tb, tc = statistics.median(base_times), statistics.median(cand_times)
     result.update(baseline_seconds=tb, candidate_seconds=tc, speedup=tb / tc if tc > 0 else None,
                   baseline_spread=[min(base_times), max(base_times)],
-                  candidate_spread=[min(cand_times), max(cand_times)], repeats=repeats)
+                  candidate_spread=[min(cand_times), max(cand_times)], repeats=repeats,
+                  calls_per_sample=[calls_b, calls_c])
     return result
 
 

@@ -53,6 +53,8 @@ class BenchPlan:
     record: Path | None = None
     repeats: int = 5
     want_prompts: bool = True
+    #: Where programs are built (default ``<out>/build``); runs may share one to reuse compiled programs.
+    build: Path | None = None
 
 
 def attempt_id(config: Configuration, suite: str, task: str, sample: int) -> str:
@@ -121,7 +123,7 @@ class LiveAsker:
         from dace_ai.expansion.pipeline import ask_for_node, node_context, request_for
         from dace_ai.prompt.render import render_prompt
 
-        sdfg, state, node = program_sdfg(suite, task, f"bench_{task.id}_ask")
+        _sdfg, state, node = program_sdfg(suite, task, f"bench_{task.id}_ask")
         ctx = node_context(state.sdfg, state, node, self.settings)
         prompt = render_prompt(ctx, self.settings)
         reply = ask_for_node(self.provider, self.client, request_for(prompt.system, prompt.user, self.settings), ctx)
@@ -141,7 +143,7 @@ def plan_attempts(plan: BenchPlan, done: set[str]) -> Iterator[tuple[dict[str, A
     """(attempt record without outcomes, job) for every attempt not in ``done``; live answers asked here."""
     from dace_ai.evaluation.attempt import evaluate_attempt
 
-    build_root = str((plan.out / "build").resolve())
+    build_root = str((plan.build or plan.out / "build").resolve())
     tasks = selected_tasks(plan)
     for config in plan.configurations:
         asker = None

@@ -31,7 +31,7 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
         env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
         try:
             proc = subprocess.run([sys.executable, "-m", "dace_ai.evaluation.child", str(spec_path), str(out_path)],
-                                  capture_output=True, text=True, timeout=wall_seconds, preexec_fn=_limits, env=env)
+                                  capture_output=True, text=True, timeout=wall_seconds, check=False, preexec_fn=_limits, env=env)
         except subprocess.TimeoutExpired:
             return {"error": f"timed out after {wall_seconds:.0f} s (wall)"}
         if proc.returncode < 0:

@@ -74,7 +74,7 @@ def load_task_file(path: Path) -> Task:
     return task
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_suite(name: str) -> tuple[Task, ...]:
     """Every task of suite ``name``, sorted by id."""
     suite = suite_registration(name)

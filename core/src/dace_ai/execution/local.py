@@ -13,7 +13,6 @@ import os
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
 
 from dace_ai.execution.jobs import ExecutorOptions, Job, JobResult, run_job
 from dace_ai.plugins.hookspecs import hookimpl
@@ -35,10 +34,10 @@ class LocalRunner:
         self.workers = options.workers or default_workers()
         self._pool: ProcessPoolExecutor | None = None
 
-    def __enter__(self) -> LocalRunner:
+    def __enter__(self) -> LocalRunner:  # noqa: PYI034
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None

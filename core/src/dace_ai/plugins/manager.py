@@ -152,7 +152,7 @@ class PluginManager:
                 continue
             try:
                 module = ep.load()
-            except BaseException as exc:  # noqa: BLE001 - any failure of a plugin import is reported
+            except BaseException as exc:
                 if isinstance(exc, KeyboardInterrupt):
                     raise
                 self._fail(record, f"import of {ep.value!r} failed: {type(exc).__name__}: {exc}", exc)
