@@ -42,6 +42,8 @@ _LAZY: dict[str, str] = {
     "pending_nodes": "dace_ai.expansion.pipeline",
     "implement": "dace_ai.expansion.pipeline",
     "generate": "dace_ai.expansion.generate",
+    "optimize": "dace_ai.expansion.optimize",
+    "OptimizeReport": "dace_ai.expansion.optimize_report",
     "list_sessions": "dace_ai.storage.sessions",
     "collect_sdfg_context": "dace_ai.context.collect",
     "render_prompt": "dace_ai.prompt.render",

@@ -266,12 +266,24 @@ def compilation_error_types() -> tuple[type, type]:
     return CompilationError, CompilerConfigurationError
 
 
-def compile_without_loading(sdfg: Any) -> None:
-    """Build an SDFG's library in its build folder without loading it into this process.
+def compile_without_loading(sdfg: Any) -> str:
+    """Build an SDFG's library in its build folder without loading it into this process; its path.
 
     Loading would run the generated code's static initialisers here; checks must not.
+    The same steps as ``SDFG.compile`` (deep copy, scope connectors, code generation,
+    program folder, CMake build) without its two loading paths: DaCe's compiler cache
+    (``compiler.use_cache``) and the program handle.
     """
-    sdfg.compile(validate=True, return_program_handle=False)
+    import copy
+
+    from dace.codegen import codegen, compiler
+
+    generated = copy.deepcopy(sdfg)
+    generated.build_folder = sdfg.build_folder
+    generated.fill_scope_connectors()
+    program_objects = codegen.generate_code(generated, validate=True)
+    program_folder = compiler.generate_program_folder(generated, program_objects, sdfg.build_folder)
+    return compiler.configure_and_compile(program_folder, generated.name)
 
 
 def generated_code(sdfg: Any) -> tuple[Any, list[tuple[str, str]]]:
@@ -491,3 +503,86 @@ def resolved_implementation(node: Any) -> str | None:
         return Config.get("library", cls._dace_library_name, "default_implementation")
     except Exception:
         return None
+
+
+def native_implementation(node: Any) -> str | None:
+    """The implementation DaCe itself would use for ``node`` if it were not 'ai', or None.
+
+    The node's resolved implementation when that is not 'ai', else the class or library
+    default, else ``pure``, else the first implementation the class registers.
+    """
+    names = [name for name in getattr(type(node), "implementations", {}) if name != "ai"]
+    if not names:
+        return None
+    resolved = resolved_implementation(node)
+    if resolved in names:
+        return resolved
+    cls = type(node)
+    for candidate in (cls.default_implementation, "pure"):
+        if candidate in names:
+            return candidate
+    return names[0]
+
+
+def program_layout(folder: str, sizes: dict[str, int]) -> dict[str, Any]:
+    """How to call a built program without DaCe: library, entry points, arguments in call order.
+
+    A sandboxed child loads the library with ``ctypes`` from this description alone
+    (importing DaCe there would cost seconds per run). Each argument is an array
+    (numpy dtype, shape, strides and total size evaluated at ``sizes``) or a scalar
+    (ctypes type and value); ``init`` lists the arguments the init function takes.
+    """
+    import os
+
+    from dace import data, symbolic
+    from dace.sdfg import SDFG
+
+    sdfg = SDFG.from_file(os.path.join(folder, "program.sdfg"))
+    suffix = Config.get("compiler", "library_extension")
+    arglist = sdfg.arglist()
+    order = sdfg.signature_arglist(with_types=False, arglist=arglist)
+    free = set(map(str, sdfg.free_symbols))
+
+    def np_name(dtype: Any) -> str:
+        import numpy
+
+        return numpy.dtype(dtype).name
+
+    def value(expr: Any) -> int:
+        return int(symbolic.evaluate(expr, sizes)) if symbolic.issymbolic(expr) else int(expr)
+
+    args = []
+    for name in order:
+        desc = arglist[name]
+        if isinstance(desc, data.Array):
+            args.append({"name": name, "array": True, "dtype": np_name(desc.dtype.as_numpy_dtype()),
+                         "shape": [value(d) for d in desc.shape], "strides": [value(d) for d in desc.strides],
+                         "total": value(desc.total_size)})
+        else:
+            args.append({"name": name, "array": False, "ctype": desc.dtype.as_ctypes().__name__,
+                         "value": sizes.get(name, 0)})
+    return {"library": os.path.join(folder, "build", f"lib{sdfg.name}.{suffix}"), "name": sdfg.name,
+            "args": args, "init": [a["name"] for a in args if a["name"] in free]}
+
+
+_CODEGEN_LOCK = __import__("threading").Lock()
+
+
+def build_in_folder(sdfg: Any, validate: bool = True) -> str:
+    """Generate and compile ``sdfg`` in its build folder, never loading it; return the library path.
+
+    DaCe's code generation keeps global state, so it runs under a lock; the C++
+    compiler (the slow part) runs outside it, so several candidates build at once.
+    Unlike ``SDFG.compile``, a library left by an earlier build is never loaded here.
+    """
+    import copy
+
+    from dace.codegen import codegen, compiler
+
+    with _CODEGEN_LOCK:
+        generated = copy.deepcopy(sdfg)
+        generated.build_folder = sdfg.build_folder
+        generated.fill_scope_connectors()
+        objects = codegen.generate_code(generated, validate=validate)
+        folder = compiler.generate_program_folder(generated, objects, sdfg.build_folder)
+    return compiler.configure_and_compile(folder, generated.name)

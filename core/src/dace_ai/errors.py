@@ -39,3 +39,11 @@ class MissingAnswer(DaceAIError):
 
 class AIUsageError(DaceAIError, ValueError):
     """A ``dace_ai.ai(...)`` call or an ``AINode`` was written in a way that cannot work."""
+
+
+class NativeKept(CheckFailed):
+    """Every candidate was slower than the native expansion under ``bench=gate``: the native one is kept."""
+
+
+class UnverifiedWarning(UserWarning):
+    """Generated code could not be compared with a reference (none given, or it could not run)."""

@@ -163,6 +163,10 @@ def make_parser() -> argparse.ArgumentParser:
     targets.add_argument("--json", action="store_true", help="machine-readable output")
     targets.set_defaults(func=cmd_targets)
 
+    from dace_ai.cli.optimize import add_parser as add_optimize
+
+    add_optimize(sub)
+
     from dace_ai.cli.bench import add_parser as add_bench_parser
 
     add_bench_parser(sub)

@@ -15,6 +15,7 @@ value, the source it came from and what is allowed.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -57,6 +58,16 @@ class AISettings(BaseModel):
     extra_instructions: str = _field("extra_instructions")
     target: str | None = _field("target")
     checkers: tuple[str, ...] | None = _field("checkers")
+    bench: Literal["off", "report", "gate"] = _field("bench")
+    min_speedup: float = _field("min_speedup")
+    bench_sizes: str | None = _field("bench_sizes")
+    bench_repeats: int = _field("bench_repeats")
+    check_concurrency: int = _field("check_concurrency")
+    verify_seeds: int = _field("verify_seeds")
+    verify_sizes: str | None = _field("verify_sizes")
+    sandbox_cpu_seconds: float = _field("sandbox_cpu_seconds")
+    sandbox_wall_seconds: float = _field("sandbox_wall_seconds")
+    sandbox_memory_mb: int = _field("sandbox_memory_mb")
     max_concurrency: int = _field("max_concurrency")
     prompt_dir: str | None = _field("prompt_dir")
     interactive: bool | None = _field("interactive")
@@ -74,12 +85,19 @@ class AISettings(BaseModel):
         return value
 
     @field_validator("provider", "model", "base_url", "effort", "target", "prompt_dir", "interactive",
-                     "cuda_arch", "hip_arch",
+                     "cuda_arch", "hip_arch", "bench_sizes", "verify_sizes",
                      mode="before")
     @classmethod
     def _empty_is_none(cls, value: Any) -> Any:
         if isinstance(value, str) and value.strip().lower() in ("", "none", "auto"):
             return None
+        return value
+
+    @field_validator("verify_sizes")
+    @classmethod
+    def _sizes_format(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"\s*\w+=\d+(,\d+)*([\s;]+\w+=\d+(,\d+)*)*\s*", value):
+            raise ValueError("expected NAME=SIZE[,SIZE...] separated by spaces, e.g. 'N=13,67 M=11,61'")
         return value
 
     @property

@@ -9,8 +9,14 @@ description refers to (``_a``, ``_in0``, ``_out``, ...).
 Example::
 
     node = AINode("fma", "Compute _out = _a * _b + _c elementwise.",
-                  inputs={"_a", "_b", "_c"}, outputs={"_out"})
+                  inputs={"_a", "_b", "_c"}, outputs={"_out"},
+                  reference=lambda a, b, c: a * b + c)
     state.add_node(node)
+
+``reference`` is a NumPy function of the named inputs (``_a`` -> ``a``, ``_in0`` ->
+first positional) that the verify stage compares the generated code with; without
+one the node is recorded as unverified. It stays in this process (see
+:mod:`dace_ai.checking.reference`): the node keeps only its registry key.
 """
 
 from __future__ import annotations
@@ -57,9 +63,11 @@ class AINode(nodes.LibraryNode):
 
     description = properties.Property(dtype=str, default="",
                                       desc="What the node computes, in natural language")
+    reference = properties.Property(dtype=str, default="",
+                                    desc="Key of the NumPy reference function registered in this process")
 
     def __init__(self, name: str, description: str = "", *args: Any, inputs: ConnectorSpec = None,
-                 outputs: ConnectorSpec = None, **kwargs: Any) -> None:
+                 outputs: ConnectorSpec = None, reference: Any = None, **kwargs: Any) -> None:
         if not isinstance(name, str) or not name.strip():
             raise AIUsageError(f"AINode: name must be a non-empty string, got {name!r}")
         if not isinstance(description, str):
@@ -69,8 +77,15 @@ class AINode(nodes.LibraryNode):
         clash = sorted(set(ins) & set(outs))
         if clash:
             raise AIUsageError(f"AINode {name!r}: connector(s) {clash} are both inputs and outputs")
+        if reference is not None and not callable(reference):
+            raise AIUsageError(f"AINode {name!r}: reference must be a NumPy function of the inputs, "
+                               f"got {type(reference).__name__}")
         super().__init__(name, *args, inputs=ins, outputs=outs, **kwargs)
         self.description = description
+        if reference is not None:
+            from dace_ai.checking.reference import register_reference
+
+            self.reference = register_reference(reference)
 
     def validate(self, sdfg: Any, state: Any) -> None:
         """Refuse a node that says nothing about what it computes (the model would have to guess)."""

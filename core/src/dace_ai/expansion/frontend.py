@@ -29,7 +29,7 @@ from dace_ai import compat
 from dace_ai.errors import AIUsageError
 from dace_ai.expansion.ainode import AINode
 
-_CONFIG_KEYWORDS = ("out", "shape", "dtype", "storage", "name", "schedule")
+_CONFIG_KEYWORDS = ("out", "shape", "dtype", "storage", "name", "schedule", "reference")
 
 
 class AICallError(compat.syntax_error_class(), AIUsageError):  # type: ignore[misc]
@@ -40,7 +40,8 @@ class AICallError(compat.syntax_error_class(), AIUsageError):  # type: ignore[mi
 
 
 def ai(description: str, *inputs: Any, out: Any = None, shape: Any = None, dtype: Any = None,
-       storage: Any = None, name: str | None = None, schedule: Any = None, **named: Any) -> Any:
+       storage: Any = None, name: str | None = None, schedule: Any = None, reference: Any = None,
+       **named: Any) -> Any:
     """Add a node, described in natural language, whose code a language model writes.
 
     Only meaningful inside ``@dace.program``: the frontend replaces the call by an
@@ -54,6 +55,8 @@ def ai(description: str, *inputs: Any, out: Any = None, shape: Any = None, dtype
     :param storage: Storage of the new output (default: the first input's).
     :param name: Node name, unique in the program (default ``ai``, ``ai_1``, ...).
     :param schedule: Schedule of the node.
+    :param reference: NumPy function of the named inputs that the verify stage compares the
+        generated code with (``a=A`` arrives as ``a``, positional inputs in order).
     :param named: Containers read through ``_<keyword>``.
     :return: The output container (a tuple of them for several ``out`` containers).
     """
@@ -168,7 +171,7 @@ def _node_name(pv: Any, sdfg: Any, name: Any) -> str:
 
 def _replacement(pv: Any, sdfg: Any, state: Any, description: Any = None, *inputs: Any, out: Any = None,
                  shape: Any = None, dtype: Any = None, storage: Any = None, name: Any = None,
-                 schedule: Any = None, **named: Any) -> Any:
+                 schedule: Any = None, reference: Any = None, **named: Any) -> Any:
     """Frontend replacement: add an AINode and its memlets; return the written container(s)."""
     from dace import Memlet
 
@@ -183,7 +186,12 @@ def _replacement(pv: Any, sdfg: Any, state: Any, description: Any = None, *input
             raise AICallError(pv, f"{', '.join(repr(g) for g in given)} describe a new output and cannot be "
                                   "combined with 'out', which writes an existing container")
         out_conns = _outputs(pv, sdfg, out)
-    node = AINode(label, text, inputs=dict.fromkeys(in_conns), outputs=dict.fromkeys(out_conns), schedule=schedule)
+    if reference is not None and not callable(reference):
+        hint = (" (a lambda written inside the program becomes program text; define the function outside "
+                "the program and pass its name)" if "lambda" in str(reference) else "")
+        raise AICallError(pv, f"'reference' must be a NumPy function of the inputs, got {reference!s:.60}{hint}")
+    node = AINode(label, text, inputs=dict.fromkeys(in_conns), outputs=dict.fromkeys(out_conns), schedule=schedule,
+                  reference=reference)
     state.add_node(node)
     for conn, container in in_conns.items():
         state.add_edge(state.add_read(container), None, node, conn,

@@ -142,6 +142,7 @@ def generate(sdfg: Any, settings: Any = None, *, progress: bool | None = None) -
     summary = GenerateSummary(provider.name)
     cache = AnswerCache()
     jobs: dict[str, _Job] = {}
+    pipeline.expand_nodes_leading_to_ai(sdfg)
     with pipeline.expansion_pass():
         for nsdfg, state, node in pipeline.pending_nodes(sdfg):
             result = NodeResult(name=str(node.label), sdfg=str(nsdfg.name), state=str(state.label), status="pending")

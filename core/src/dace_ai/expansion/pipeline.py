@@ -17,13 +17,13 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dace_ai import compat
 from dace_ai.config.settings import AISettings, resolve_settings
 from dace_ai.context.types import NodeContext
-from dace_ai.errors import AnswerError, MissingAnswer, ProviderError
+from dace_ai.errors import AnswerError, MissingAnswer, NativeKept, ProviderError
 from dace_ai.expansion.implementation import IMPLEMENTATION
 from dace_ai.prompt.answer import Answer, answer_json_schema, parse_answer
 from dace_ai.providers.api import Message, ProviderReply, ProviderRequest, _cached_fallback, _current_node
@@ -112,6 +112,55 @@ def expand_other_nodes(sdfg: Any) -> int:
             count += 1
 
 
+def expand_nodes_leading_to_ai(sdfg: Any) -> int:
+    """Expand the library nodes whose expansion creates 'ai' nodes, until none is left; return how many.
+
+    ``A @ B`` with ``dace.libraries.blas.default_implementation = 'ai'`` is a ``MatMul``
+    (implemented natively) that expands to a ``Gemm``, which 'ai' implements: without
+    this, :func:`dace_ai.generate` and :func:`dace_ai.optimize` would find no node and the
+    request would happen later inside ``compile()``. Each candidate is tried on a copy of
+    the SDFG first, so nodes that lead to no 'ai' node stay as they are.
+    """
+    count = 0
+    while True:
+        for node, parent in _other_library_nodes(sdfg):
+            if _leads_to_ai(sdfg, node):
+                node.expand(parent.sdfg, parent)
+                count += 1
+                break
+        else:
+            return count
+
+
+def _other_library_nodes(sdfg: Any) -> list[tuple[Any, Any]]:
+    from dace.sdfg import nodes
+
+    return [(node, parent) for node, parent in sdfg.all_nodes_recursive()
+            if isinstance(node, nodes.LibraryNode) and compat.resolved_implementation(node) != IMPLEMENTATION]
+
+
+def _leads_to_ai(sdfg: Any, node: Any) -> bool:
+    """Expand ``node`` on a copy of ``sdfg`` (and what it creates): does an 'ai' node appear?"""
+    import copy
+
+    trial = copy.deepcopy(sdfg)
+    before = {n.guid for n, _ in trial.all_nodes_recursive()}
+    found = [(n, p) for n, p in _other_library_nodes(trial) if n.guid == node.guid]
+    if not found:
+        return False
+    try:
+        found[0][0].expand(found[0][1].sdfg, found[0][1])
+        for _ in range(16):  # nested expansions (a node that expands to another library node)
+            created = [(n, p) for n, p in _other_library_nodes(trial) if n.guid not in before]
+            if not created:
+                break
+            for n, p in created:
+                n.expand(p.sdfg, p)
+    except Exception:  # noqa: BLE001 - a node that cannot expand here is left to the compiler
+        return False
+    return any(n.guid not in before for _, _, n in pending_nodes(trial))
+
+
 def _messages(history: Sequence[Any]) -> tuple[Message, ...]:
     result = []
     for item in history:
@@ -163,6 +212,7 @@ class Outcome:
     session: str
     round: int
     environments: set[str]
+    reports: list[Any] = field(default_factory=list)
 
 
 def request_record(provider: str, request: ProviderRequest, key: str) -> dict[str, Any]:
@@ -278,9 +328,40 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
                                    reports=reports, status="accepted" if ok else "rejected", source=source,
                                    node_json=node_json)
         if ok:
-            return Outcome(answer, reply, provider.name, key, source, str(session.folder), rnd.number, environments)
+            return Outcome(answer, reply, provider.name, key, source, str(session.folder), rnd.number, environments,
+                           reports)
         history += [Message("assistant", reply.text), Message("user", repair_message(reports))]
-    raise failure_error(ctx, reports, attempts - 1, session.folder)
+    error = failure_error(ctx, reports, attempts - 1, session.folder)
+    if only_too_slow(reports):
+        raise NativeKept(f"node {ctx.name!r}: every candidate was slower than the native expansion "
+                         f"(bench=gate, min_speedup {settings.min_speedup}); keeping the native expansion. "
+                         f"Session: {session.folder}. {error}")
+    raise error
+
+
+def only_too_slow(reports: list[Any]) -> bool:
+    """True when the only failures are the bench gate's (the code works, it is just not faster)."""
+    failures = [r for r in reports if r.failed]
+    return bool(failures) and all(r.details.get("rule") == "gate" for r in failures)
+
+
+def bench_figures(reports: list[Any]) -> dict[str, Any] | None:
+    """The bench checker's figures among ``reports`` (None when nothing was timed)."""
+    for report in reports:
+        if report.details.get("stage") == "bench" and ("speedup" in report.details
+                                                        or "candidate_median" in report.details):
+            return report.details
+    return None
+
+
+def bench_provenance(figures: dict[str, Any] | None) -> str:
+    """Short provenance text: ``1.84x(1.71-1.95)_vs_native`` or the candidate's own time."""
+    if not figures:
+        return ""
+    if "speedup" in figures:
+        low, high = figures.get("speedup_range") or (figures["speedup"], figures["speedup"])
+        return f"{figures['speedup']:.2f}x({low:.2f}-{high:.2f})_vs_native"
+    return f"{figures['candidate_median'] * 1e6:.1f}us_per_call"
 
 
 def _check(answer: Answer, ctx: NodeContext, settings: AISettings) -> list[Any]:
@@ -328,13 +409,33 @@ def generate_tasklet(sdfg: Any, state: Any, node: Any, settings: Any = None, *,
     outcome = solve(ctx, settings, supplied=supplied, node_json=node_json)
     provenance = {"node": ctx.name, "provider": outcome.provider, "model": outcome.reply.model or "",
                   "source": outcome.source, "cache_key": outcome.key[:16],
-                  "session": f"ai-sessions/{outcome.session.rsplit('/', 1)[-1]}/round-{outcome.round}"}
+                  "session": f"ai-sessions/{outcome.session.rsplit('/', 1)[-1]}/round-{outcome.round}",
+                  "bench": bench_provenance(bench_figures(outcome.reports))}
     return make_tasklet(node, outcome.answer, ctx, provenance, outcome.environments)
 
 
 def implement(sdfg: Any, state: Any, node: Any, settings: Any = None, *, supplied: str | None = None) -> Any:
-    """Replace ``node`` in ``state`` by a tasklet written from a model's answer; return the tasklet."""
+    """Replace ``node`` in ``state`` by a tasklet written from a model's answer; return the tasklet.
+
+    When ``bench=gate`` refused every candidate as slower, the node is expanded with its
+    native implementation instead (with a warning) and the name of that expansion returned.
+    """
     from dace_ai.expansion.tasklet import place_tasklet
 
-    tasklet = generate_tasklet(sdfg, state, node, settings, supplied=supplied)
+    try:
+        tasklet = generate_tasklet(sdfg, state, node, settings, supplied=supplied)
+    except NativeKept as exc:
+        import warnings
+
+        warnings.warn(str(exc).split(" Last diagnostics:")[0], stacklevel=2)
+        return keep_native(sdfg, state, node)
     return place_tasklet(state, node, tasklet)
+
+
+def keep_native(sdfg: Any, state: Any, node: Any) -> Any:
+    """Expand ``node`` with its native implementation (DaCe's own) now."""
+    implementation = compat.native_implementation(node)
+    if implementation is None:
+        raise NativeKept(f"node {node.label!r} has no native implementation to keep")
+    node.implementation = implementation
+    return node.expand(sdfg, state)

@@ -31,6 +31,9 @@ from typing import Any
 
 from dace_ai.storage.files import ai_folder, atomic_write, atomic_write_json, lock_for
 
+#: Details of a check report kept in checks.json (the bench's figures and why a candidate was refused).
+_FIGURES = ("rule", "reasons", "speedup", "speedup_range", "native_median", "candidate_median", "native_seconds",
+            "candidate_seconds", "sizes", "repeats", "bytes", "bandwidth")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 
@@ -104,6 +107,9 @@ class Session:
             for report in reports:
                 row = {"checker": report.checker, "status": report.status, "seconds": round(report.seconds, 3),
                        "stage": report.details.get("stage", "")}
+                figures = {k: v for k, v in report.details.items() if k in _FIGURES}
+                if figures:
+                    row["figures"] = figures
                 report_rows.append(row)
                 atomic_write(folder / f"check-{_safe(report.checker)}.log", report.diagnostics or "")
             atomic_write_json(folder / "checks.json", report_rows)
@@ -116,6 +122,14 @@ class Session:
                 summary["current"] = number
             atomic_write_json(self.summary_path, summary)
             return RoundRecord(number, folder)
+
+
+    def update_summary(self, **fields: Any) -> None:
+        """Set top-level fields of ``session.json`` (e.g. ``current``, an ``optimize`` summary)."""
+        with lock_for(self.summary_path):
+            summary = self.summary()
+            summary.update(fields, updated=time.time())
+            atomic_write_json(self.summary_path, summary)
 
 
 def render_conversation(system: str, messages: list[tuple[str, str]]) -> str:

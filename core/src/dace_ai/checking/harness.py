@@ -1,0 +1,410 @@
+"""Run a candidate against its node's reference in the sandbox: to verify it, or to time it.
+
+:func:`run_against_reference` is the one entry point for the verify stage and for
+anything that benchmarks candidates: it compiles the candidate once, builds (or
+reuses) the node's native program, makes the cases (seeds x sizes), runs them in one
+sandboxed child (:mod:`dace_ai.checking.sandbox`) and returns a plain dict::
+
+    {"mode": "verify" | "time",
+     "status": "passed" | "failed" | "inconclusive",
+     "reason": None | "mismatch" | "unwritten" | "outside_subset" | "outside_buffer" | "crash" | "timeout"
+               | "cpu_time" | "memory" | "compile" | "load" | "no reference" | "reference failed" | ...,
+     "message": "worded for the model: seed, sizes, first wrong index, expected vs got, max error",
+     "seeds": [0, 1, 2], "sizes": [{"N": 13}, {"N": 67}],
+     "cases": [{"seed": 0, "sizes": {"N": 13}, "problem": {...},            # verify: only a failing case
+                "candidate_seconds": [...], "reference_seconds": [...]}],  # time: per-run seconds
+     "reference": {"kind": "native" | "function" | None, "implementation": "pure"},
+     "seconds": {"compile": ..., "reference": ..., "run": ..., "total": ...}}
+
+Sizes: every integer symbol of the node gets values (default: two sets of odd
+primes, a different one per symbol, so no size is a multiple of a vector width and
+swapped dimensions show); a node whose shapes are all constant runs at its own size.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.sandbox import ChildOutcome, SandboxLimits, run_child
+
+#: Default sizes per symbol: the k-th symbol gets SMALL[k] then LARGE[k] (odd primes: remainders everywhere).
+SMALL_SIZES = (13, 11, 17, 19, 23, 7, 29, 31)
+LARGE_SIZES = (67, 61, 71, 73, 59, 79, 83, 53)
+DEFAULT_SEEDS = (0, 1, 2)
+_EPS = {"f": {2: 9.8e-4, 4: 1.2e-7, 8: 2.3e-16}, "c": {8: 1.2e-7, 16: 2.3e-16}}
+
+
+# ----------------------------------------------------------------------------- sizes and cases
+def _sym(expr: str) -> Any:
+    from dace import symbolic
+
+    return symbolic.pystr_to_symbolic(str(expr))
+
+
+def evaluate(expr: Any, values: Mapping[str, Any]) -> int:
+    """An integer from a symbolic expression and symbol values (``KeyError`` names a missing symbol)."""
+    value = _sym(expr) if isinstance(expr, str) else expr
+    if hasattr(value, "free_symbols"):
+        missing = [str(s) for s in value.free_symbols if str(s) not in values]
+        if missing:
+            raise KeyError(", ".join(sorted(missing)))
+        value = value.subs({s: values[str(s)] for s in value.free_symbols})
+    return int(value)
+
+
+def size_symbols(request: CheckRequest) -> list[str]:
+    """Integer symbols of the node (symbols in scope, then enclosing map parameters are separate)."""
+    return [name for name, ctype in request.node.symbols.items()
+            if not any(t in ctype for t in ("float", "double", "complex"))]
+
+
+def size_cases(request: CheckRequest, sizes: Any = None) -> list[dict[str, int]]:
+    """Symbol values to run: ``sizes`` as given (list of dicts, or dict of lists zipped), else the defaults."""
+    names = size_symbols(request)
+    if sizes:
+        if isinstance(sizes, Mapping):
+            lists = {k: list(v) if isinstance(v, (list, tuple)) else [v] for k, v in sizes.items()}
+            count = max(len(v) for v in lists.values())
+            sizes = [{k: v[min(i, len(v) - 1)] for k, v in lists.items()} for i in range(count)]
+        cases = []
+        for i, given in enumerate(sizes):
+            case = {n: int(given[n]) if n in given else LARGE_SIZES[k % len(LARGE_SIZES)] for k, n in enumerate(names)}
+            case.update({k: int(v) for k, v in given.items()})
+            cases.append(case)
+        return cases
+    if not names:
+        return [{}]
+    return [{n: table[k % len(table)] for k, n in enumerate(names)} for table in (SMALL_SIZES, LARGE_SIZES)]
+
+
+def parse_sizes_setting(text: str | None) -> dict[str, list[int]] | None:
+    """``"N=13,67 M=11,61"`` -> ``{"N": [13, 67], "M": [11, 61]}`` (the ``verify_sizes`` setting)."""
+    if not text or not text.strip():
+        return None
+    result: dict[str, list[int]] = {}
+    for part in text.replace(";", " ").split():
+        name, _, values = part.partition("=")
+        if not name or not values:
+            raise ValueError(f"setting 'verify_sizes': {part!r} is not NAME=SIZE[,SIZE...]")
+        result[name.strip()] = [int(v) for v in values.split(",") if v.strip()]
+    return result
+
+
+def _param_values(request: CheckRequest, values: dict[str, int]) -> dict[str, int]:
+    """Enclosing map parameters at the first point of their range (the node runs there too)."""
+    from dace_ai.checking.units import scope_parameters
+
+    params = {}
+    ranges = {p: r for scope in request.node.scopes for p, r in zip(scope.params, scope.ranges)}
+    for p in scope_parameters(request.node):
+        begin = ranges.get(p, "0").split(":")[0].strip() or "0"
+        params[p] = evaluate(begin, {**values, **params})
+    return params
+
+
+def _dims(conn: Any, values: Mapping[str, int]) -> tuple[list[int], list[int]]:
+    """Shape and element strides of what a connector sees (size-1 dimensions squeezed like DaCe does)."""
+    from dace import subsets
+
+    rng = subsets.Range.from_string(conn.subset)
+    strides = [evaluate(s, values) for s in conn.container_strides] or [1] * len(rng.ranges)
+    dims = []
+    for (b, e, s), stride in zip(rng.ranges, strides):
+        begin, end, step = evaluate(b, values), evaluate(e, values), evaluate(s, values)
+        dims.append((max(0, (end - begin) // step + 1), stride * step))
+    keep = len(conn.shape)
+    while len(dims) > keep and any(n == 1 for n, _ in dims):
+        dims.pop(next(i for i, (n, _) in enumerate(dims) if n == 1))
+    return [n for n, _ in dims], [s for _, s in dims]
+
+
+def _dtype(request: CheckRequest, conn: Any) -> np.dtype:
+    desc = (request.node.live or {}).get("sdfg").arrays[conn.container]
+    return np.dtype(desc.dtype.type)
+
+
+def _container_elements(desc: Any, values: Mapping[str, int]) -> int:
+    shape = [evaluate(s, values) for s in getattr(desc, "shape", [1])]
+    strides = [evaluate(s, values) for s in getattr(desc, "strides", [1])]
+    extent = sum((n - 1) * s for n, s in zip(shape, strides)) + 1 if all(n > 0 for n in shape) else 1
+    for attr in ("total_size",):
+        try:
+            extent = max(extent, evaluate(getattr(desc, attr), values))
+        except (AttributeError, KeyError, TypeError):
+            pass
+    try:
+        extent += evaluate(desc.start_offset, values)
+    except (AttributeError, KeyError, TypeError):
+        pass
+    return max(1, extent)
+
+
+def tolerance(dtype: np.dtype, reduction: int) -> float:
+    """Relative tolerance: 16 ulps of the element type per element of the longest input dimension."""
+    eps = _EPS.get(dtype.kind, {}).get(dtype.itemsize)
+    return 0.0 if eps is None else 16 * eps * max(1, reduction)
+
+
+def make_case(request: CheckRequest, seed: int, sizes: dict[str, int]) -> dict[str, Any]:
+    """One case of the job: values, containers (flat element counts), connector views, tolerances."""
+    live_sdfg = (request.node.live or {}).get("sdfg")
+    values = dict(sizes)
+    values.update(_param_values(request, values))
+    containers: dict[str, dict[str, Any]] = {}
+    connectors = []
+    for conn in request.node.connectors:
+        shape, strides = _dims(conn, values)
+        offset = evaluate(conn.offset, values)
+        desc = live_sdfg.arrays[conn.container]
+        cont = containers.setdefault(conn.container, {
+            "name": conn.container, "dtype": _dtype(request, conn).str, "input": False, "output": False,
+            "elements": _container_elements(desc, values)})
+        cont["input" if conn.direction == "in" else "output"] = True
+        extent = offset + sum((n - 1) * s for n, s in zip(shape, strides)) + 1
+        cont["elements"] = max(cont["elements"], extent)
+        connectors.append({"name": conn.name, "container": conn.container, "direction": conn.direction,
+                           "offset": offset, "shape": shape, "strides": strides, "wcr": conn.wcr})
+    for cont in containers.values():
+        if cont["output"] and any(c["wcr"] for c in connectors if c["container"] == cont["name"]):
+            cont["input"] = True  # accumulating outputs start from data, like the program's
+    reduction = max([n for c in connectors if c["direction"] == "in" for n in c["shape"]] or [1])
+    rtol = {c["name"]: tolerance(np.dtype(containers[c["container"]]["dtype"]), reduction)
+            for c in connectors if c["direction"] == "out"}
+    return {"seed": seed, "sizes": dict(sizes), "values": values, "containers": list(containers.values()),
+            "connectors": connectors, "rtol": rtol}
+
+
+# ----------------------------------------------------------------------------- references
+def reference_kind(request: CheckRequest) -> tuple[str | None, Any]:
+    """("native", None), ("function", fn), or (None, reason) for the node of ``request``."""
+    from dace_ai.checking.reference import native_implementation, reference_function
+
+    node = (request.node.live or {}).get("node")
+    if node is None:
+        return None, "the node is not available in this process"
+    key = getattr(node, "reference", None)
+    if isinstance(key, str) and key:
+        function = reference_function(key)
+        if function is None:
+            return None, f"reference function {key.split('#')[0]!r} is not registered in this process"
+        return "function", function
+    if native_implementation(node) is not None:
+        return "native", None
+    return None, "no reference"
+
+
+def _expected_outputs(case: dict[str, Any], function: Any, folder: Path, index: int) -> dict[str, str]:
+    """Run the user's reference on the case's inputs; save its outputs as .npy files for the child."""
+    from dace_ai.checking.child import case_inputs, view
+    from dace_ai.checking.reference import call_reference
+
+    data = case_inputs(case)
+    inputs = {c["name"]: np.array(view(data[c["container"]], c)) for c in case["connectors"]
+              if c["direction"] == "in"}
+    outputs = [c for c in case["connectors"] if c["direction"] == "out"]
+    results = call_reference(function, inputs, case["values"], [c["name"] for c in outputs])
+    files = {}
+    for conn in outputs:
+        dtype = np.dtype(next(c["dtype"] for c in case["containers"] if c["name"] == conn["container"]))
+        value = np.asarray(results[conn["name"]])
+        if value.shape != tuple(conn["shape"]):
+            if value.size == int(np.prod(conn["shape"])) and (not conn["shape"] or value.ndim == 0):
+                value = value.reshape(tuple(conn["shape"]))
+            else:
+                raise ValueError(f"the reference returned shape {value.shape} for {conn['name']}, "
+                                 f"which sees shape {tuple(conn['shape'])}")
+        path = folder / f"expected-{index}-{conn['name']}.npy"
+        np.save(path, value.astype(dtype), allow_pickle=False)
+        files[conn["name"]] = str(path)
+    return files
+
+
+# ----------------------------------------------------------------------------- words
+def _sizes_text(sizes: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sizes.items()) or "the program's own sizes"
+
+
+def _connectors_of(case: dict[str, Any], container: str | None) -> str:
+    names = [c["name"] for c in case["connectors"] if c["container"] == container]
+    return f" (connector {', '.join(names)})" if names else ""
+
+
+def describe_problem(problem: dict[str, Any], case: dict[str, Any]) -> tuple[str, str]:
+    """(reason, sentence for the model) for a problem the child found in one case."""
+    where = f"seed {case['seed']}, sizes {_sizes_text(case['sizes'])}"
+    kind = problem["kind"]
+    if kind == "mismatch":
+        return "mismatch", (
+            f"Wrong result ({where}): output {problem['connector']} at index {problem['index']} is {problem['got']}, "
+            f"expected {problem['expected']}; {problem['count']} of {problem['elements']} elements differ, "
+            f"largest error {problem['max_error']:.3g} (tolerance {problem['rtol']:.2g} relative)."
+            if isinstance(problem["max_error"], float) else
+            f"Wrong result ({where}): output {problem['connector']} at index {problem['index']} is {problem['got']}, "
+            f"expected {problem['expected']}; {problem['count']} of {problem['elements']} elements differ, "
+            f"largest error {problem['max_error']}.")
+    if kind == "unwritten":
+        return "unwritten", (
+            f"Output not written ({where}): {problem['connector']} at index {problem['index']} still holds the "
+            f"fill pattern it had before the call (expected {problem['expected']}); {problem['count']} of "
+            f"{problem['elements']} elements were never written.")
+    if kind == "outside_subset":
+        if problem.get("input"):
+            return "outside_subset", (f"The code modified its input container {problem['container']}"
+                                      f"{_connectors_of(case, problem['container'])} at element {problem['element']} "
+                                      f"({where}); inputs must stay unchanged.")
+        return "outside_subset", (f"The code wrote to element {problem['element']} of {problem['container']}, "
+                                  f"outside the part its output connector covers ({where}); "
+                                  f"{problem['count']} such element(s).")
+    side = "past the end of" if problem.get("side") == "after" else "before the start of"
+    return "outside_buffer", (f"The code wrote {side} container {problem['container']}"
+                              f"{_connectors_of(case, problem['container'])} ({where}).")
+
+
+def describe_outcome(outcome: ChildOutcome, cases: list[dict[str, Any]], limits: SandboxLimits) -> tuple[str, str, str]:
+    """(status, reason, message) for a child that did not finish normally."""
+    phase = outcome.phase
+    case = next((c for c in cases if c["seed"] == phase.get("seed") and c["sizes"] == phase.get("sizes")), None)
+    where = f" (seed {case['seed']}, sizes {_sizes_text(case['sizes'])})" if case else ""
+    who = outcome.who
+    if outcome.status == "timeout":
+        reason, text = "timeout", f"did not finish within {limits.wall_seconds:g} s of wall time{where} (an endless loop?)"
+    elif outcome.status == "cpu_time":
+        reason, text = "cpu_time", f"used more than {limits.cpu_seconds:g} s of CPU time{where} (an endless loop?)"
+    elif outcome.status == "memory":
+        reason, text = "memory", f"exceeded the memory limit of {limits.memory_bytes >> 20} MiB{where}"
+    elif outcome.status == "crashed":
+        fault = outcome.fault or {}
+        if fault.get("where") in ("after", "before") and case is not None:
+            access = {True: "wrote", False: "read"}.get(fault.get("write"), "accessed memory")
+            side = "past the end of" if fault["where"] == "after" else "before the start of"
+            reason = "outside_buffer"
+            text = (f"crashed with {outcome.signal}: it {access} {fault['bytes']} byte(s) {side} container "
+                    f"{fault['container']}{_connectors_of(case, fault['container'])}{where}")
+        else:
+            reason = "crash"
+            address = ""
+            if fault and fault.get("where") == "null":
+                address = f" at address {fault['address']:#x} (a null or near-null pointer)"
+            elif fault:
+                address = f" at address {fault['address']:#x} (outside every buffer)"
+            text = f"crashed with {outcome.signal}{address}{where}"
+    else:
+        reason, text = "harness", f"could not be run: {outcome.output.strip()[-1500:]}"
+    if who == "reference":
+        return "inconclusive", "reference failed", f"The node's reference program {text}; nothing is known about the candidate."
+    if who == "loader" and outcome.status == "error":
+        step = phase.get("step", "candidate")
+        if step == "reference":
+            return "inconclusive", "reference failed", f"The node's reference program could not be loaded: {outcome.output.strip()[-1500:]}"
+        return "failed", "load", f"The compiled code could not be loaded: {outcome.output.strip()[-1500:]}"
+    return "failed", reason, f"The code {text}."
+
+
+# ----------------------------------------------------------------------------- entry point
+def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds: Sequence[int] | int = DEFAULT_SEEDS,
+                          sizes: Any = None, repeats: int = 5, warmup: int = 1, min_sample_seconds: float = 1e-3,
+                          limits: SandboxLimits | None = None) -> dict[str, Any]:
+    """Run the candidate of ``request`` and the node's reference on the same inputs in a sandboxed child.
+
+    ``mode="verify"`` compares outputs (stops at the first failing case);
+    ``mode="time"`` times both sides per case: ``warmup`` calls, then ``repeats``
+    samples, each of as many calls as fill ``min_sample_seconds`` (timer resolution),
+    reported as seconds per call. ``seeds`` is a list or a count; ``sizes`` a list
+    of ``{symbol: value}`` or a ``{symbol: [values]}`` (zipped). ``limits`` default
+    to the settings' ``sandbox_*`` values. Never raises for the candidate's faults.
+    """
+    if mode not in ("verify", "time"):
+        raise ValueError(f"mode must be 'verify' or 'time', got {mode!r}")
+    total_start = time.perf_counter()
+    seeds = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
+    limits = limits or SandboxLimits.from_settings(request.settings)
+    result: dict[str, Any] = {"mode": mode, "status": "inconclusive", "reason": None, "message": "",
+                              "seeds": seeds, "sizes": [], "cases": [],
+                              "reference": {"kind": None, "implementation": None},
+                              "seconds": {"compile": 0.0, "reference": 0.0, "run": 0.0, "total": 0.0}}
+
+    def done(status: str, reason: str | None, message: str) -> dict[str, Any]:
+        result.update(status=status, reason=reason, message=message)
+        result["seconds"]["total"] = time.perf_counter() - total_start
+        return result
+
+    kind, detail = reference_kind(request)
+    result["reference"]["kind"] = kind
+    if kind is None and mode == "verify":
+        return done("inconclusive", "no reference", f"Not verified: {detail}.")
+    try:
+        size_list = size_cases(request, sizes)
+        cases = [make_case(request, seed, s) for s in size_list for seed in seeds]
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        return done("inconclusive", "sizes", f"Not verified: could not give the node's symbols values ({exc}).")
+    result["sizes"] = size_list
+
+    from dace_ai.checking.candidate import compile_candidate
+    from dace_ai.checking.diagnostics import summarize_output
+
+    start = time.perf_counter()
+    library, tool, _ = compile_candidate(request)
+    result["seconds"]["compile"] = time.perf_counter() - start
+    if library is None:
+        if tool is not None and tool.returncode == 127:
+            return done("inconclusive", "compiler", tool.output)
+        return done("failed", "compile", "The code does not compile as DaCe builds it:\n"
+                    + summarize_output(tool.output if tool else ""))
+    folder = Path(request.workdir) / "sandbox"
+    job: dict[str, Any] = {"mode": mode, "repeats": repeats, "warmup": warmup, "min_sample_seconds": min_sample_seconds,
+                           "candidate": {"library": str(library), "symbols": list(request.node.symbols),
+                                         "params": _scope_params(request),
+                                         "connectors": [c.name for c in request.node.connectors]},
+                           "reference": None, "cases": cases}
+    if kind == "native":
+        from dace_ai.checking.reference import build_native_reference
+
+        start = time.perf_counter()
+        try:
+            native = build_native_reference(request)
+        except Exception as exc:  # noqa: BLE001 - a reference DaCe cannot build says nothing about the candidate
+            result["seconds"]["reference"] = time.perf_counter() - start
+            return done("inconclusive", "reference failed",
+                        f"Not verified: the node's native reference could not be built: {type(exc).__name__}: "
+                        f"{str(exc).strip()[-1500:]}")
+        result["seconds"]["reference"] = time.perf_counter() - start
+        result["reference"]["implementation"] = native.implementation
+        job["reference"] = native.spec()
+    elif kind == "function" and mode == "verify":
+        try:
+            for index, case in enumerate(cases):
+                case["expected"] = _expected_outputs(case, detail, folder, index)
+        except Exception as exc:  # noqa: BLE001 - the user's reference failed: not the candidate's fault
+            return done("inconclusive", "reference failed",
+                        f"Not verified: the reference function raised {type(exc).__name__}: {exc}")
+    outcome = run_child(job, folder / "run", limits)
+    result["seconds"]["run"] = outcome.seconds
+    if outcome.status != "finished":
+        status, reason, message = describe_outcome(outcome, cases, limits)
+        return done(status, reason, message)
+    result["cases"] = outcome.result["cases"]
+    if mode == "time":
+        return done("passed", None, "")
+    for record in result["cases"]:
+        problem = record.get("problem")
+        if problem is None:
+            continue
+        case = next(c for c in cases if c["seed"] == record["seed"] and c["sizes"] == record["sizes"])
+        reason, message = describe_problem(problem, case)
+        if problem.get("who") == "reference":
+            return done("inconclusive", "reference failed", f"The node's reference misbehaved: {message}")
+        return done("failed", reason, message)
+    return done("passed", None, f"matches the reference on {len(seeds)} seed(s) x {len(size_list)} size(s)")
+
+
+def _scope_params(request: CheckRequest) -> list[str]:
+    from dace_ai.checking.units import scope_parameters
+
+    return scope_parameters(request.node)
+

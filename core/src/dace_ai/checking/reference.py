@@ -1,0 +1,233 @@
+"""What a candidate is compared with: the node's native expansion, or an AINode's ``reference=``.
+
+*Native.* Every standard library node (MatMul, Gemm, Dot, Reduce, Transpose, ...) has
+an implementation DaCe ships. The reference program is a copy of the node in a
+program of its own, wired to the same containers (shapes, strides, offsets, subsets)
+through the same memlets, expanded with that implementation (recursively, never
+with ``'ai'``), and built by DaCe once per node under
+``<build root>/ai-check/reference/<hash>``. It is never loaded here: the sandbox child
+loads it by its C entry points.
+
+*AINode.* ``AINode(reference=fn)`` / ``dace_ai.ai(..., reference=fn)`` take a NumPy
+function of the node's named inputs. It is the user's own code, so it runs in the
+user's process (on the inputs the child will generate, see
+:func:`dace_ai.checking.child.case_inputs`); the node only stores a key into a
+process-local registry (functions cannot be saved with an SDFG). Call convention:
+positional inputs ``_in0, _in1, ...`` are passed in order, keyword inputs ``_a`` as
+``a=``; parameters named like a symbol (``N``) receive its value. It returns one array
+for one output, a tuple in output order, or a dict keyed by connector or keyword.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import inspect
+import itertools
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Implementations never used as a reference (accelerators, vendor libraries that may be absent).
+_UNSUITABLE = ("ai", "cuda", "cublas", "rocblas", "fpga", "gpu", "mkl", "pblas", "cutensor", "cusolver", "cusparse")
+
+_references: dict[str, Callable[..., Any]] = {}
+_counter = itertools.count(1)
+_lock = threading.Lock()
+
+
+# ----------------------------------------------------------------------------- AINode references
+def register_reference(function: Callable[..., Any]) -> str:
+    """Keep ``function`` for this process and return the key an AINode stores."""
+    if not callable(function):
+        raise TypeError(f"reference must be a callable (a NumPy function of the inputs), got {type(function).__name__}")
+    name = getattr(function, "__qualname__", type(function).__name__)
+    with _lock:
+        for key, known in _references.items():
+            if known is function:
+                return key
+        key = f"{name}#{next(_counter)}"
+        _references[key] = function
+    return key
+
+
+def reference_function(key: str) -> Callable[..., Any] | None:
+    """The function registered under ``key`` in this process, or None."""
+    return _references.get(key)
+
+
+def call_reference(function: Callable[..., Any], inputs: dict[str, Any], symbols: dict[str, Any],
+                   outputs: list[str]) -> dict[str, Any]:
+    """Call an AINode reference with the inputs' views; its results by output connector."""
+    positional = [inputs[name] for name in sorted((n for n in inputs if n[3:].isdigit() and n.startswith("_in")),
+                                                  key=lambda n: int(n[3:]))]
+    keywords = {name[1:]: value for name, value in inputs.items() if not (name.startswith("_in") and name[3:].isdigit())}
+    try:
+        parameters = inspect.signature(function).parameters
+        accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+        keywords.update({k: v for k, v in symbols.items() if k in parameters and k not in keywords})
+        if not accepts_any:
+            keywords = {k: v for k, v in keywords.items() if k in parameters or not parameters}
+    except (TypeError, ValueError):
+        pass
+    result = function(*positional, **keywords)
+    if isinstance(result, dict):
+        return {name: result[name] if name in result else result[name[1:]] for name in outputs}
+    if len(outputs) == 1:
+        return {outputs[0]: result}
+    if not isinstance(result, (tuple, list)) or len(result) != len(outputs):
+        raise ValueError(f"the reference returned {type(result).__name__}, expected {len(outputs)} arrays "
+                         f"for {', '.join(outputs)}")
+    return dict(zip(outputs, result))
+
+
+# ----------------------------------------------------------------------------- native references
+def native_implementation(node: Any) -> str | None:
+    """The implementation DaCe itself would use for ``node``, if it has one that runs on this CPU."""
+    import dace.library
+
+    cls = type(node)
+    available = [name for name in cls.implementations if not any(u in name.lower() for u in _UNSUITABLE)]
+    if not available:
+        return None
+    library = dace.library._DACE_REGISTERED_LIBRARIES.get(getattr(cls, "_dace_library_name", ""))
+    for choice in (cls.default_implementation, getattr(library, "default_implementation", None), "pure",
+                   "specialize"):
+        if choice in available:
+            return choice
+    return available[0]
+
+
+@dataclass(frozen=True)
+class NativeReference:
+    library: Path
+    name: str  #: program name: entry points ``__dace_init_<name>`` etc.
+    init: list[tuple[str, str]]  #: (symbol, ctypes type name) passed to ``__dace_init``
+    args: list[tuple[str, str]]  #: (name, "array" or ctypes type name) passed to ``__program``
+    implementation: str
+    seconds: float  #: 0 when reused
+
+    def spec(self) -> dict[str, Any]:
+        return {"library": str(self.library), "name": self.name, "init": [list(a) for a in self.init],
+                "args": [list(a) for a in self.args]}
+
+
+def _as_array(desc: Any) -> Any:
+    """A non-transient host array for the reference's signature (scalars become one-element arrays)."""
+    import dace
+
+    if isinstance(desc, dace.data.Scalar):
+        return dace.data.Array(desc.dtype, [1])
+    return dace.data.Array(desc.dtype, list(desc.shape), strides=list(desc.strides), offset=list(desc.offset),
+                           total_size=desc.total_size, start_offset=desc.start_offset, alignment=desc.alignment)
+
+
+def reference_sdfg(request: Any) -> tuple[Any, str]:
+    """(program holding a copy of the node wired like the original, native implementation name)."""
+    import dace
+
+    from dace_ai.checking.host import _memlet
+    from dace_ai.compat import element_types
+
+    node_ctx = request.node
+    live = node_ctx.live or {}
+    live_node, live_sdfg = live.get("node"), live.get("sdfg")
+    if live_node is None or live_sdfg is None:
+        raise LookupError("the node is not available in this process")
+    implementation = native_implementation(live_node)
+    if implementation is None:
+        raise LookupError(f"{type(live_node).__name__} has no native implementation")
+    sdfg = dace.SDFG("ai_reference")
+    types = element_types()
+    for sym, ctype in node_ctx.symbols.items():
+        sdfg.add_symbol(sym, live_sdfg.symbols.get(sym, types.get(ctype.strip(), dace.int64)))
+    state = sdfg.add_state("reference")
+    node = copy.deepcopy(live_node)
+    node.implementation = implementation
+    state.add_node(node)
+    for conn in node_ctx.connectors:
+        if conn.container not in sdfg.arrays:
+            sdfg.add_datadesc(conn.container, _as_array(live_sdfg.arrays[conn.container]))
+        memlet = _memlet(conn, live)
+        if conn.direction == "in":
+            state.add_edge(state.add_read(conn.container), None, node, conn.name, memlet)
+        else:
+            state.add_edge(node, conn.name, state.add_write(conn.container), None, memlet)
+    for sym in sorted(map(str, sdfg.free_symbols - set(sdfg.symbols))):
+        sdfg.add_symbol(sym, dace.int64)  # enclosing map parameters seen by the memlets
+    return sdfg, implementation
+
+
+def _expand_natively(sdfg: Any) -> None:
+    """Expand every library node with a native implementation, nested ones too (never 'ai')."""
+    from dace.sdfg import nodes
+
+    for _ in range(50):
+        pending = [(parent, node) for node, parent in sdfg.all_nodes_recursive()
+                   if isinstance(node, nodes.LibraryNode)]
+        if not pending:
+            return
+        for state, node in pending:
+            choice = native_implementation(node)
+            if choice is None:
+                raise LookupError(f"{type(node).__name__} (inside the reference) has no native implementation")
+            node.implementation = choice
+            node.expand(state.sdfg, state)
+    raise RuntimeError("library nodes kept expanding into library nodes")
+
+
+def _without_ids(value: Any) -> Any:
+    """The SDFG's JSON without per-object ids (``guid``), so equal programs hash equal across runs."""
+    if isinstance(value, dict):
+        return {k: _without_ids(v) for k, v in value.items() if k not in ("guid", "cfg_list_id")}
+    if isinstance(value, list):
+        return [_without_ids(v) for v in value]
+    return value
+
+
+def _ctype_name(dtype: Any) -> str:
+    return dtype.as_ctypes().__name__
+
+
+def build_native_reference(request: Any) -> NativeReference:
+    """The node's native program, built once per node (content-hashed folder, cross-process lock)."""
+    import time
+
+    import dace
+
+    from dace_ai.checking.candidate import build_command
+    from dace_ai.compat import compile_without_loading, debugprint_off
+    from dace_ai.storage.files import ai_folder, lock_for
+
+    sdfg, implementation = reference_sdfg(request)
+    key = json.dumps([_without_ids(sdfg.to_json()), implementation, dace.__version__, build_command()], sort_keys=True,
+                     default=str)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:20]
+    folder = ai_folder("ai-check") / "reference" / digest
+    sdfg.name = f"ai_reference_{digest[:8]}"
+    spec_file = folder / "reference.json"
+    start = time.perf_counter()
+    with lock_for(folder):
+        if spec_file.is_file():
+            spec = json.loads(spec_file.read_text())
+            if Path(spec["library"]).is_file():
+                return NativeReference(Path(spec["library"]), spec["name"], [tuple(a) for a in spec["init"]],
+                                       [tuple(a) for a in spec["args"]], implementation, 0.0)
+        _expand_natively(sdfg)
+        sdfg.build_folder = str(folder / "program")
+        with debugprint_off():
+            library = compile_without_loading(sdfg)
+        arglist = sdfg.arglist()
+        names = sdfg.signature_arglist(with_types=False, arglist=arglist)
+        free = sdfg.free_symbols
+        args = [(n, "array" if isinstance(arglist[n], dace.data.Array) else _ctype_name(arglist[n].dtype))
+                for n in names if n not in sdfg.constants]
+        init = [(n, t) for n, t in args if n in free]
+        spec = {"library": str(library), "name": sdfg.name, "init": init, "args": args}
+        from dace_ai.storage.files import atomic_write_json
+
+        atomic_write_json(spec_file, spec)
+    return NativeReference(Path(library), sdfg.name, init, args, implementation, time.perf_counter() - start)

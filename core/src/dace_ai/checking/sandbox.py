@@ -1,0 +1,173 @@
+"""Run generated code in a child process with limits, and say what happened to it.
+
+Generated code never runs in the user's process: :func:`run_child` starts
+``python -I dace_ai/checking/child.py JOB.json`` in a new session. The child sets
+its own CPU-time, address-space and core-size limits (``resource.setrlimit``) before
+it loads anything; the parent enforces wall time and kills the child's whole process
+group when it runs over. What comes back is a :class:`ChildOutcome`: the child's
+result, or how it died (signal, limit, fault address mapped to a buffer) with the
+step it was in, so "the candidate wrote past the end of C" can be told apart from
+"the candidate crashed" and from "the reference crashed".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CHILD = Path(__file__).with_name("child.py")
+#: A fault this far past a buffer's end (beyond its guard pages) is attributed to that buffer.
+NEAR_BYTES = 4 << 20
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Limits of one child process (all cases of one candidate together)."""
+
+    cpu_seconds: float = 20.0
+    wall_seconds: float = 60.0
+    memory_bytes: int = 4 << 30
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> "SandboxLimits":
+        return cls(cpu_seconds=float(getattr(settings, "sandbox_cpu_seconds", cls.cpu_seconds)),
+                   wall_seconds=float(getattr(settings, "sandbox_wall_seconds", cls.wall_seconds)),
+                   memory_bytes=int(getattr(settings, "sandbox_memory_mb", cls.memory_bytes >> 20)) << 20)
+
+    def as_job(self) -> dict[str, Any]:
+        return {"cpu_seconds": max(1, int(round(self.cpu_seconds))), "memory_bytes": self.memory_bytes}
+
+
+@dataclass
+class ChildOutcome:
+    """How a child run ended.
+
+    ``status``: ``finished`` (``result`` holds its JSON), ``crashed`` (a signal;
+    ``fault`` says where when known), ``timeout`` (wall time), ``cpu_time``,
+    ``memory``, or ``error`` (the child could not run, ``output`` says why).
+    ``phase`` is the last step the child announced (who ran, seed, sizes, buffers).
+    """
+
+    status: str
+    returncode: int
+    seconds: float
+    result: dict[str, Any] | None = None
+    phase: dict[str, Any] = field(default_factory=dict)
+    fault: dict[str, Any] | None = None
+    signal: str = ""
+    output: str = ""
+
+    @property
+    def who(self) -> str:
+        """Which side was running when the child stopped: candidate, reference or loader."""
+        return str(self.phase.get("who", "loader"))
+
+
+def _last_phase(path: Path) -> dict[str, Any]:
+    try:
+        lines = path.read_text(encoding="utf-8").strip().splitlines()
+    except OSError:
+        return {}
+    for line in reversed(lines):
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError:
+            continue
+    return {}
+
+
+def locate_fault(address: int, buffers: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where ``address`` lies relative to the child's buffers (guard page, slack, or nowhere)."""
+    for buf in buffers:
+        if buf["guard"][0] <= address < buf["guard"][1]:
+            return {"container": buf["name"], "where": "after", "bytes": address - buf["end"]}
+        if buf["lead"] <= address < buf["start"]:
+            return {"container": buf["name"], "where": "before", "bytes": buf["start"] - address}
+        if buf["start"] <= address < buf["end"]:
+            return {"container": buf["name"], "where": "inside", "bytes": address - buf["start"]}
+    after = [b for b in buffers if b["end"] <= address < b["end"] + NEAR_BYTES]
+    if after:  # beyond the guard page: still most likely an overrun of the closest buffer below
+        buf = max(after, key=lambda b: b["end"])
+        return {"container": buf["name"], "where": "after", "bytes": address - buf["end"]}
+    return {"container": None, "where": "null" if address < 65536 else "elsewhere", "bytes": 0}
+
+
+def _read_fault(path: Path, buffers: list[dict[str, Any]]) -> dict[str, Any] | None:
+    try:
+        text = path.read_text(encoding="ascii", errors="replace").strip().splitlines()
+    except OSError:
+        return None
+    for line in reversed(text):
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == "fault":
+            address = int(parts[2], 16)
+            write = {"1": True, "0": False}.get(parts[3])
+            return {"signal": int(parts[1]), "address": address, "write": write, **locate_fault(address, buffers)}
+    return None
+
+
+def run_child(job: dict[str, Any], folder: Path, limits: SandboxLimits) -> ChildOutcome:
+    """Write ``job`` to ``folder``, run the child on it under ``limits``, and read what happened."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {name: folder / f"{name}.{ext}" for name, ext in
+             (("job", "json"), ("result", "json"), ("phase", "jsonl"), ("fault", "txt"))}
+    for name in ("result", "phase", "fault"):
+        files[name].unlink(missing_ok=True)
+    job = {**job, "limits": limits.as_job(), "result_file": str(files["result"]),
+           "phase_file": str(files["phase"]), "fault_file": str(files["fault"])}
+    files["job"].write_text(json.dumps(job), encoding="utf-8")
+    env = {**os.environ, "MALLOC_ARENA_MAX": "2", "PYTHONFAULTHANDLER": ""}
+    env.pop("PYTHONFAULTHANDLER")
+    argv = [sys.executable, "-I", str(CHILD), str(files["job"])]
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            env=env, cwd=folder, start_new_session=True)
+    timed_out = False
+    try:
+        output, _ = proc.communicate(timeout=limits.wall_seconds)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        output, _ = proc.communicate()
+    seconds = time.perf_counter() - start
+    text = output.decode(errors="replace")[-4000:] if output else ""
+    phase = _last_phase(files["phase"])
+    outcome = ChildOutcome("error", proc.returncode, seconds, phase=phase, output=text)
+    if timed_out:
+        outcome.status = "timeout"
+        return outcome
+    if proc.returncode < 0:
+        signum = -proc.returncode
+        outcome.signal = signal.Signals(signum).name if signum in signal.Signals._value2member_map_ else str(signum)
+        if signum == signal.SIGXCPU:
+            outcome.status = "cpu_time"
+        elif signum == signal.SIGABRT and "bad_alloc" in text:
+            outcome.status = "memory"
+        else:
+            outcome.status = "crashed"
+            outcome.fault = _read_fault(files["fault"], phase.get("buffers", []))
+        return outcome
+    if files["result"].is_file():
+        result = json.loads(files["result"].read_text(encoding="utf-8"))
+        outcome.result = result
+        if result.get("error") == "memory":
+            outcome.status = "memory"
+        elif result.get("error"):
+            outcome.status = "error"
+            outcome.output = result.get("message", "") + ("\n" + text if text else "")
+        else:
+            outcome.status = "finished"
+        return outcome
+    if "bad_alloc" in text or "MemoryError" in text:
+        outcome.status = "memory"
+    return outcome

@@ -1,0 +1,75 @@
+"""Built-in plugin: the ``verify`` checker (stage ``verify``, on by default).
+
+It runs the candidate against the node's reference in the sandbox
+(:func:`dace_ai.checking.harness.run_against_reference`): the node's native expansion
+for library nodes that have one, the ``reference=`` function for an ``AINode``. The
+report says what was checked::
+
+    CheckReport("verify", "passed", details={"seeds": 3, "sizes": [{"N": 13}, {"N": 67}], ...})
+    CheckReport("verify", "failed", "Wrong result (seed 0, sizes N=13): output _out at index [5] ...")
+    CheckReport("verify", "inconclusive", "Not verified: no reference.", details={"reason": "no reference"})
+
+A failed report's diagnostics go back to the model in the next repair round. A node
+without a reference is reported as inconclusive and the user is told once per
+program (an :class:`~dace_ai.errors.UnverifiedWarning`), since a silent "checked"
+would be a lie.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from typing import Any
+
+from dace_ai.checking.api import CheckReport, CheckRequest
+from dace_ai.errors import UnverifiedWarning
+from dace_ai.plugins.hookspecs import hookimpl
+from dace_ai.plugins.registrations import Checker
+
+_told: set[str] = set()
+_told_lock = threading.Lock()
+
+
+def tell_unverified(request: CheckRequest, reason: str) -> bool:
+    """Warn once per program that a node could not be verified; True when this call warned."""
+    program = request.node.sdfg_name or "?"
+    with _told_lock:
+        if program in _told:
+            return False
+        _told.add(program)
+    hint = (" Give AINode(..., reference=fn) or dace_ai.ai(..., reference=fn), a NumPy function of the inputs."
+            if request.node.node_type == "AINode" else "")
+    warnings.warn(f"dace-ai: node {request.node.name!r} of program {program!r} is not verified ({reason}); "
+                  f"only its compile checks ran.{hint} (Said once per program.)", UnverifiedWarning, stacklevel=2)
+    return True
+
+
+def applies(request: CheckRequest) -> bool:
+    """Host C++ for this machine: the child can run it."""
+    from dace_ai.checking.host import uses_host_compiler
+
+    return uses_host_compiler(request)
+
+
+def verify_check(request: CheckRequest) -> CheckReport:
+    """Compare the candidate with the node's reference on ``verify_seeds`` seeds and two or more sizes."""
+    from dace_ai.checking.harness import parse_sizes_setting, run_against_reference
+
+    settings = request.settings
+    seeds = int(getattr(settings, "verify_seeds", 3) or 3)
+    sizes = parse_sizes_setting(getattr(settings, "verify_sizes", None))
+    result = run_against_reference(request, mode="verify", seeds=seeds, sizes=sizes)
+    details: dict[str, Any] = {"seeds": len(result["seeds"]), "sizes": result["sizes"],
+                               "reference": result["reference"], "timings": result["seconds"]}
+    if result["status"] != "passed":
+        details["reason"] = result["reason"]
+    if result["status"] == "inconclusive":
+        details["told"] = tell_unverified(request, result["reason"] or "unknown")
+    return CheckReport("verify", result["status"], result["message"], result["seconds"]["total"], details)
+
+
+@hookimpl
+def dace_ai_checkers():
+    yield Checker(name="verify", stage="verify", check=verify_check, applies=applies, default=True,
+                  description="Runs the code against the node's reference (native expansion or reference=) "
+                              "on random inputs in a sandboxed child process")

@@ -1,0 +1,64 @@
+"""``dace-ai optimize FILE.sdfg [NODE]``: best of several candidates per AI node, timed against native.
+
+Loads a saved SDFG, runs :func:`dace_ai.optimize` on it, prints the report (a
+table on a terminal, ``--json`` for scripts) and saves the optimized SDFG next
+to the input (``FILE.optimized.sdfg``, or ``--output``); the input file is never
+changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from dace_ai.errors import AIUsageError
+
+
+def add_parser(sub: Any) -> None:
+    """Register the ``optimize`` subcommand on ``dace-ai``'s subparsers."""
+    parser = sub.add_parser(
+        "optimize", help="sample candidates per AI node, keep the fastest correct one",
+        description="Ask for several candidates per AI node, check and time each against the node's native "
+                    "expansion, keep the fastest, refine it with its timings, and save the optimized SDFG.")
+    parser.add_argument("file", help="an SDFG saved with sdfg.save() (.sdfg or .sdfgz)")
+    parser.add_argument("node", nargs="?", help="only this node (its label); default: every AI node")
+    parser.add_argument("--samples", type=int, default=4, help="candidates per round (default 4)")
+    parser.add_argument("--rounds", type=int, default=2, help="refinement rounds after the first (default 2)")
+    parser.add_argument("--sizes", default=None, help="symbol values for timing, e.g. N=4096,M=512")
+    parser.add_argument("--output", default=None, help="where to save the optimized SDFG "
+                                                        "(default FILE.optimized.sdfg)")
+    parser.add_argument("--json", action="store_true", help="machine-readable report")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import dace
+
+    import dace_ai
+    from dace_ai.checking.timing import parse_sizes
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise AIUsageError(f"dace-ai optimize: no such file {str(path)!r}")
+    try:
+        sizes = parse_sizes(args.sizes)
+    except ValueError as exc:
+        raise AIUsageError(f"dace-ai optimize --sizes {args.sizes!r}: {exc}") from None
+    try:
+        sdfg = dace.SDFG.from_file(str(path))
+    except Exception as exc:  # noqa: BLE001 - any parse failure is the file's problem
+        raise AIUsageError(f"dace-ai optimize: {str(path)!r} is not a readable SDFG file: "
+                           f"{type(exc).__name__}: {exc}") from None
+    report = dace_ai.optimize(sdfg, args.node, samples=args.samples, rounds=args.rounds, sizes=sizes or None)
+    output = Path(args.output) if args.output else path.with_name(path.name.split(".")[0] + ".optimized.sdfg")
+    sdfg.save(str(output))
+    if args.json:
+        json.dump({**report.to_json(), "output": str(output)}, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        report.print()
+        print(f"optimized SDFG saved to {output}")
+    return 0 if all(n.outcome != "failed" for n in report.nodes) else 1

@@ -1,0 +1,359 @@
+"""``dace_ai.optimize(sdfg)``: best of several candidates, refined with measured timings.
+
+For one node (by name or object) or every pending AI node:
+
+1. the library nodes whose expansion creates AI nodes are expanded first
+   (``A @ B`` -> ``Gemm``), so those count;
+2. ``samples`` candidates are asked for concurrently. The provider interface
+   has no sampling knob common to every provider, so each request asks for a
+   distinct approach in its prompt (which also gives each its own cache key);
+3. each candidate runs the checks (compile, verify, bench) as soon as its answer
+   arrives, up to ``check_concurrency`` at once; benches take a machine-wide
+   lock so two never share the cores;
+4. the fastest candidate that passed wins; ``rounds`` refinement rounds send the
+   best code, its timings against the native expansion and the other
+   candidates' failure reasons back to the model for ``samples`` new candidates;
+5. the winner becomes the node's tasklet (figures in its provenance and the
+   session). Under ``bench=gate`` a winner below ``min_speedup`` is refused and the
+   native expansion is kept, as when no candidate passed at all.
+
+Pinned nodes (their session says so) are skipped. Every candidate is recorded as
+a round of the node's session.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from dace_ai.checking.deception import format_seconds
+from dace_ai.errors import AIUsageError, DaceAIError
+from dace_ai.expansion.optimize_report import Candidate, NodeOptimization, OptimizeReport
+from dace_ai.providers.api import Message, ProviderReply
+
+#: Distinct approaches asked of concurrent samples (cycled).
+APPROACHES = (
+    "a straightforward, cache-friendly loop nest that the compiler can vectorise well",
+    "blocking/tiling for the cache hierarchy, with contiguous innermost accesses",
+    "explicit SIMD intrinsics of the target, with a scalar remainder loop",
+    "loop reordering, unrolling and register accumulators that maximise data reuse",
+    "an OpenMP-parallel outermost loop over independent work, each thread on contiguous data",
+    "restructuring the computation to stream every input exactly once",
+)
+
+
+@dataclass
+class _Attempt:
+    """One candidate in flight: its request, reply, answer and check reports."""
+
+    candidate: Candidate
+    request: Any
+    reply: ProviderReply | None = None
+    answer: Any = None
+    reports: list[Any] | None = None
+    figures: dict[str, Any] | None = None
+
+
+def optimize(sdfg: Any, node: Any = None, *, samples: int = 4, rounds: int = 2,
+             sizes: dict[str, int] | None = None, settings: Any = None) -> OptimizeReport:
+    """Ask for ``samples`` candidates per node, keep the fastest correct one, refine ``rounds`` times.
+
+    ``node``: a node name (label) or a library node object; None for every pending AI
+    node. ``sizes``: symbol values for the timing runs (default: the ``bench_sizes``
+    setting, else about 2**18 elements per container). ``settings``: an
+    :class:`~dace_ai.config.settings.AISettings` or a dict of overrides. Returns an
+    :class:`~dace_ai.expansion.optimize_report.OptimizeReport`; the SDFG is changed in
+    place (winners become tasklets, refused nodes are set to their native implementation).
+    """
+    from dace_ai.expansion import pipeline
+    from dace_ai.providers.select import select_provider
+
+    if samples < 1 or rounds < 0:
+        raise AIUsageError(f"dace_ai.optimize: samples must be >= 1 and rounds >= 0 (got {samples}, {rounds})")
+    started = time.perf_counter()
+    base = pipeline.resolve(settings)
+    update: dict[str, Any] = {"compile_check": True}
+    if base.bench == "off":
+        update["bench"] = "report"  # optimizing means measuring
+    if sizes:
+        update["bench_sizes"] = ",".join(f"{k}={int(v)}" for k, v in sizes.items())
+    settings = base.model_copy(update=update)
+    provider = select_provider(settings)
+    report = OptimizeReport(provider.name, samples, rounds)
+    report.expanded = pipeline.expand_nodes_leading_to_ai(sdfg)
+    targets = _targets(sdfg, node)
+    answers = pipeline.AnswerSource(provider, settings)
+    for nsdfg, state, libnode in targets:
+        report.nodes.append(_optimize_node(nsdfg, state, libnode, settings, provider, answers, samples, rounds))
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _targets(sdfg: Any, node: Any) -> list[tuple[Any, Any, Any]]:
+    from dace_ai.expansion import pipeline
+
+    pending = pipeline.pending_nodes(sdfg)
+    if node is None:
+        return pending
+    chosen = [item for item in pending if item[2] is node or (isinstance(node, str) and str(item[2].label) == node)]
+    if not chosen:
+        names = ", ".join(sorted(str(n.label) for _, _, n in pending)) or "none"
+        raise AIUsageError(f"dace_ai.optimize: no pending AI node {getattr(node, 'label', node)!r} in SDFG "
+                           f"{sdfg.name!r}; pending AI nodes: {names}")
+    return chosen
+
+
+def _pinned(sdfg_name: str, key: str) -> bool:
+    from dace_ai.storage.sessions import open_session
+
+    return bool(open_session(sdfg_name, key).summary().get("pinned"))
+
+
+def _optimize_node(sdfg: Any, state: Any, node: Any, settings: Any, provider: Any, answers: Any,
+                   samples: int, rounds: int) -> NodeOptimization:
+    from dace_ai.expansion import pipeline
+    from dace_ai.prompt.render import render_prompt
+    from dace_ai.storage.sessions import open_session
+
+    started = time.perf_counter()
+    with pipeline.expansion_pass():
+        ctx = pipeline.node_context(sdfg, state, node, settings)
+    result = NodeOptimization(name=ctx.name, node_type=ctx.node_type, sdfg=ctx.sdfg_name)
+    if _pinned(ctx.sdfg_name, ctx.key):
+        result.outcome, result.reason = "skipped", "pinned"
+        return result
+    prompt = render_prompt(ctx, settings)
+    session = open_session(ctx.sdfg_name, ctx.key)
+    result.session = str(session.folder)
+    try:
+        node_json = node.to_json(state)
+    except Exception:  # noqa: BLE001 - only needed to restore the node later
+        node_json = None
+    runner = _Runner(ctx, settings, provider, answers, session, node_json, prompt)
+    attempts: list[_Attempt] = []
+    history: list[Message] = []
+    for rnd in range(rounds + 1):
+        batch = runner.run_round(rnd, samples, history)
+        attempts += batch
+        best = _best(attempts)
+        if rnd < rounds:
+            history = _refinement_history(best, attempts, ctx) if best else _retry_history(attempts)
+    result.candidates = [a.candidate for a in attempts]
+    best = _best(attempts)
+    _apply(result, best, sdfg, state, node, ctx, settings, provider.name, session)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _best(attempts: list[_Attempt]) -> _Attempt | None:
+    """The passed candidate with the shortest median time per call (the first when none was timed)."""
+    passed = [a for a in attempts if a.candidate.status == "passed"]
+    if not passed:
+        return None
+    timed = [a for a in passed if a.candidate.seconds_per_call is not None]
+    return min(timed, key=lambda a: a.candidate.seconds_per_call) if timed else passed[0]
+
+
+class _Runner:
+    """Asks for one round's candidates concurrently and checks each as soon as it arrives."""
+
+    def __init__(self, ctx: Any, settings: Any, provider: Any, answers: Any, session: Any, node_json: Any,
+                 prompt: Any) -> None:
+        self.ctx, self.settings, self.provider, self.answers = ctx, settings, provider, answers
+        self.session, self.node_json, self.prompt = session, node_json, prompt
+        self._record_lock = threading.Lock()
+
+    def run_round(self, rnd: int, samples: int, history: list[Message]) -> list[_Attempt]:
+        from dace_ai.expansion import pipeline
+
+        attempts = []
+        for sample in range(samples):
+            user = self.prompt.user + (_approach(rnd, sample, samples) if samples > 1 else "")
+            request = pipeline.request_for(self.prompt.system, user, self.settings, history)
+            attempts.append(_Attempt(Candidate(round=rnd, sample=sample, status="error"), request))
+        ask_workers = 1 if self.provider.offline else max(1, min(self.settings.max_concurrency, samples))
+        check_workers = max(1, min(self.settings.check_concurrency or (os.cpu_count() or 1), samples))
+        with ThreadPoolExecutor(ask_workers, thread_name_prefix="dace-ai-optimize-ask") as asks, \
+                ThreadPoolExecutor(check_workers, thread_name_prefix="dace-ai-optimize-check") as checks:
+            futures: list[Future] = []
+            for attempt in attempts:
+                asked = asks.submit(self._ask, attempt)
+                asked.add_done_callback(lambda f, a=attempt: futures.append(checks.submit(self._check, a))
+                                        if f.exception() is None and a.answer is not None else None)
+            asks.shutdown(wait=True)
+            for future in list(futures):
+                future.result()
+        return attempts
+
+    def _ask(self, attempt: _Attempt) -> None:
+        from dace_ai.prompt.answer import parse_answer
+
+        c = attempt.candidate
+        try:
+            reply, source, key = self.answers.reply(attempt.request, self.ctx)
+        except DaceAIError as exc:
+            c.stage, c.reason = "provider", str(exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - a provider plugin's bug must not stop the other samples
+            c.stage, c.reason = "provider", f"{type(exc).__name__}: {exc}"
+            return
+        attempt.reply, c.source = reply, source
+        attempt.key = key  # type: ignore[attr-defined]
+        usage = reply.usage
+        c.input_tokens, c.output_tokens, c.cost_usd = usage.input_tokens or 0, usage.output_tokens or 0, usage.cost_usd
+        try:
+            attempt.answer = parse_answer(reply.text, origin=f"{source} answer for node {self.ctx.name!r}")
+        except DaceAIError as exc:
+            c.stage, c.reason = "answer", str(exc)
+            self._record(attempt, "error", str(exc))
+            return
+        self.answers.keep(key, reply, source)
+
+    def _check(self, attempt: _Attempt) -> None:
+        from dace_ai.checking.stages import failed
+        from dace_ai.expansion import pipeline
+
+        c = attempt.candidate
+        started = time.perf_counter()
+        try:
+            attempt.reports = reports = pipeline._check(attempt.answer, self.ctx, self.settings)
+        except Exception as exc:  # noqa: BLE001 - one candidate's trouble must not stop the others
+            c.status, c.stage, c.reason = "error", "check", f"{type(exc).__name__}: {exc}"
+            return
+        c.check_seconds = time.perf_counter() - started
+        fig = pipeline.bench_figures(reports)
+        attempt.figures = fig
+        if fig:
+            c.speedup, c.speedup_range = fig.get("speedup"), fig.get("speedup_range")
+            c.seconds_per_call, c.native_seconds_per_call = fig.get("candidate_median"), fig.get("native_median")
+        if failed(reports):
+            first = next(r for r in reports if r.failed)
+            c.status, c.stage, c.reason = "refused", first.details.get("stage", ""), first.diagnostics.strip()
+        else:
+            c.status = "passed"
+        self._record(attempt, "passed" if c.status == "passed" else "rejected")
+
+    def _record(self, attempt: _Attempt, status: str, error: str = "") -> None:
+        from dace_ai.expansion import pipeline
+
+        request = attempt.request
+        record = pipeline.request_record(self.provider.name, request, getattr(attempt, "key", ""))
+        record["optimize"] = {"round": attempt.candidate.round, "sample": attempt.candidate.sample}
+        with self._record_lock:
+            rnd = self.session.record_round(
+                node=pipeline._node_record(self.ctx), system=request.system,
+                messages=[(m.role, m.content) for m in request.messages], request=record,
+                reply_text=attempt.reply.text if attempt.reply else None,
+                answer=attempt.answer.model_dump(mode="json") if attempt.answer is not None else None,
+                reports=attempt.reports or [], status=status, error=error, source=attempt.candidate.source,
+                node_json=self.node_json)
+        attempt.candidate.session_round = rnd.number
+
+
+def _approach(rnd: int, sample: int, samples: int) -> str:
+    approach = APPROACHES[(sample + rnd) % len(APPROACHES)]
+    return (f"\n\nThis is candidate {sample + 1} of {samples} written independently for the same node; "
+            f"the fastest correct one will be kept. Take a distinct approach: {approach}.\n")
+
+
+def _refinement_history(best: _Attempt, attempts: list[_Attempt], ctx: Any) -> list[Message]:
+    """The best answer so far, then its timings and the other candidates' failure reasons."""
+    c = best.candidate
+    if c.speedup is not None:
+        low, high = c.speedup_range or (c.speedup, c.speedup)
+        timing = (f"It runs in {format_seconds(c.seconds_per_call)} per call against "
+                  f"{format_seconds(c.native_seconds_per_call)} for the native expansion: speedup {c.speedup:.2f}x "
+                  f"(range {low:.2f}-{high:.2f} over {len((best.figures or {}).get('candidate_seconds') or [])} "
+                  f"timed runs, sizes {_sizes((best.figures or {}).get('sizes'))}).")
+    elif c.seconds_per_call is not None:
+        timing = f"It runs in {format_seconds(c.seconds_per_call)} per call (no native expansion to compare)."
+    else:
+        timing = "It was not timed."
+    lines = [f"Your answer above is the fastest correct candidate so far for node {ctx.name!r}. {timing}"]
+    refused = [a.candidate for a in attempts if a.candidate.status != "passed"]
+    if refused:
+        lines.append("Other candidates were refused:")
+        lines += [f"- candidate r{r.round}s{r.sample} ({r.stage or r.status}): {_first_lines(r.reason)}"
+                  for r in refused]
+    others = [a.candidate for a in attempts if a.candidate.status == "passed" and a is not best
+              and a.candidate.seconds_per_call]
+    if others:
+        lines.append("Slower correct candidates: " + ", ".join(
+            f"r{o.round}s{o.sample} {format_seconds(o.seconds_per_call)}" for o in others))
+    lines.append("Write a faster version that computes exactly the same results. Answer with the complete "
+                 "answer in the same JSON format.")
+    return [Message("assistant", best.reply.text if best.reply else ""), Message("user", "\n".join(lines))]
+
+
+def _retry_history(attempts: list[_Attempt]) -> list[Message]:
+    """No candidate passed: show one failed answer and every candidate's failure reason."""
+    with_reply = [a for a in attempts if a.reply is not None]
+    if not with_reply:
+        return []
+    lines = ["None of the candidates passed the checks:"]
+    lines += [f"- candidate r{a.candidate.round}s{a.candidate.sample} ({a.candidate.stage}): "
+              f"{_first_lines(a.candidate.reason)}" for a in attempts]
+    lines.append("Write a correct answer (the one above is the first candidate). Answer with the complete answer "
+                 "in the same JSON format.")
+    return [Message("assistant", with_reply[-1].reply.text), Message("user", "\n".join(lines))]
+
+
+def _first_lines(text: str, limit: int = 12) -> str:
+    lines = text.strip().splitlines()
+    return "\n  ".join(lines[:limit]) + ("\n  ..." if len(lines) > limit else "")
+
+
+def _sizes(sizes: Any) -> str:
+    return ", ".join(f"{k}={v}" for k, v in (sizes or {}).items()) or "default"
+
+
+def _apply(result: NodeOptimization, best: _Attempt | None, sdfg: Any, state: Any, node: Any, ctx: Any,
+           settings: Any, provider: str, session: Any) -> None:
+    """Place the winner's tasklet, or keep the native expansion (gate, or nothing passed)."""
+    from dace_ai import compat
+    from dace_ai.expansion import pipeline
+    from dace_ai.expansion.tasklet import make_tasklet, place_tasklet
+
+    native = compat.native_implementation(node)
+    if best is None:
+        result.reason = "no candidate passed its checks"
+        if native is not None:
+            node.implementation = native
+            result.outcome, result.reason = "native kept", result.reason + f"; node set to {native!r}"
+        _summarize(session, result, None)
+        return
+    c = best.candidate
+    if settings.bench == "gate" and c.speedup is not None and c.speedup < settings.min_speedup and native:
+        c.status, c.stage = "refused", "bench"
+        c.reason = (f"fastest candidate, but its speedup {c.speedup:.2f}x over the native expansion is below "
+                    f"min_speedup {settings.min_speedup:.2f} (bench=gate)")
+        node.implementation = native
+        result.outcome = "native kept"
+        result.reason = f"every candidate was slower than required; best {c.speedup:.2f}x < {settings.min_speedup}"
+        _summarize(session, result, None)
+        return
+    c.winner = True
+    for other in result.candidates:
+        if other.status == "passed" and other is not c and other.seconds_per_call and c.seconds_per_call:
+            other.reason = (f"slower than the winner r{c.round}s{c.sample}: {format_seconds(other.seconds_per_call)} "
+                            f"vs {format_seconds(c.seconds_per_call)} per call")
+    environments = pipeline._environments(best.answer, ctx)
+    provenance = {"node": ctx.name, "provider": provider, "model": (best.reply.model if best.reply else "") or "",
+                  "source": c.source, "cache_key": getattr(best, "key", "")[:16],
+                  "session": f"ai-sessions/{session.folder.name}/round-{c.session_round}",
+                  "bench": pipeline.bench_provenance(best.figures), "optimize": f"r{c.round}s{c.sample}"}
+    place_tasklet(state, node, make_tasklet(node, best.answer, ctx, provenance, environments))
+    result.outcome = "optimized"
+    _summarize(session, result, c.session_round)
+
+
+def _summarize(session: Any, result: NodeOptimization, current: int | None) -> None:
+    from dataclasses import asdict
+
+    summary = {"outcome": result.outcome, "reason": result.reason,
+               "candidates": [asdict(c) for c in result.candidates]}
+    session.update_summary(optimize=summary, **({"current": current} if current is not None else {}))
