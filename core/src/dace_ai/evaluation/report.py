@@ -101,7 +101,9 @@ def render_markdown(data: dict[str, Any]) -> str:
     attempts = data["attempts"]
     configurations = sorted({a["configuration"] for a in attempts})
     parts = [f"# dace-ai bench: suite `{data.get('suite', '?')}`", "",
-             ("Speedup: native baseline time / candidate time (medians, same inputs, same child process). "
+             ("Speedup: native time / candidate time (medians, same inputs, same child process), from the bench "
+              "stage (the node against its native expansion) when it measured one, else from the task run "
+              "(the whole program against the native baseline program, at the task's sizes). "
               "fast_p: share of attempts correct and faster than native by more than p. "
               "Rates are over attempts not skipped."), "", "## Summary", "",
              _table(SUMMARY_COLUMNS, [summary_row(summary(attempts, c)) for c in configurations])]
