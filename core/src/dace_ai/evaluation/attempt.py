@@ -89,7 +89,12 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
                       **({"speedup": r.details["speedup"]} if "speedup" in r.details else {})} for r in reports]
     for stage in ("compile", "verify", "bench"):
         out[stage] = _stage_status(reports, stage)
-    out["node_speedup"] = _bench_speedup(reports)
+    # A bench stage that refused the candidate (a gate, an implausible timing) says so; its figure is not used.
+    out["node_speedup"] = _bench_speedup(reports) if out["bench"] == "passed" else None
+    out["accepted"] = not any(r.status == "failed" for r in reports)
+    if out["bench"] == "failed":
+        out["bench_refusal"] = " ".join(r.diagnostics for r in reports
+                                        if r.status == "failed" and r.details.get("stage") == "bench")[:500]
 
     if out["compile"] == "failed" or out["verify"] == "failed":
         out["seconds"] = time.perf_counter() - start

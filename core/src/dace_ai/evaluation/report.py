@@ -83,6 +83,8 @@ def task_row(a: dict[str, Any]) -> list[str]:
     notes = a.get("skipped") or ""
     if a.get("retries"):
         notes = (notes + "; " if notes else "") + f"retried {a['retries']}x after losing {', '.join(a['lost_workers'])}"
+    if a.get("bench_refusal"):
+        notes = (notes + "; " if notes else "") + "bench stage: " + a["bench_refusal"].splitlines()[0][:160]
     if not a.get("skipped") and not a["correct"] and a.get("error"):
         first = str(a["error"]).strip().splitlines()[0] if str(a["error"]).strip() else ""
         notes = (notes + "; " if notes else "") + first[:120]
