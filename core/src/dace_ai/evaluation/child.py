@@ -101,7 +101,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             compiled(**args, **task.sizes)
             problem = compare(task, args, expected)
             if problem is not None:
-                result[f"{which}_correct"] = False
+                result["correct" if which == "candidate" else "baseline_correct"] = False
                 result.setdefault(f"{which}_mismatch", f"seed {seed}, sizes {task.sizes}: {problem}")
     if not result["correct"] or not spec.get("time", True):
         return result
