@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import warnings
 from typing import Any
 
 from dace_ai.errors import AnswerError
@@ -81,9 +82,11 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
         out.update(compile="failed", error=str(exc))
         return out
 
-    reports = run_checks(CheckRequest(
-        answer=answer, node=ctx, settings=settings, workdir=check_workdir(ctx, answer),
-        make_tasklet=lambda environments: make_tasklet(node, answer, ctx, environments=environments)))
+    with warnings.catch_warnings():  # "not verified" and the like are recorded per attempt, not printed
+        warnings.simplefilter("ignore")
+        reports = run_checks(CheckRequest(
+            answer=answer, node=ctx, settings=settings, workdir=check_workdir(ctx, answer),
+            make_tasklet=lambda environments: make_tasklet(node, answer, ctx, environments=environments)))
     out["checks"] = [{"checker": r.checker, "stage": r.details.get("stage"), "status": r.status,
                       "seconds": round(r.seconds, 4), "diagnostics": r.diagnostics[-2000:],
                       **({"speedup": r.details["speedup"]} if "speedup" in r.details else {})} for r in reports]
