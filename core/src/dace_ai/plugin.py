@@ -15,6 +15,10 @@ core may be reorganised without breaking them. By hook:
 * environment generators (library packs): the answer's :class:`EnvironmentRequest` in,
   an :class:`EnvironmentSpec` (data only) out, :func:`detect_library` / :func:`find_header` /
   :func:`find_shared_library` for ``detect``;
+* executors: :class:`Executor` registrations whose runners take :class:`Job` objects (run them
+  with :func:`run_job`, honour :meth:`Job.resources`) and yield :class:`JobResult`;
+  :class:`ExecutorOptions` says where (workers, scheduler);
+* bench suites: :class:`BenchSuite` (a folder of task files and the module of their programs);
 * checkers: :class:`CheckRequest` in, :class:`CheckReport` out, the :class:`Answer` under
   check, and the standalone-unit kit (:func:`host_unit`, :func:`device_unit`,
   :func:`run_tool`, :func:`report_from_tool`, :func:`check_gpu_unit`, ...); the compiler and
@@ -60,12 +64,23 @@ from dace_ai.context.types import ConnectorInfo, EnvironmentInfo, NodeContext, S
 from dace_ai.environments.installed import detect_library, find_header, find_shared_library
 from dace_ai.environments.spec import EnvironmentSpec
 from dace_ai.errors import AnswerError, CheckFailed, DaceAIError, PluginError, ProviderError, SettingsError
+from dace_ai.execution.jobs import (
+    BENCH_RESOURCE,
+    ExecutorOptions,
+    Job,
+    JobResult,
+    run_job,
+    target_resource,
+    worker_name,
+)
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import (
     STAGES,
+    BenchSuite,
     Checker,
     Detection,
     EnvironmentGenerator,
+    Executor,
     PromptSection,
     Provenance,
     Provider,
@@ -96,6 +111,7 @@ from dace_ai.targets.build_flags import build_command, builds_with_dace
 from dace_ai.targets.cpu import CpuInfo, read_cpu
 
 __all__ = [
+    "BENCH_RESOURCE",
     "GPU_THREAD_SCHEDULES",
     "RETRIED_STATUS",
     "STAGES",
@@ -104,6 +120,7 @@ __all__ = [
     "AISettings",
     "Answer",
     "AnswerError",
+    "BenchSuite",
     "CandidateBuild",
     "CheckFailed",
     "CheckReport",
@@ -117,6 +134,10 @@ __all__ = [
     "EnvironmentInfo",
     "EnvironmentRequest",
     "EnvironmentSpec",
+    "Executor",
+    "ExecutorOptions",
+    "Job",
+    "JobResult",
     "Message",
     "NodeContext",
     "PluginError",
@@ -160,10 +181,13 @@ __all__ = [
     "read_cpu",
     "report_from_tool",
     "resolve_settings",
+    "run_job",
     "run_tool",
     "scope_parameters",
     "stable_paths",
     "state_struct",
     "strict_json_schema",
+    "target_resource",
     "touches_gpu",
+    "worker_name",
 ]

@@ -250,6 +250,10 @@ def make_parser() -> argparse.ArgumentParser:
     from dace_ai.cli.optimize import add_parser as add_optimize
 
     add_optimize(sub)
+
+    from dace_ai.cli.bench import add_parser as add_bench_parser
+
+    add_bench_parser(sub)
     return parser
 
 

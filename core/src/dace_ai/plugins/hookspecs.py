@@ -1,4 +1,4 @@
-"""The hook specifications of dace-ai: one class, five collection hooks.
+"""The hook specifications of dace-ai: one class of collection hooks.
 
 Every hook takes no arguments and returns (or yields) registrations from
 :mod:`dace_ai.plugins.registrations`. Hooks must not have side effects: the plugin
@@ -11,7 +11,15 @@ from collections.abc import Iterable
 
 import pluggy
 
-from dace_ai.plugins.registrations import Checker, EnvironmentGenerator, PromptSection, Provider, Target
+from dace_ai.plugins.registrations import (
+    BenchSuite,
+    Checker,
+    EnvironmentGenerator,
+    Executor,
+    PromptSection,
+    Provider,
+    Target,
+)
 
 PROJECT = "dace_ai"
 
@@ -82,4 +90,26 @@ class DaceAISpec:
             @hookimpl
             def dace_ai_environment_generators():
                 yield EnvironmentGenerator(name="openblas", offer=offer, generate=generate)
+        """
+
+    @hookspec
+    def dace_ai_executors(self) -> Iterable[Executor]:
+        """Executors that run check/verify/bench jobs (local processes, a cluster).
+
+        Example::
+
+            @hookimpl
+            def dace_ai_executors():
+                yield Executor(name="slurm", factory=make_slurm_runner)
+        """
+
+    @hookspec
+    def dace_ai_bench_suites(self) -> Iterable[BenchSuite]:
+        """Suites of evaluation tasks for ``dace-ai bench``.
+
+        Example::
+
+            @hookimpl
+            def dace_ai_bench_suites():
+                yield BenchSuite(name="weather", path=SUITE_FOLDER, module="weather_bench.programs")
         """

@@ -33,8 +33,10 @@ from dace_ai.errors import PluginError
 from dace_ai.plugins.hookspecs import PROJECT, DaceAISpec
 from dace_ai.plugins.registrations import (
     HOOK_TYPES,
+    BenchSuite,
     Checker,
     EnvironmentGenerator,
+    Executor,
     PromptSection,
     Provenance,
     Provider,
@@ -155,7 +157,7 @@ class PluginManager:
                 continue
             try:
                 module = ep.load()
-            except BaseException as exc:  # noqa: BLE001 - any failure of a plugin import is reported
+            except BaseException as exc:
                 if isinstance(exc, KeyboardInterrupt):
                     raise
                 self._fail(record, f"import of {ep.value!r} failed: {type(exc).__name__}: {exc}", exc)
@@ -326,6 +328,11 @@ class PluginManager:
                                           f"{found[setting.name][1].origin} and {reg.origin}")
                     found.setdefault(setting.name, (setting, reg))
         return dict(sorted(found.items()))
+    def executors(self) -> dict[str, Executor]:
+        return self._collect("dace_ai_executors")  # type: ignore[return-value]
+
+    def bench_suites(self) -> dict[str, BenchSuite]:
+        return self._collect("dace_ai_bench_suites")  # type: ignore[return-value]
 
     def get(self, kind: str, name: str) -> Registration:
         """Look up one registration by hook kind ("providers", ...) and name, with a helpful error."""

@@ -371,6 +371,64 @@ class EnvironmentGenerator(Registration):
         _require_callable(self, "detect", self.detect, optional=True)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Executor(Registration):
+    """Runs jobs (check/verify/bench of one candidate) somewhere: local processes, a cluster.
+
+    ``factory(options)`` returns a runner, a context manager with
+    ``run(jobs) -> Iterator[JobResult]`` yielding one result per job as they finish
+    (see :mod:`dace_ai.execution.jobs`). Jobs are self-contained and picklable: a
+    module-level function and plain data, never live DaCe objects. A runner retries a
+    job whose worker was lost and says so in the result (``retries``, ``lost_workers``).
+
+    Example::
+
+        from dace_ai.plugin import hookimpl, Executor
+
+        @hookimpl
+        def dace_ai_executors():
+            yield Executor(name="slurm", factory=lambda options: SlurmRunner(options),
+                           description="one job per Slurm step")
+    """
+
+    factory: Callable[[Any], Any]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _require_callable(self, "factory", self.factory)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchSuite(Registration):
+    """A suite of evaluation tasks for ``dace-ai bench``.
+
+    ``path`` is a folder with ``tasks/*.toml`` (one small file per task) and optionally
+    ``answers/*.json`` (recorded answers replayed by ``dace-ai bench --offline``);
+    ``module`` is the dotted name of the module holding the tasks' programs and NumPy
+    references, named by the task files (imported by name in each worker).
+
+    Example::
+
+        from dace_ai.plugin import hookimpl, BenchSuite
+
+        @hookimpl
+        def dace_ai_bench_suites():
+            yield BenchSuite(name="weather", path=Path(__file__).parent / "suite",
+                             module="weather_bench.programs", description="stencils of our model")
+    """
+
+    path: Any
+    module: str
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        from pathlib import Path
+
+        object.__setattr__(self, "path", Path(self.path))
+        if not isinstance(self.module, str) or not self.module:
+            raise TypeError(f"BenchSuite({self.name!r}): module must be a dotted module name, got {self.module!r}")
+
+
 #: The registration type each hook must yield, by hook name.
 HOOK_TYPES: dict[str, type[Registration]] = {
     "dace_ai_providers": Provider,
@@ -378,4 +436,6 @@ HOOK_TYPES: dict[str, type[Registration]] = {
     "dace_ai_prompt_sections": PromptSection,
     "dace_ai_checkers": Checker,
     "dace_ai_environment_generators": EnvironmentGenerator,
+    "dace_ai_executors": Executor,
+    "dace_ai_bench_suites": BenchSuite,
 }

@@ -1,0 +1,1 @@
+"""The evaluation harness behind ``dace-ai bench``: task suites, attempts, results and reports."""

@@ -1,0 +1,1 @@
+"""The ``core`` suite: task files under ``tasks/``, recorded answers under ``answers/``."""

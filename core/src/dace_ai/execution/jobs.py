@@ -1,0 +1,92 @@
+"""Self-contained job descriptions and their results.
+
+A :class:`Job` is what an executor ships to a worker: a module-level function (pickled
+by reference, so every worker with the same installation can run it) and plain data.
+It never holds live DaCe objects: a job about a node carries what a worker needs to
+rebuild it (a suite and task id plus the answer, or an SDFG as JSON).
+
+Resource tags say where a job may run: a ``bench`` job (it takes timings) needs a
+``bench`` slot, so a worker never times two candidates at once on the same cores; a
+job for a target other than the host needs a worker advertising ``target-<name>``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import traceback
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+JobStage = Literal["check", "verify", "bench"]
+#: Resource name a worker advertises to accept timing jobs (one slot per set of dedicated cores).
+BENCH_RESOURCE = "bench"
+
+
+def target_resource(target: str) -> str:
+    """Resource name of workers that can run jobs for ``target`` (``target-sve``, ``target-cuda``)."""
+    return f"target-{target}"
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    function: Callable[[dict[str, Any]], dict[str, Any]]
+    payload: dict[str, Any]
+    stage: JobStage = "check"
+    #: A target the job needs a worker for (``None``: any worker, e.g. host code).
+    target: str | None = None
+
+    def resources(self) -> dict[str, int]:
+        needed = {BENCH_RESOURCE: 1} if self.stage == "bench" else {}
+        if self.target:
+            needed[target_resource(self.target)] = 1
+        return needed
+
+
+@dataclass
+class JobResult:
+    id: str
+    value: dict[str, Any] | None = None
+    error: str | None = None
+    worker: str = ""
+    #: How many times the job was started again after its worker was lost.
+    retries: int = 0
+    lost_workers: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """What a user may say about where jobs run (``--workers``, ``--scheduler``)."""
+
+    workers: int | None = None
+    scheduler: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Runner(Protocol):
+    """What an executor's factory returns: a context manager that runs jobs."""
+
+    def __enter__(self) -> Runner: ...  # noqa: PYI034
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def run(self, jobs: Iterable[Job]) -> Iterator[JobResult]: ...
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def run_job(job: Job) -> dict[str, Any]:
+    """Run ``job`` here; never raises for the job's own failure (it comes back as ``error``)."""
+    try:
+        return {"value": job.function(job.payload), "error": None, "worker": worker_name()}
+    except Exception as exc:  # noqa: BLE001 - a failed job is data, the run goes on
+        return {"value": None, "error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}",
+                "worker": worker_name()}

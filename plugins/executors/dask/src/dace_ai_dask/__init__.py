@@ -1,0 +1,1 @@
+"""dace-ai executor on dask.distributed (``dace-ai bench --executor dask``)."""
