@@ -573,28 +573,31 @@ def load_sdfg(path: Any) -> Any:
 def save_sdfg(sdfg: Any, path: Any, compress: bool = False) -> None:
     """Write ``sdfg`` to ``path`` (DaCe's JSON, gzip-compressed when ``compress``)."""
     sdfg.save(str(path), compress=compress)
-def native_implementation(node: Any, reserved: str) -> str | None:
-    """The implementation to expand ``node`` with when the ``reserved`` ('ai') one gave up, or None.
+#: The reserved implementation name dace-ai registers on every library node class.
+AI_IMPLEMENTATION = "ai"
+
+
+def native_implementation(node: Any, reserved: str = AI_IMPLEMENTATION, exclude: tuple[str, ...] = ()) -> str | None:
+    """DaCe's own implementation of ``node`` to use instead of ``reserved`` ('ai'), or None.
 
     DaCe's portable ``pure`` expansion when the class has one (it needs no external
-    library), else the class's or library's default, else the first other one.
+    library), else the class's or the library's default, else ``specialize``, else the
+    first other one; names containing any of ``exclude`` (e.g. "cuda", "mkl") are
+    skipped. None for nodes that are not library nodes.
     """
-    own = [name for name in type(node).implementations if name != reserved]
-    if not own:
-        return None
-    if "pure" in own:
-        return "pure"
     cls = type(node)
-    preferred = cls.default_implementation
-    if preferred in (None, reserved):
-        try:
-            import dace.library
+    available = [name for name in getattr(cls, "implementations", None) or ()
+                 if name != reserved and not any(word in name.lower() for word in exclude)]
+    if not available:
+        return None
+    import dace.library
 
-            library = dace.library._DACE_REGISTERED_LIBRARIES.get(getattr(cls, "_dace_library_name", ""))
-            preferred = library.default_implementation if library is not None else None
-        except Exception:  # noqa: BLE001 - a library without a registry entry has no default
-            preferred = None
-    return preferred if preferred in own else own[0]
+    library = dace.library._DACE_REGISTERED_LIBRARIES.get(getattr(cls, "_dace_library_name", ""))
+    for choice in ("pure", cls.default_implementation, getattr(library, "default_implementation", None),
+                   "specialize"):
+        if choice in available:
+            return choice
+    return available[0]
 
 
 def expand_with(sdfg: Any, state: Any, node: Any, implementation: str) -> None:
@@ -673,3 +676,8 @@ def build_in_folder(sdfg: Any, validate: bool = True) -> str:
         objects = codegen.generate_code(generated, validate=validate)
         folder = compiler.generate_program_folder(generated, objects, sdfg.build_folder)
     return compiler.configure_and_compile(folder, generated.name)
+
+
+def library_node_from_json(data: dict[str, Any], sdfg: Any, state: Any) -> Any:
+    """A library node rebuilt from its ``to_json`` record (a session's ``node.json``), not placed anywhere."""
+    return dace.serialize.from_json(data, context={"sdfg": sdfg, "sdfg_state": state})

@@ -119,8 +119,9 @@ def candidate_library(request: CheckRequest) -> tuple[Path | None, CandidateBuil
     folder.mkdir(parents=True, exist_ok=True)
     if not build.ok or build.object is None:
         return None, build, None
-    envs, _ = environment_classes(request.answer)
+    envs, _ = environment_classes(request.answer, request.environments)  # the pipeline's resolved ones too
     libs = [f"-l{lib}" for env in envs for lib in (env.cmake_libraries or []) if "/" not in lib]
+    libs += [f for env in envs for f in (env.cmake_link_flags or [])]
     libs += [lib for env in envs for lib in (env.cmake_libraries or []) if "/" in lib]
     libs += [f"-l{lib}" for req in request.answer.environments for lib in req.libraries]
     library = folder / LIBRARY

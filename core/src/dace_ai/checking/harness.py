@@ -183,9 +183,9 @@ def make_case(request: CheckRequest, seed: int, sizes: dict[str, int]) -> dict[s
 # ----------------------------------------------------------------------------- references
 def reference_kind(request: CheckRequest) -> tuple[str | None, Any]:
     """("native", None), ("function", fn), or (None, reason) for the node of ``request``."""
-    from dace_ai.checking.reference import native_implementation, reference_function
+    from dace_ai.checking.reference import implemented_node, native_implementation, reference_function
 
-    node = (request.node.live or {}).get("node")
+    node = implemented_node(request.node)
     if node is None:
         return None, "the node is not available in this process"
     key = getattr(node, "reference", None)

@@ -85,24 +85,22 @@ def call_reference(function: Callable[..., Any], inputs: dict[str, Any], symbols
 
 
 # ----------------------------------------------------------------------------- native references
+def implemented_node(node_ctx: Any) -> Any:
+    """The library node the code implements: the node itself, or, when a generated tasklet is
+    revised (refine), the library node it replaced (``live["reference_node"]``)."""
+    live = node_ctx.live or {}
+    return live.get("reference_node") or live.get("node")
+
+
 def native_implementation(node: Any) -> str | None:
     """DaCe's own implementation of ``node`` that runs on this CPU without extra libraries, if any.
 
     The same preference as the native fallback (``pure`` first, then the class's or
     library's default), skipping accelerator and vendor-library expansions.
     """
-    import dace.library
+    from dace_ai.compat import native_implementation as native
 
-    cls = type(node)
-    available = [name for name in cls.implementations if not any(u in name.lower() for u in _UNSUITABLE)]
-    if not available:
-        return None
-    library = dace.library._DACE_REGISTERED_LIBRARIES.get(getattr(cls, "_dace_library_name", ""))
-    for choice in ("pure", cls.default_implementation, getattr(library, "default_implementation", None),
-                   "specialize"):
-        if choice in available:
-            return choice
-    return available[0]
+    return native(node, exclude=_UNSUITABLE)
 
 
 @dataclass(frozen=True)
@@ -138,7 +136,7 @@ def reference_sdfg(request: Any) -> tuple[Any, str]:
 
     node_ctx = request.node
     live = node_ctx.live or {}
-    live_node, live_sdfg = live.get("node"), live.get("sdfg")
+    live_node, live_sdfg = implemented_node(node_ctx), live.get("sdfg")
     if live_node is None or live_sdfg is None:
         raise LookupError("the node is not available in this process")
     implementation = native_implementation(live_node)

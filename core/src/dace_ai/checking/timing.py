@@ -126,9 +126,9 @@ def native_program(candidate: Any, request: CheckRequest) -> Any | None:
     from dace.sdfg import nodes
 
     from dace_ai import compat
-    from dace_ai.checking.reference import native_implementation
+    from dace_ai.checking.reference import implemented_node, native_implementation
 
-    live_node = (request.node.live or {}).get("node")
+    live_node = implemented_node(request.node)
     if live_node is None:
         return None
     implementation = native_implementation(live_node)

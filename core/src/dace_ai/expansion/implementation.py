@@ -34,7 +34,7 @@ from dace.transformation.transformation import ExpandTransformation
 
 from dace_ai import compat
 
-IMPLEMENTATION = "ai"
+IMPLEMENTATION = compat.AI_IMPLEMENTATION
 
 
 def _debug() -> bool:

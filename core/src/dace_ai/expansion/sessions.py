@@ -22,6 +22,7 @@ After a change of code the program's build folder is removed, so the next
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -257,6 +258,9 @@ def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings
         feedback, edited_code, edited_global))]
     provider = select_provider(settings)
     ctx = node_context(g.sdfg, g.state, g.tasklet, settings)
+    replaced = _replaced_node(session, g)
+    if replaced is not None:  # checks compare with the library node the tasklet replaced
+        ctx.live = {**(ctx.live or {}), "reference_node": replaced}
     node_record = {**(session.summary().get("node") or {}), "tasklet": g.tasklet.label}
     answers = AnswerSource(provider, settings)
     attempts = 1 + (settings.max_repair_attempts if settings.compile_check else 0)
@@ -348,3 +352,12 @@ def unpin(sdfg: Any, name: Any = None) -> Any:
     if g.session is not None:
         g.session.set_pinned(False)
     return g.tasklet
+
+
+def _replaced_node(session: Session, g: Any) -> Any:
+    """The library node the tasklet replaced, rebuilt from the session's ``node.json`` (None when absent)."""
+    try:
+        data = json.loads((session.folder / "node.json").read_text(encoding="utf-8"))
+        return compat.library_node_from_json(data, g.sdfg, g.state)
+    except Exception:  # noqa: BLE001 - an old or damaged record only means no native reference
+        return None

@@ -335,6 +335,11 @@ class Session:
             return RoundRecord(number, folder)
 
 
+    def record_fallback(self, implementation: str, reason: str) -> None:
+        """Note that the node was expanded natively (``implementation``) because no answer passed."""
+        self.update_summary(fallback={"implementation": implementation, "reason": reason, "time": time.time()},
+                            verification=f"native fallback ({implementation})")
+
     def update_summary(self, **fields: Any) -> None:
         """Set top-level fields of ``session.json`` (e.g. ``current``, an ``optimize`` summary)."""
         self._update(lambda summary: summary.update(fields))
@@ -362,13 +367,6 @@ def _warn(message: str) -> None:
     warnings.warn(redact(message), SessionWarning, stacklevel=3)
 
 
-    def record_fallback(self, implementation: str, reason: str) -> None:
-        """Note that the node was expanded natively (``implementation``) because no answer passed."""
-        with lock_for(self.summary_path):
-            summary = self.summary()
-            summary["fallback"] = {"implementation": implementation, "reason": reason, "time": time.time()}
-            summary["verification"] = f"native fallback ({implementation})"
-            atomic_write_json(self.summary_path, summary)
 
 
 def render_conversation(system: str, messages: list[tuple[str, str]]) -> str:
