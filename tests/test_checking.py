@@ -229,9 +229,11 @@ def test_plus_and_minus_entries_add_to_and_remove_from_the_defaults(runtime_plug
     defaults = [c.name for c in select_checkers(node, resolve_settings())[0]]
     assert "t-strict" not in defaults and "probe" in defaults
     added = [c.name for c in select_checkers(node, resolve_settings({"checkers": "+t-strict"}))[0]]
-    assert added == [*defaults, "t-strict"]
+    assert sorted(added) == sorted([*defaults, "t-strict"])
     swapped = [c.name for c in select_checkers(node, resolve_settings({"checkers": "+t-strict,-probe"}))[0]]
-    assert swapped == [n for n in defaults if n != "probe"] + ["t-strict"]
+    assert sorted(swapped) == sorted([n for n in defaults if n != "probe"] + ["t-strict"])
+    # the added verify-stage checker runs with its stage: after compile checks, before the bench
+    assert added.index("t-strict") > added.index("probe") and added.index("t-strict") < added.index("bench")
     with pytest.raises(SettingsError, match=r"mixes plain names with \+name/-name entries"):
         select_checkers(node, resolve_settings({"checkers": "probe,+t-strict"}))
     with pytest.raises(SettingsError, match=r"'t-strikt'.*names no installed checker. Did you mean 't-strict'\?.*Installed: .*t-strict"):

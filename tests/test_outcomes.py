@@ -310,7 +310,8 @@ def test_manual_exchange_reads_the_edited_response_after_a_refusal_and_prints_th
         response.write_text(json.dumps({"code": CLAMP.replace("_b[i]", "_out[i]"),
                                          "code_global": "#include <algorithm>"}))
         first = dace_ai.read_prompt_responses(ai_program(), prompts)
-        assert first.expanded == [] and [m.node for m in first.missing] == ["clampit"]  # the repair prompt
+        # refused, reported with the repair prompt to answer
+        assert first.expanded == [] and [f.node for f in first.failed] == ["clampit"] and first.missing == []
         assert cache_entries() == []
         response.write_text(json.dumps({"code": "for (int i = 0; i < N; ++i) _out[i] = "
                                                 "std::min(std::max(_a[i], 0.0), 1.0);"}))

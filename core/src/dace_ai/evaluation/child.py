@@ -81,7 +81,10 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     def place() -> None:
         settings = resolve_settings(spec.get("settings") or {})
         ctx = node_context(sdfg, state, node, settings)
-        tasklet = make_tasklet(node, answer, ctx, {"bench": task.id}, _environments(answer, ctx))
+        resolution = _environments(answer, ctx)
+        if resolution.problems:
+            raise ValueError("; ".join(resolution.problems))
+        tasklet = make_tasklet(node, answer, ctx, {"bench": task.id}, resolution.paths)
         place_tasklet(state, node, tasklet)
 
     try:

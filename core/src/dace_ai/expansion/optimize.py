@@ -55,6 +55,7 @@ class _Attempt:
     reply: ProviderReply | None = None
     answer: Any = None
     reports: list[Any] | None = None
+    environments: set[str] | None = None  #: class paths the answer's environments resolved to (when it passed)
     figures: dict[str, Any] | None = None
 
 
@@ -220,7 +221,8 @@ class _Runner:
         c = attempt.candidate
         started = time.perf_counter()
         try:
-            attempt.reports = reports = pipeline.check_answer(attempt.answer, self.ctx, self.settings)
+            reports, attempt.environments = pipeline.check_answer(attempt.answer, self.ctx, self.settings)
+            attempt.reports = reports
         except Exception as exc:  # noqa: BLE001 - one candidate's trouble must not stop the others
             c.status, c.stage, c.reason = "error", "check", f"{type(exc).__name__}: {exc}"
             return
@@ -348,7 +350,7 @@ def _apply(result: NodeOptimization, best: _Attempt | None, sdfg: Any, state: An
         if other.status == "passed" and other is not c and other.seconds_per_call and c.seconds_per_call:
             other.reason = (f"slower than the winner r{c.round}s{c.sample}: {format_seconds(other.seconds_per_call)} "
                             f"vs {format_seconds(c.seconds_per_call)} per call")
-    environments = pipeline._environments(best.answer, ctx)
+    environments = best.environments or set()
     provenance = {"node": ctx.name, "provider": provider, "model": (best.reply.model if best.reply else "") or "",
                   "source": c.source, "cache_key": getattr(best, "key", "")[:16],
                   "session": f"ai-sessions/{session.folder.name}/round-{c.session_round}",
