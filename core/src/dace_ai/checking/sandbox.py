@@ -113,6 +113,39 @@ def _read_fault(path: Path, buffers: list[dict[str, Any]]) -> dict[str, Any] | N
     return None
 
 
+@dataclass
+class Launched:
+    """How a launched child ended: exit status (negative: the signal), its output, whether it ran out of time."""
+
+    returncode: int
+    output: bytes
+    timed_out: bool
+    seconds: float
+
+
+def launch(argv: list[str], *, cwd: Path, wall_seconds: float, env: dict[str, str] | None = None,
+           preexec_fn: Any = None) -> Launched:
+    """Run ``argv`` in a session of its own; past ``wall_seconds`` its whole process group is killed.
+
+    The one way every child that runs generated code is started (the verify sandbox,
+    the bench stage's timing runs), so a candidate that forks leaves nothing behind.
+    """
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            env=env, cwd=cwd, start_new_session=True, preexec_fn=preexec_fn)
+    timed_out = False
+    try:
+        output, _ = proc.communicate(timeout=wall_seconds)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        output, _ = proc.communicate()
+    return Launched(proc.returncode, output or b"", timed_out, time.perf_counter() - start)
+
+
 def run_child(job: dict[str, Any], folder: Path, limits: SandboxLimits) -> ChildOutcome:
     """Write ``job`` to ``folder``, run the child on it under ``limits``, and read what happened."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -126,28 +159,15 @@ def run_child(job: dict[str, Any], folder: Path, limits: SandboxLimits) -> Child
     env = {**os.environ, "MALLOC_ARENA_MAX": "2", "PYTHONFAULTHANDLER": ""}
     env.pop("PYTHONFAULTHANDLER")
     argv = [sys.executable, "-I", str(CHILD), str(files["job"])]
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            env=env, cwd=folder, start_new_session=True)
-    timed_out = False
-    try:
-        output, _ = proc.communicate(timeout=limits.wall_seconds)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        output, _ = proc.communicate()
-    seconds = time.perf_counter() - start
-    text = output.decode(errors="replace")[-4000:] if output else ""
+    run = launch(argv, cwd=folder, wall_seconds=limits.wall_seconds, env=env)
+    text = run.output.decode(errors="replace")[-4000:]
     phase = _last_phase(files["phase"])
-    outcome = ChildOutcome("error", proc.returncode, seconds, phase=phase, output=text)
-    if timed_out:
+    outcome = ChildOutcome("error", run.returncode, run.seconds, phase=phase, output=text)
+    if run.timed_out:
         outcome.status = "timeout"
         return outcome
-    if proc.returncode < 0:
-        signum = -proc.returncode
+    if run.returncode < 0:
+        signum = -run.returncode
         outcome.signal = signal.Signals(signum).name if signum in signal.Signals._value2member_map_ else str(signum)
         if signum == signal.SIGXCPU:
             outcome.status = "cpu_time"

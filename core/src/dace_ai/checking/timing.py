@@ -26,7 +26,6 @@ import math
 import os
 import re
 import resource
-import subprocess
 import sys
 import threading
 from dataclasses import dataclass
@@ -51,6 +50,14 @@ class Limits:
     wall_seconds: float = 120.0
     cpu_seconds: float = 240.0
     memory_bytes: int = 16 * 2 ** 30
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> Limits:
+        """The sandbox settings (``sandbox_cpu_seconds``, ``sandbox_wall_seconds``, ``sandbox_memory_mb``)."""
+        from dace_ai.checking.sandbox import SandboxLimits
+
+        own = SandboxLimits.from_settings(settings)
+        return cls(wall_seconds=own.wall_seconds, cpu_seconds=own.cpu_seconds, memory_bytes=own.memory_bytes)
 
 
 def parse_sizes(text: str | None) -> dict[str, int]:
@@ -209,7 +216,7 @@ def run_side_by_side(request: CheckRequest, *, sizes: dict[str, int] | None = No
     from dace_ai.compat import program_layout
     from dace_ai.storage.files import ai_folder
 
-    limits = limits or Limits()
+    limits = limits or Limits.from_settings(request.settings)
     program, candidate_folder, native_folder = build_programs(request)
     values = default_sizes(program, sizes or {})
     spec = {
@@ -225,11 +232,12 @@ def run_side_by_side(request: CheckRequest, *, sizes: dict[str, int] | None = No
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
     result_path.unlink(missing_ok=True)
     Path(str(result_path) + ".phase").unlink(missing_ok=True)
+    from dace_ai.checking.sandbox import launch
+
     command = [sys.executable, "-I", str(CHILD), str(spec_path), str(result_path)]
-    try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=limits.wall_seconds,
-                              preexec_fn=_limit(limits), check=False)
-    except subprocess.TimeoutExpired:
+    proc = launch(command, cwd=Path(request.workdir), wall_seconds=limits.wall_seconds, preexec_fn=_limit(limits))
+    output = proc.output.decode(errors="replace")
+    if proc.timed_out:
         return {"status": "timeout", "detail": f"the run did not finish within {limits.wall_seconds:.0f} s "
                                                "(an endless loop?)", "sizes": values}
     if result_path.is_file():
@@ -244,7 +252,7 @@ def run_side_by_side(request: CheckRequest, *, sizes: dict[str, int] | None = No
 
         name = signal.Signals(-proc.returncode).name
         return {"status": "crashed", "signal": name, "sizes": values, "phase": phase,
-                "detail": f"{side} crashed with {name} while running", "stderr": proc.stderr[-2000:]}
-    tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+                "detail": f"{side} crashed with {name} while running", "stderr": output[-2000:]}
+    tail = output.strip().splitlines()[-5:]
     return {"status": "crashed" if proc.returncode else "error", "sizes": values, "phase": phase,
             "detail": f"{side} ended the timing run with exit status {proc.returncode}: " + " / ".join(tail)}
