@@ -48,14 +48,11 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     """Outcomes of one attempt (see the module docstring); never raises for the candidate's faults."""
     import dace
 
-    from dace_ai.checking.api import CheckRequest
-    from dace_ai.checking.stages import check_workdir, run_checks
     from dace_ai.config.settings import resolve_settings
     from dace_ai.evaluation.programs import program_sdfg, task_digest
     from dace_ai.evaluation.sandbox import run_task
     from dace_ai.evaluation.tasks import find_task, missing_requirements
-    from dace_ai.expansion.pipeline import node_context
-    from dace_ai.expansion.tasklet import make_tasklet
+    from dace_ai.expansion.pipeline import check_answer, node_context
     from dace_ai.prompt.answer import parse_answer
     from dace_ai.prompt.render import render_prompt
 
@@ -84,9 +81,7 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
 
     with warnings.catch_warnings():  # "not verified" and the like are recorded per attempt, not printed
         warnings.simplefilter("ignore")
-        reports = run_checks(CheckRequest(
-            answer=answer, node=ctx, settings=settings, workdir=check_workdir(ctx, answer),
-            make_tasklet=lambda environments: make_tasklet(node, answer, ctx, environments=environments)))
+        reports, _ = check_answer(answer, ctx, settings)  # as an expansion checks it (environments resolved)
     out["checks"] = [{"checker": r.checker, "stage": r.details.get("stage"), "status": r.status,
                       "seconds": round(r.seconds, 4), "diagnostics": r.diagnostics[-2000:],
                       **({"speedup": r.details["speedup"]} if "speedup" in r.details else {})} for r in reports]
