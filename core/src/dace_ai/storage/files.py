@@ -47,15 +47,33 @@ def ai_folder(kind: str, root: Path | None = None) -> Path:
 
 def atomic_write(path: Path, data: str | bytes) -> Path:
     """Write ``data`` to ``path`` atomically (temp file in the same folder, then rename)."""
+    def write(tmp: Path) -> None:
+        if isinstance(data, bytes):
+            tmp.write_bytes(data)
+        else:
+            tmp.write_text(data, encoding="utf-8")
+
+    return atomic_write_with(path, write)
+
+
+def atomic_write_with(path: Path, write: Callable[[Path], Any]) -> Path:
+    """Let ``write(temp_path)`` produce the file, then rename it onto ``path`` (same folder, atomic).
+
+    Also for writers that want a file name rather than data (``SDFG.save``). The
+    temporary file carries this process's pid, so a later write removes those of
+    writers that were killed mid-write; on any error it is removed and ``path`` is
+    untouched.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = "wb" if isinstance(data, bytes) else "w"
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
     try:
-        with os.fdopen(fd, mode, **({} if isinstance(data, bytes) else {"encoding": "utf-8"})) as f:
-            f.write(data)
-            f.flush()
+        write(Path(tmp))
+        with open(tmp, "rb") as f:
             os.fsync(f.fileno())
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
         os.replace(tmp, path)
         remove_orphans(path)
     except BaseException:
@@ -67,29 +85,6 @@ def atomic_write(path: Path, data: str | bytes) -> Path:
     return path
 
 
-def atomic_write_with(path: Path, write: Callable[[Path], Any]) -> Path:
-    """Let ``write(temp_path)`` produce the file, then rename it onto ``path`` (same folder, atomic).
-
-    For writers that want a file name rather than data (``SDFG.save``). On any
-    error the temporary file is removed and ``path`` is untouched.
-    """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
