@@ -111,59 +111,32 @@ def _descriptor(conn: ConnectorInfo, live_sdfg: Any) -> Any:
                            transient=conn.transient)
 
 
-def _memlet(conn: ConnectorInfo, live: dict[str, Any]) -> Any:
-    import dace
-
-    state, node = live.get("state"), live.get("node")
-    if state is not None and node is not None:
-        edges = (state.in_edges_by_connector(node, conn.name) if conn.direction == "in"
-                 else state.out_edges_by_connector(node, conn.name))
-        for edge in edges:
-            return copy.deepcopy(edge.data)
-    return dace.Memlet(data=conn.container, subset=conn.subset, wcr=conn.wcr)
-
-
 def standalone_sdfg(request: CheckRequest) -> Any:
     """A program that holds only the candidate tasklet, wired like the node it replaces."""
     import dace
 
-    from dace_ai.compat import element_types
+    from dace_ai.checking.one_node import one_node_program
 
     answer, node = request.answer, request.node
-    live = node.live or {}
-    live_sdfg = live.get("sdfg")
-    name = "ai_check_" + re.sub(r"\W", "_", node.name or "node")
-    sdfg = dace.SDFG(name)
-    types = element_types()
-    for sym, ctype in node.symbols.items():
-        if live_sdfg is not None and sym in live_sdfg.symbols:
-            sdfg.add_symbol(sym, live_sdfg.symbols[sym])
-        else:
-            sdfg.add_symbol(sym, types.get(ctype.strip(), dace.int64))
-    state = sdfg.add_state("check")
-    envs, _ = environment_classes(answer)
+    live_sdfg = (node.live or {}).get("sdfg")
+    envs, _ = environment_classes(answer, request.environments)
     environments = {env.full_class_path() for env in envs}
-    if request.make_tasklet is not None:  # the very tasklet the expansion would place, typed the same way
-        tasklet = request.make_tasklet(environments)
-        state.add_node(tasklet)
-    else:
+
+    def place(state: Any) -> Any:
+        if request.make_tasklet is not None:  # the very tasklet the expansion would place, typed the same way
+            tasklet = request.make_tasklet(environments)
+            state.add_node(tasklet)
+            return tasklet
         tasklet = state.add_tasklet(
             node.name or "tasklet", {c.name for c in node.inputs}, {c.name for c in node.outputs}, answer.code,
             language=dace.Language.CPP, code_global=answer.code_global, code_init=answer.code_init,
             code_exit=answer.code_exit, state_fields=list(answer.state_fields),
             side_effects=answer.side_effects or None)
         tasklet.environments = environments
-    for conn in node.connectors:
-        if conn.container not in sdfg.arrays:
-            sdfg.add_datadesc(conn.container, _descriptor(conn, live_sdfg))
-        memlet = _memlet(conn, live)
-        if conn.direction == "in":
-            state.add_edge(state.add_read(conn.container), None, tasklet, conn.name, memlet)
-        else:
-            state.add_edge(tasklet, conn.name, state.add_write(conn.container), None, memlet)
-    for sym in sorted(map(str, sdfg.free_symbols - set(sdfg.symbols))):
-        sdfg.add_symbol(sym, dace.int64)  # map parameters seen by the memlets
-    return sdfg
+        return tasklet
+
+    return one_node_program("ai_check_" + re.sub(r"\W", "_", node.name or "node"), node, place,
+                            lambda conn: _descriptor(conn, live_sdfg))
 
 
 def faithful_check(request: CheckRequest) -> CheckReport:

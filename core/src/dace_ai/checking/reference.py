@@ -129,37 +129,23 @@ def _as_array(desc: Any) -> Any:
 
 def reference_sdfg(request: Any) -> tuple[Any, str]:
     """(program holding a copy of the node wired like the original, native implementation name)."""
-    import dace
-
-    from dace_ai.checking.host import _memlet
-    from dace_ai.compat import element_types
+    from dace_ai.checking.one_node import one_node_program
 
     node_ctx = request.node
-    live = node_ctx.live or {}
-    live_node, live_sdfg = implemented_node(node_ctx), live.get("sdfg")
+    live_node, live_sdfg = implemented_node(node_ctx), (node_ctx.live or {}).get("sdfg")
     if live_node is None or live_sdfg is None:
         raise LookupError("the node is not available in this process")
     implementation = native_implementation(live_node)
     if implementation is None:
         raise LookupError(f"{type(live_node).__name__} has no native implementation")
-    sdfg = dace.SDFG("ai_reference")
-    types = element_types()
-    for sym, ctype in node_ctx.symbols.items():
-        sdfg.add_symbol(sym, live_sdfg.symbols.get(sym, types.get(ctype.strip(), dace.int64)))
-    state = sdfg.add_state("reference")
-    node = copy.deepcopy(live_node)
-    node.implementation = implementation
-    state.add_node(node)
-    for conn in node_ctx.connectors:
-        if conn.container not in sdfg.arrays:
-            sdfg.add_datadesc(conn.container, _as_array(live_sdfg.arrays[conn.container]))
-        memlet = _memlet(conn, live)
-        if conn.direction == "in":
-            state.add_edge(state.add_read(conn.container), None, node, conn.name, memlet)
-        else:
-            state.add_edge(node, conn.name, state.add_write(conn.container), None, memlet)
-    for sym in sorted(map(str, sdfg.free_symbols - set(sdfg.symbols))):
-        sdfg.add_symbol(sym, dace.int64)  # enclosing map parameters seen by the memlets
+
+    def place(state: Any) -> Any:
+        node = copy.deepcopy(live_node)
+        node.implementation = implementation
+        state.add_node(node)
+        return node
+
+    sdfg = one_node_program("ai_reference", node_ctx, place, lambda conn: _as_array(live_sdfg.arrays[conn.container]))
     return sdfg, implementation
 
 
