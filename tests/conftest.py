@@ -23,3 +23,13 @@ def _isolated_dace_ai(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     yield root
     dace.Config.set("default_build_folder", value=previous)
+
+
+@pytest.fixture
+def fake(register_dace_ai_plugin):
+    """A scripted provider named ``scripted`` (answers queued with ``fake.queue(...)``)."""
+    from dace_ai.testing import FakeProvider
+
+    provider = FakeProvider()
+    register_dace_ai_plugin(provider.plugin("scripted"), "scripted-provider")
+    return provider

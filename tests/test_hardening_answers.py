@@ -13,19 +13,11 @@ from dace_ai.expansion.generate import GenerateWarning
 from dace_ai.prompt.answer import Answer, max_answer_chars, parse_answer
 from dace_ai.testing import FakeProvider
 
-GOOD = {"code": "for (int i = 0; i < 8; ++i) _out[i] = _a[i] + 1.0;"}
-BROKEN = {"code": "for (int i = 0; i < 8; ++i) _out[i] = _a[i] + undefined_thing;"}
+from tests.inc_program import BROKEN, GOOD, inc_sdfg
 
 
 def _sdfg(name="hardened"):
-    sdfg = dace.SDFG(name)
-    sdfg.add_array("A", [8], dace.float64)
-    sdfg.add_array("B", [8], dace.float64)
-    state = sdfg.add_state()
-    node = dace_ai.AINode("inc", "Write _out[i] = _a[i] + 1.", inputs={"_a"}, outputs={"_out"})
-    state.add_edge(state.add_read("A"), None, node, "_a", dace.Memlet("A[0:8]"))
-    state.add_edge(node, "_out", state.add_write("B"), None, dace.Memlet("B[0:8]"))
-    return sdfg, state, node
+    return inc_sdfg(name)
 
 
 # ------------------------------------------------------------------ the parser

@@ -17,27 +17,13 @@ from dace_ai.plugins.registrations import Provider
 from dace_ai.providers.api import Message, ProviderRequest
 from dace_ai.storage.cache import AnswerCache, CacheWarning, cache_key
 from dace_ai.storage.sessions import SessionWarning, open_session
-from dace_ai.testing import FakeProvider
 
-GOOD = {"code": "for (int i = 0; i < 8; ++i) _out[i] = _a[i] + 1.0;"}
+from tests.inc_program import GOOD, inc_sdfg
 
 
 def _sdfg(name="stored"):
-    sdfg = dace.SDFG(name)
-    sdfg.add_array("A", [8], dace.float64)
-    sdfg.add_array("B", [8], dace.float64)
-    state = sdfg.add_state()
-    node = dace_ai.AINode("inc", "Write _out[i] = _a[i] + 1.", inputs={"_a"}, outputs={"_out"})
-    state.add_edge(state.add_read("A"), None, node, "_a", dace.Memlet("A[0:8]"))
-    state.add_edge(node, "_out", state.add_write("B"), None, dace.Memlet("B[0:8]"))
-    return sdfg, state, node
+    return inc_sdfg(name)
 
-
-@pytest.fixture
-def fake(register_dace_ai_plugin):
-    provider = FakeProvider()
-    register_dace_ai_plugin(provider.plugin("scripted"), "scripted-provider")
-    return provider
 
 
 SETTINGS = {"provider": "scripted", "compile_check": False}

@@ -3,33 +3,17 @@
 import json
 from pathlib import Path
 
-import dace
 import dace_ai
 import numpy as np
 import pytest
 from dace_ai.errors import CheckFailed
-from dace_ai.testing import FakeProvider
 
-GOOD = {"code": "for (int i = 0; i < 8; ++i) _out[i] = _a[i] + 1.0;"}
-BROKEN = {"code": "for (int i = 0; i < 8; ++i) _out[i] = _a[i] + undefined_thing;"}
+from tests.inc_program import BROKEN, GOOD, inc_sdfg
 
 
-def _sdfg():
-    sdfg = dace.SDFG("repairs")
-    sdfg.add_array("A", [8], dace.float64)
-    sdfg.add_array("B", [8], dace.float64)
-    state = sdfg.add_state()
-    node = dace_ai.AINode("inc", "Write _out[i] = _a[i] + 1.", inputs={"_a"}, outputs={"_out"})
-    state.add_edge(state.add_read("A"), None, node, "_a", dace.Memlet("A[0:8]"))
-    state.add_edge(node, "_out", state.add_write("B"), None, dace.Memlet("B[0:8]"))
-    return sdfg, state, node
+def _sdfg(name="repairs"):
+    return inc_sdfg(name)
 
-
-@pytest.fixture
-def fake(register_dace_ai_plugin):
-    provider = FakeProvider()
-    register_dace_ai_plugin(provider.plugin("scripted"), "scripted-provider")
-    return provider
 
 
 def test_repair_round_then_accepted_and_recorded(fake):
