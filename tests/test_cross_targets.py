@@ -109,7 +109,8 @@ def test_an_installed_cross_compiler_compiles_the_candidate_with_the_targets_fla
     (("riscv64-unknown-elf-g++-13",), "riscv64-unknown-elf"),
     (("clang++", "--target=aarch64-linux-gnu"), "aarch64-linux-gnu"),
     (("clang++", "-target", "armv7a-linux-gnueabihf"), "armv7a-linux-gnueabihf"),
-    (("g++",), None), (("clang++-17",), None), (("/opt/bin/c++",), None),
+    (("x86_64-linux-gnu-g++-12",), "x86_64-linux-gnu"),
+    (("g++",), None), (("clang++-17",), None), (("/opt/bin/c++",), None), (("no-such-compiler-c++",), None),
 ])
 def test_the_machine_a_compiler_is_for_is_read_from_its_name_or_target_flag(argv, machine):
     assert named_machine(argv) == machine
