@@ -66,9 +66,12 @@ from dace_ai.environments.spec import EnvironmentSpec
 from dace_ai.errors import AnswerError, CheckFailed, DaceAIError, PluginError, ProviderError, SettingsError
 from dace_ai.execution.jobs import (
     BENCH_RESOURCE,
+    CORES_RESOURCE,
     ExecutorOptions,
+    ExecutorUnavailable,
     Job,
     JobResult,
+    machine_resources,
     run_job,
     target_resource,
     worker_name,
@@ -111,6 +114,8 @@ from dace_ai.targets.build_flags import build_command, builds_with_dace
 from dace_ai.targets.cpu import CpuInfo, read_cpu
 
 __all__ = [
+    "CORES_RESOURCE",
+    "ExecutorUnavailable",
     "BENCH_RESOURCE",
     "GPU_THREAD_SCHEDULES",
     "RETRIED_STATUS",
@@ -182,6 +187,7 @@ __all__ = [
     "report_from_tool",
     "resolve_settings",
     "run_job",
+    "machine_resources",
     "run_tool",
     "scope_parameters",
     "stable_paths",
