@@ -11,13 +11,14 @@ import signal
 import threading
 import time
 from types import SimpleNamespace
+from typing import ClassVar
 
 import dace
+import dace_ai
 import pytest
 from dace_ai.execution.jobs import run_job
 from dace_ai.plugin import Executor, JobResult, hookimpl
 
-import dace_ai
 from tests.inc_program import BROKEN, GOOD
 
 SECRET = "sk-cluster-test-0123456789abcdef"
@@ -128,7 +129,15 @@ def test_a_target_no_worker_offers_is_compile_only_not_passed(fake, cluster, tmp
     assert "compile-only: no worker with resource 'sve'" in str(summary)
 
 
-def test_scheduler_that_is_gone_is_a_short_error_and_changes_nothing(fake, tmp_path):
+@pytest.fixture
+def quick_connect(monkeypatch):
+    """Give up on an unreachable scheduler after 1 s instead of 10."""
+    import dace_ai_dask.plugin
+
+    monkeypatch.setattr(dace_ai_dask.plugin, "CONNECT_TIMEOUT", 1)
+
+
+def test_scheduler_that_is_gone_is_a_short_error_and_changes_nothing(fake, tmp_path, quick_connect):
     from dace_ai.execution.jobs import ExecutorUnavailable
 
     sdfg, _ = inc_program("cl_gone")
@@ -145,7 +154,7 @@ def test_scheduler_that_is_gone_is_a_short_error_and_changes_nothing(fake, tmp_p
 class RecordingRunner:
     """An executor that pickles every job as a cluster would, then runs it here (``forge``: claims a pass)."""
 
-    sent: list[bytes] = []
+    sent: ClassVar[list[bytes]] = []
     forge = False
 
     def __init__(self, options=None):
@@ -205,3 +214,20 @@ def test_a_pass_without_its_evidence_is_not_believed(fake, recording):
         summary = dace_ai.generate(sdfg, settings={"provider": "scripted"}, executor="recording")
     (node,) = summary.nodes
     assert node.status == "failed" and "not believed" in node.error and "seeds and sizes" in node.error
+
+
+def test_cli_scheduler_gone_is_a_short_error_and_the_file_stays(fake, tmp_path, capsys, monkeypatch, quick_connect):
+    from dace_ai.cli.main import main
+
+    from tests.inc_program import inc_sdfg
+
+    sdfg, _, _ = inc_sdfg("cl_cli")
+    path = tmp_path / "prog.sdfg"
+    sdfg.save(str(path))
+    before = path.read_bytes()
+    monkeypatch.setenv("DACE_ai_provider", "scripted")
+    for command in ("generate", "optimize"):
+        code = main([command, str(path), "--executor", "dask", "--scheduler", "tcp://127.0.0.1:9"])
+        err = capsys.readouterr().err
+        assert code == 1 and "no dask scheduler answers at tcp://127.0.0.1:9" in err and len(err.splitlines()) == 1
+    assert path.read_bytes() == before and not (tmp_path / "prog.optimized.sdfg").exists()

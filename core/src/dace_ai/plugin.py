@@ -114,9 +114,8 @@ from dace_ai.targets.build_flags import build_command, builds_with_dace
 from dace_ai.targets.cpu import CpuInfo, read_cpu
 
 __all__ = [
-    "CORES_RESOURCE",
-    "ExecutorUnavailable",
     "BENCH_RESOURCE",
+    "CORES_RESOURCE",
     "GPU_THREAD_SCHEDULES",
     "RETRIED_STATUS",
     "STAGES",
@@ -141,6 +140,7 @@ __all__ = [
     "EnvironmentSpec",
     "Executor",
     "ExecutorOptions",
+    "ExecutorUnavailable",
     "Job",
     "JobResult",
     "Message",
@@ -182,12 +182,12 @@ __all__ = [
     "hookimpl",
     "host_unit",
     "json_only_instruction",
+    "machine_resources",
     "provider_failure",
     "read_cpu",
     "report_from_tool",
     "resolve_settings",
     "run_job",
-    "machine_resources",
     "run_tool",
     "scope_parameters",
     "stable_paths",

@@ -78,7 +78,7 @@ class CheckDispatcher:
         self._lock = threading.Lock()
         self._programs: dict[int, str] = {}
 
-    def __enter__(self) -> CheckDispatcher:
+    def __enter__(self) -> CheckDispatcher:  # noqa: PYI034
         from dace_ai.plugins.manager import get_plugin_manager
 
         registration = get_plugin_manager().get("executors", self.name)
@@ -96,7 +96,7 @@ class CheckDispatcher:
         if self.runner is not None:
             try:
                 self.runner.__exit__(*exc)
-            except Exception:  # noqa: BLE001 - closing a cluster that is gone must not hide the run's error
+            except Exception:  # noqa: BLE001, S110 - closing a cluster that is gone must not hide the run's error
                 pass
             self.runner = None
 

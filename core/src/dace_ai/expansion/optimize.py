@@ -279,9 +279,8 @@ class _Runner:
 
     def _check(self, attempt: _Attempt) -> None:
         from dace_ai.checking.stages import failed
-        from dace_ai.expansion import pipeline
-
         from dace_ai.execution.jobs import ExecutorUnavailable
+        from dace_ai.expansion import pipeline
         from dace_ai.expansion.dispatch import CheckJobFailed, job_note
 
         c = attempt.candidate
