@@ -3,6 +3,7 @@ routing by target, a worker killed mid-run, a forged result, and key-free job pa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
@@ -72,7 +73,8 @@ def test_cluster_gives_the_local_verdicts_levels_and_tasklets(fake, cluster, tmp
         summary = dace_ai.generate(sdfg, settings={"provider": "scripted"}, **options)
         sdfg, _ = inc_program(f"cl_opt_{executor}")
         fake.queue(json.dumps(GOOD), json.dumps(BROKEN))
-        report = dace_ai.optimize(sdfg, samples=2, rounds=0, settings={"provider": "scripted"}, **options)
+        report = dace_ai.optimize(sdfg, samples=2, rounds=0, settings={"provider": "scripted", "bench_repeats": 1},
+                                  **options)
         outcomes[executor] = {
             "generate": [(n.status, n.verification) for n in summary.nodes],
             "optimize": [(c.status, c.stage, c.verification) for c in report.nodes[0].candidates],
@@ -101,7 +103,8 @@ def test_a_worker_killed_mid_run_is_survived_and_reported(fake, cluster, tmp_pat
             time.sleep(0.05)
 
     sdfg, _ = inc_program("cl_kill")
-    fake.queue(json.dumps(GOOD), json.dumps(GOOD))
+    other = {"code": "for (int i = 7; i >= 0; --i) _out[i] = 1.0 + _a[i];"}  # its own check folder
+    fake.queue(json.dumps(GOOD), json.dumps(other))
     killer = threading.Thread(target=kill_a_busy_worker)
     killer.start()
     report = dace_ai.optimize(sdfg, samples=2, rounds=0, settings={"provider": "scripted", "bench": "off"},
@@ -109,7 +112,7 @@ def test_a_worker_killed_mid_run_is_survived_and_reported(fake, cluster, tmp_pat
     killer.join()
     assert killed, "no check job was seen running"
     candidates = report.nodes[0].candidates
-    assert [c.status for c in candidates] == ["passed", "passed"]
+    assert [c.status for c in candidates] == ["passed", "passed"], [c.reason for c in candidates]
     restarted = [c for c in candidates if c.retries]
     assert restarted and restarted[0].lost_workers and restarted[0].worker
     assert "restarted after a lost worker" in str(report.nodes[0])
@@ -231,3 +234,64 @@ def test_cli_scheduler_gone_is_a_short_error_and_the_file_stays(fake, tmp_path, 
         err = capsys.readouterr().err
         assert code == 1 and "no dask scheduler answers at tcp://127.0.0.1:9" in err and len(err.splitlines()) == 1
     assert path.read_bytes() == before and not (tmp_path / "prog.optimized.sdfg").exists()
+
+
+def shape(sdfg: dace.SDFG) -> list:
+    """The SDFG's nodes (with their ids) and edges, independent of the order edges are listed in."""
+    state = sdfg.states()[0]
+    nodes = [(state.node_id(n), type(n).__name__, str(n)) for n in state.nodes()]
+    edges = sorted((str(e.src), e.src_conn or "", str(e.dst), e.dst_conn or "", str(e.data)) for e in state.edges())
+    return [nodes, edges, [getattr(n, "implementation", None) for n in state.nodes()]]
+
+
+def two_inc_nodes(name: str) -> dace.SDFG:
+    sdfg = dace.SDFG(name)
+    state = sdfg.add_state()
+    for k in range(2):
+        sdfg.add_array(f"A{k}", [8], dace.float64)
+        sdfg.add_array(f"B{k}", [8], dace.float64)
+        node = dace_ai.AINode(f"inc{k}", "Write _out[i] = _a[i] + 1.", inputs={"_a"}, outputs={"_out"},
+                              reference=lambda a: a + 1)
+        state.add_edge(state.add_read(f"A{k}"), None, node, "_a", dace.Memlet(f"A{k}[0:8]"))
+        state.add_edge(node, "_out", state.add_write(f"B{k}"), None, dace.Memlet(f"B{k}[0:8]"))
+    return sdfg
+
+
+@pytest.mark.slow
+def test_a_scheduler_that_goes_away_mid_run_ends_it_and_the_sdfg_is_put_back(fake, tmp_path, quick_connect):
+    from dace_ai.execution.jobs import ExecutorUnavailable
+    from dace_ai.storage.sessions import Session
+    from distributed import Client, LocalCluster
+
+    sdfg = two_inc_nodes("cl_midrun")
+    before = shape(sdfg)
+    fake.queue(json.dumps(GOOD), json.dumps(GOOD))
+    local = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
+                         resources={"bench": 1, "cores": 1, **dict.fromkeys(("host", "x86-avx2", "x86-avx512"), 1)})
+    watcher = Client(local)
+    seen: set[str] = set()
+
+    def stop_during_the_second_job():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            seen.update(str(k) for keys in watcher.processing().values() for k in keys if "dace-ai" in str(k))
+            if len(seen) >= 2:
+                local.sync(local.scheduler.close)
+                return
+            time.sleep(0.05)
+
+    stopper = threading.Thread(target=stop_during_the_second_job)
+    stopper.start()
+    try:
+        with pytest.raises(ExecutorUnavailable, match="went away"):
+            dace_ai.optimize(sdfg, samples=1, rounds=0, settings={"provider": "scripted"}, executor="dask",
+                             scheduler=local.scheduler_address)
+    finally:
+        stopper.join()
+        for closing in (watcher, local):  # the scheduler is gone: do not wait for it
+            with contextlib.suppress(Exception):
+                closing.close(timeout=1)
+    assert len(seen) == 2  # the first node was done (and placed) before the scheduler went away
+    assert shape(sdfg) == before
+    sessions = [Session(folder) for folder in (tmp_path / ".dacecache" / "ai-sessions").iterdir()]
+    assert sessions and not any("optimize" in s.summary() for s in sessions)  # no summary claims a winner

@@ -51,6 +51,8 @@ class DispatchStats:
     job_seconds: float = 0.0  #: the job function on the worker
     check_seconds: float = 0.0  #: the checkers themselves
     workers: dict[str, int] = field(default_factory=dict)
+    #: How the candidates' compiles included dace.h ("pch built", "pch reused", ...): the build cache at work.
+    pch: dict[str, int] = field(default_factory=dict)
 
     @property
     def outside_checks(self) -> float:
@@ -186,6 +188,10 @@ class CheckDispatcher:
             stats.job_seconds += outcome.seconds
             stats.check_seconds += outcome.check_seconds
             stats.workers[result.worker] = stats.workers.get(result.worker, 0) + 1
+            for report in reports:
+                if isinstance(report.details.get("pch"), str):
+                    how = report.details["pch"].split(":")[0]
+                    stats.pch[how] = stats.pch.get(how, 0) + 1
         return reports
 
 

@@ -83,8 +83,14 @@ class _Changes:
         from dace_ai import compat
         from dace_ai.expansion.tasklet import place_tasklet
 
+        order = state.nodes()
         place_tasklet(state, node, tasklet)
-        self._undo.append(lambda: compat.replace_node(state, tasklet, node))
+
+        def put_back() -> None:
+            compat.replace_node(state, tasklet, node)
+            compat.restore_node_order(state, order)
+
+        self._undo.append(put_back)
 
     def summarize(self, session: Any, result: NodeOptimization, current: int | None) -> None:
         self._summaries.append((session, result, current))

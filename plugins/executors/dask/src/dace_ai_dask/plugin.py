@@ -81,10 +81,11 @@ class DaskRunner:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        lost = self.client is not None and self.client.status not in ("running", "newly-created")
         if self.client is not None:
-            self.client.close()
+            self.client.close(timeout=CONNECT_TIMEOUT) if lost else self.client.close()
         if self.cluster is not None:
-            self.cluster.close()
+            self.cluster.close(timeout=CONNECT_TIMEOUT) if lost else self.cluster.close()
 
     def _workers(self) -> dict[str, dict[str, Any]]:
         try:
