@@ -31,7 +31,7 @@ CODE = {"code": "for (int i = 0; i < 64; ++i) _out[i] = _a[i] + 1.0;"}
 
 
 class LatencyProvider:
-    """Answers every request with the same correct code after ``latency`` seconds (thread-safe)."""
+    """Answers every request with correct code after ``latency`` seconds (thread-safe)."""
 
     def __init__(self, latency: float) -> None:
         self.latency, self.requests, self._lock = latency, 0, threading.Lock()
@@ -42,7 +42,9 @@ class LatencyProvider:
         time.sleep(self.latency)
         with self._lock:
             self.requests += 1
-        text = json.dumps(CODE)
+            serial = self.requests
+        # Each answer its own text (as samples of a model differ), so each gets its own check folder.
+        text = json.dumps({"code": CODE["code"] + f" // answer {serial}"})
         return ProviderReply(text=text, usage=Usage(input_tokens=len(request.system), output_tokens=len(text)),
                              model="scripted", stop_reason="end_turn")
 

@@ -326,7 +326,8 @@ def read_outcome(value: Any, *, checks_on: bool, known_checkers: set[str]) -> tu
         return None, f"malformed result ({'.'.join(map(str, first['loc']))}: {first['msg']})"
     if checks_on and not outcome.reports:
         return None, "the result holds no check report although checks are on"
-    unknown = sorted({r.checker for r in outcome.reports} - known_checkers - SYNTHETIC_CHECKERS)
+    claims = {r.checker for r in outcome.reports if r.status != "inconclusive"}  # "not installed" reports may pass
+    unknown = sorted(claims - known_checkers - SYNTHETIC_CHECKERS)
     if unknown:
         return None, f"the result names checker(s) not installed here: {', '.join(unknown)}"
     return outcome, ""

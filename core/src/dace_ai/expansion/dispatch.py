@@ -136,7 +136,7 @@ class CheckDispatcher:
         missing = getattr(self.runner, "missing", None)
         if callable(missing) and target in missing(job):
             compile_only = f"compile-only: no worker with resource {target!r}"
-            job = Job(job_id, run_check_job, {}, stage=stage, target=None)
+            job = Job(job_id, run_check_job, {}, stage="check", target=None)  # nothing is timed
         program = "" if self.in_process else self._program(ctx)
         payload = make_payload(job_id, answer, ctx, settings, environments, compile_only, program, self.in_process)
         job = Job(job_id, run_check_job, payload.model_dump(mode="json"), stage=job.stage, target=job.target)
