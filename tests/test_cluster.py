@@ -295,3 +295,19 @@ def test_a_scheduler_that_goes_away_mid_run_ends_it_and_the_sdfg_is_put_back(fak
     assert shape(sdfg) == before
     sessions = [Session(folder) for folder in (tmp_path / ".dacecache" / "ai-sessions").iterdir()]
     assert sessions and not any("optimize" in s.summary() for s in sessions)  # no summary claims a winner
+
+
+def test_timed_jobs_take_a_whole_worker_and_other_jobs_pack():
+    from dace_ai.execution.jobs import Job
+    from dace_ai_dask.plugin import DaskRunner
+
+    workers = {"a": {"resources": {"bench": 1, "cores": 4, "x86-avx512": 4}},
+               "b": {"resources": {"bench": 1, "cores": 8, "x86-avx512": 8, "cuda": 8}}}
+    runner = DaskRunner()
+    assert runner._resources(Job("t", run_job, {}, stage="bench", target="x86-avx512"), workers) == \
+        {"bench": 1, "cores": 4, "x86-avx512": 1}
+    assert runner._resources(Job("g", run_job, {}, stage="bench", target="cuda"), workers)["cores"] == 8
+    assert runner._resources(Job("c", run_job, {}, stage="check", target="x86-avx512"), workers) == \
+        {"cores": 1, "x86-avx512": 1}
+    plain = {"w": {"resources": {}}}  # a plain `dask worker`: nothing asked that nobody declares, but the target
+    assert runner._resources(Job("p", run_job, {}, stage="bench", target="sve"), plain) == {"sve": 1}
