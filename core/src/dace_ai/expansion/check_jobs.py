@@ -201,15 +201,29 @@ def _rebuild(payload: CheckPayload) -> Any:
     state = sdfg.states()[0]
     node = next(n for n in state.nodes() if isinstance(n, dace.nodes.LibraryNode))
     if payload.reference:
+        node.reference = _reference_key(payload.reference)
+    ctx.live = {"sdfg": sdfg, "state": state, "node": node, "root": sdfg}
+    return ctx
+
+
+_reference_keys: dict[str, str] = {}
+
+
+def _reference_key(pickled: str) -> str:
+    """Register a shipped reference function in this worker once (every candidate of a node sends the same)."""
+    with _live_lock:
+        known = _reference_keys.get(pickled)
+    if known is None:
         try:
             import cloudpickle as pickler
         except ImportError:  # pragma: no cover
             import pickle as pickler
         from dace_ai.checking.reference import register_reference
 
-        node.reference = register_reference(pickler.loads(base64.b64decode(payload.reference)))
-    ctx.live = {"sdfg": sdfg, "state": state, "node": node, "root": sdfg}
-    return ctx
+        known = register_reference(pickler.loads(base64.b64decode(pickled)))
+        with _live_lock:
+            _reference_keys[pickled] = known
+    return known
 
 
 def _compile_stage_only(ctx: Any, settings: Any) -> Any:
