@@ -14,8 +14,9 @@ payload is plain JSON data (:class:`CheckPayload`):
 * for an ``AINode`` with ``reference=fn``, the user's function, pickled (it is the user's
   own code; the worker registers it like the node's process did).
 
-A worker runs :func:`run_check_job` and returns a :class:`CheckOutcome`; the user's process
-validates it (:func:`read_outcome`) before anything is believed: a worker cannot say
+A worker runs :func:`run_check_job` and returns a
+:class:`~dace_ai.expansion.check_results.CheckOutcome`; the user's process validates it
+(:func:`~dace_ai.expansion.check_results.read_outcome`) before anything is believed: a worker cannot say
 "passed" without the reports and the details a local check would have.
 
 Same process, same check: :func:`run_check_job` first looks the node up in a registry of
@@ -31,18 +32,17 @@ import json
 import threading
 import time
 import warnings
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from dace_ai.errors import DaceAIError
+from dace_ai.expansion.check_results import CheckOutcome, ReportModel, WarningModel
 
 #: Settings that configure the provider, not the checks: never sent to a worker.
 PROVIDER_SETTINGS = frozenset({"provider", "model", "base_url", "effort", "max_tokens", "timeout", "max_retries",
                                "prompt_dir", "interactive", "max_concurrency", "extra_instructions",
                                "executor", "executor_scheduler", "executor_workers"})
-#: Checker names a job may report besides installed checkers (refused environments, routing).
-SYNTHETIC_CHECKERS = frozenset({"environments", "routing", "executor"})
 
 
 class KeyInPayload(DaceAIError):
@@ -277,95 +277,3 @@ def run_check_job(data: dict[str, Any]) -> dict[str, Any]:
         seconds=time.perf_counter() - started, check_seconds=sum(r.seconds for r in reports),
         in_process=here is not None,
     ).model_dump(mode="json")
-
-
-# ----------------------------------------------------------------------------- what comes back
-class ReportModel(BaseModel):
-    """One check report as it travels back; a ``passed`` report must carry what a local one carries."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    checker: str = Field(min_length=1)
-    status: Literal["passed", "failed", "inconclusive"]
-    diagnostics: str = ""
-    seconds: float = Field(ge=0)
-    details: dict[str, Any]
-
-    @field_validator("details")
-    @classmethod
-    def _stage(cls, details: dict[str, Any]) -> dict[str, Any]:
-        from dace_ai.plugins.registrations import STAGES
-
-        if details.get("stage") not in STAGES:
-            raise ValueError(f"details['stage'] must be one of {STAGES}, got {details.get('stage')!r}")
-        return details
-
-    @model_validator(mode="after")
-    def _passed_has_evidence(self) -> ReportModel:
-        stage = self.details["stage"]
-        if self.status == "passed" and stage == "verify" and self.checker == "verify":
-            seeds = self.details.get("seeds")
-            if not isinstance(seeds, int) or seeds < 1 or not self.details.get("sizes"):
-                raise ValueError(f"a passed verify report of {self.checker!r} without its seeds and sizes")
-        if self.status == "passed" and stage == "bench" and self.details.get("candidate_seconds") is not None:
-            times = self.details["candidate_seconds"]
-            if not isinstance(times, list) or not all(isinstance(t, (int, float)) and t > 0 for t in times):
-                raise ValueError(f"a passed bench report of {self.checker!r} with malformed timings")
-        return self
-
-
-class WarningModel(BaseModel):
-    category: str
-    message: str
-
-
-class CheckOutcome(BaseModel):
-    """What a worker returns for one candidate."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    reports: list[ReportModel]
-    warnings: list[WarningModel] = Field(default_factory=list)
-    seconds: float = Field(ge=0)  #: the whole job on the worker (rebuilding the node included)
-    check_seconds: float = Field(ge=0)  #: the checkers' own time
-    in_process: bool = False
-
-
-def read_outcome(value: Any, *, checks_on: bool, known_checkers: set[str]) -> tuple[CheckOutcome | None, str]:
-    """Validate a returned outcome as a local check's: (outcome, "") or (None, what is wrong)."""
-    try:
-        outcome = CheckOutcome.model_validate(value)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        return None, f"malformed result ({'.'.join(map(str, first['loc']))}: {first['msg']})"
-    if checks_on and not outcome.reports:
-        return None, "the result holds no check report although checks are on"
-    claims = {r.checker for r in outcome.reports if r.status != "inconclusive"}  # "not installed" reports may pass
-    unknown = sorted(claims - known_checkers - SYNTHETIC_CHECKERS)
-    if unknown:
-        return None, f"the result names checker(s) not installed here: {', '.join(unknown)}"
-    return outcome, ""
-
-
-def to_reports(outcome: CheckOutcome) -> list[Any]:
-    from dace_ai.checking.api import CheckReport
-
-    return [CheckReport(r.checker, r.status, r.diagnostics, r.seconds, dict(r.details)) for r in outcome.reports]
-
-
-_said: set[tuple[str, str]] = set()
-
-
-def reemit_warnings(outcome: CheckOutcome) -> None:
-    """Say here what the checks said on the worker (dace-ai warnings, each text once per process)."""
-    from dace_ai import errors
-
-    for item in outcome.warnings:
-        category = getattr(errors, item.category, None)
-        if not (isinstance(category, type) and issubclass(category, Warning)):
-            continue
-        key = (item.category, item.message)
-        if key in _said:
-            continue
-        _said.add(key)
-        warnings.warn(item.message, category, stacklevel=4)

@@ -158,7 +158,7 @@ class CheckDispatcher:
         return self._reports(results[0], ctx, settings, compile_only, round_trip)
 
     def _reports(self, result: Any, ctx: Any, settings: Any, compile_only: str | None, round_trip: float) -> list[Any]:
-        from dace_ai.expansion.check_jobs import read_outcome, reemit_warnings, to_reports
+        from dace_ai.expansion.check_results import read_outcome, reemit_warnings, to_reports
         from dace_ai.plugins.manager import get_plugin_manager
 
         where = f"worker {result.worker}" if result.worker else f"executor {self.name!r}"
