@@ -16,6 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from dace_ai.cli.help import add_example
 from dace_ai.errors import AIUsageError
 
 
@@ -51,6 +52,7 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("file", help="an SDFG saved with sdfg.save() (.sdfg or .sdfgz)")
     add_executor_arguments(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable summary")
+    add_example(parser, "dace-ai generate prog.sdfg --executor dask --workers 2")
     parser.set_defaults(func=run)
 
 
