@@ -287,6 +287,20 @@ def compile_without_loading(sdfg: Any) -> str:
     return compiler.configure_and_compile(program_folder, generated.name)
 
 
+def init_symbols(sdfg: Any) -> list[str]:
+    """The symbols ``__dace_init_<program>`` receives, in order: the root program's used symbols.
+
+    A tasklet's ``code_init`` is emitted into that function (``code_exit`` into
+    ``__dace_exit_<program>``, which receives only ``__state``), so these are the only
+    symbols init code can use. Mirrors the frame code generator's
+    ``sdfg.init_signature(free_symbols=sdfg.used_symbols(all_symbols=False))``.
+    """
+    root = sdfg
+    while getattr(root, "parent_sdfg", None) is not None:
+        root = root.parent_sdfg
+    return [k for k in sorted(root.used_symbols(all_symbols=False)) if not k.startswith("__dace")]
+
+
 def generated_code(sdfg: Any) -> tuple[Any, list[tuple[str, str]]]:
     """The SDFG copy code is generated from, and (path relative to the build folder, code with markers).
 

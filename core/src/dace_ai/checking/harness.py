@@ -199,16 +199,38 @@ def reference_kind(request: CheckRequest) -> tuple[str | None, Any]:
     return None, "no reference"
 
 
-def _expected_outputs(case: dict[str, Any], function: Any, folder: Path, index: int) -> dict[str, str]:
-    """Run the user's reference on the case's inputs; save its outputs as .npy files for the child."""
+#: Outputs of reference functions per (function, case), kept for the next candidate of the node.
+_expected_memo: dict[tuple[int, str], dict[str, Any]] = {}
+_EXPECTED_MEMO_BYTES = 256 << 20
+
+
+def _reference_results(function: Any, case: dict[str, Any], outputs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The user's reference on the case's inputs; remembered per function and case in this process."""
     from dace_ai.checking.child import case_inputs, view
     from dace_ai.checking.reference import call_reference
+    from dace_ai.checking.runner import case_key
 
+    key = (id(function), case_key(case))
+    known = _expected_memo.get(key)
+    if known is not None and known["function"] is function:
+        return known["results"]
     data = case_inputs(case)
     inputs = {c["name"]: np.array(view(data[c["container"]], c)) for c in case["connectors"]
               if c["direction"] == "in"}
-    outputs = [c for c in case["connectors"] if c["direction"] == "out"]
     results = call_reference(function, inputs, case["values"], [c["name"] for c in outputs])
+    size = sum(getattr(np.asarray(v), "nbytes", 0) for v in results.values())
+    while _expected_memo and size + sum(m["bytes"] for m in _expected_memo.values()) > _EXPECTED_MEMO_BYTES:
+        _expected_memo.pop(next(iter(_expected_memo)))
+    if size <= _EXPECTED_MEMO_BYTES:
+        _expected_memo[key] = {"function": function, "results": results, "bytes": size}
+    return results
+
+
+def _expected_outputs(case: dict[str, Any], function: Any, folder: Path, index: int) -> dict[str, str]:
+    """Run the user's reference on the case's inputs; save its outputs as .npy files for the child."""
+    outputs = [c for c in case["connectors"] if c["direction"] == "out"]
+    results = _reference_results(function, case, outputs)
+    folder.mkdir(parents=True, exist_ok=True)
     files = {}
     for conn in outputs:
         dtype = np.dtype(next(c["dtype"] for c in case["containers"] if c["name"] == conn["container"]))
@@ -239,6 +261,22 @@ def describe_problem(problem: dict[str, Any], case: dict[str, Any]) -> tuple[str
     """(reason, sentence for the model) for a problem the child found in one case."""
     where = f"seed {case['seed']}, sizes {_sizes_text(case['sizes'])}"
     kind = problem["kind"]
+    if kind == "nondeterministic":
+        counts = " then ".join(f"{n} thread{'s' if n != 1 else ''}" for n in problem["threads"])
+        if problem.get("was") == "unwritten":
+            return "nondeterministic", (
+                f"The result is not deterministic ({where}; runs with {counts}): in run {problem['runs']} output "
+                f"{problem['connector']} at index {problem['index']} was never written ({problem['count']} of "
+                f"{problem['elements']} elements), though the first run wrote it. Every call must compute its "
+                f"outputs (no results kept from an earlier call; no thread may skip its share).")
+        return "nondeterministic", (
+            f"The result is not deterministic ({where}; runs with {counts}): output {problem['connector']} at "
+            f"index {problem['index']} was {problem['expected']} in the first run and {problem.get('got')} in run "
+            f"{problem['runs']}; {problem['count']} of {problem['elements']} elements differ beyond the reduction "
+            f"tolerance. A data race (threads updating shared data without atomics or a reduction clause) or a "
+            f"reduction whose order depends on the threads' timing.")
+    if problem.get("threads") and isinstance(problem["threads"], int) and problem["threads"] == 1:
+        where += ", 1 thread"
     if kind == "mismatch":
         return "mismatch", (
             f"Wrong result ({where}): output {problem['connector']} at index {problem['index']} is {problem['got']}, "
@@ -309,24 +347,38 @@ def describe_outcome(outcome: ChildOutcome, cases: list[dict[str, Any]], limits:
 # ----------------------------------------------------------------------------- entry point
 def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds: Sequence[int] | int = DEFAULT_SEEDS,
                           sizes: Any = None, repeats: int = 5, warmup: int = 1, min_sample_seconds: float = 1e-3,
-                          limits: SandboxLimits | None = None) -> dict[str, Any]:
+                          limits: SandboxLimits | None = None, bench: Any = None,
+                          threads: int | None = None) -> dict[str, Any]:
     """Run the candidate of ``request`` and the node's reference on the same inputs in a sandboxed child.
 
-    ``mode="verify"`` compares outputs (stops at the first failing case);
-    ``mode="time"`` times both sides per case: ``warmup`` calls, then ``repeats``
-    samples, each of as many calls as fill ``min_sample_seconds`` (timer resolution),
-    reported as seconds per call. ``seeds`` is a list or a count; ``sizes`` a list
-    of ``{symbol: value}`` or a ``{symbol: [values]}`` (zipped). ``limits`` default
-    to the settings' ``sandbox_*`` values. Never raises for the candidate's faults.
+    ``mode="verify"`` compares outputs (stops at the first failing case); the
+    larger cases run with 1 thread and then twice with all cores (``threads``,
+    default :func:`~dace_ai.checking.runner.all_cores`), and runs that differ are
+    refused as not deterministic. ``mode="time"`` also times both sides per case:
+    ``warmup`` calls, then ``repeats`` samples, each of as many calls as fill
+    ``min_sample_seconds``, as seconds per call. ``mode="bench"`` runs only the bench
+    section. ``bench`` (a :class:`~dace_ai.checking.runner.BenchPlan`) adds the bench
+    section to the same child run, after the verify cases passed: cases at the bench
+    sizes compared with the reference, the run rules, and the interleaved timing of
+    this very library against the native reference (``result["bench"]``). ``seeds`` is a
+    list or a count; ``sizes`` a list of ``{symbol: value}`` or a ``{symbol: [values]}``
+    (zipped). ``limits`` default to the settings' ``sandbox_*`` values. Never raises
+    for the candidate's faults.
     """
-    if mode not in ("verify", "time"):
-        raise ValueError(f"mode must be 'verify' or 'time', got {mode!r}")
+    from dace_ai.checking.runner import all_cores, cache_reference_outputs, plan_threads, thread_counts
+
+    if mode not in ("verify", "time", "bench"):
+        raise ValueError(f"mode must be 'verify', 'time' or 'bench', got {mode!r}")
+    if mode == "bench" and bench is None:
+        raise ValueError("mode 'bench' needs a bench plan")
     total_start = time.perf_counter()
     seeds = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     limits = limits or SandboxLimits.from_settings(request.settings)
+    count = threads or all_cores(request.settings)
     result: dict[str, Any] = {"mode": mode, "status": "inconclusive", "reason": None, "message": "",
-                              "seeds": seeds, "sizes": [], "cases": [],
+                              "seeds": seeds, "sizes": [], "cases": [], "bench": None,
                               "reference": {"kind": None, "implementation": None},
+                              "threads": {"count": count, "runs": [], "runtime": None},
                               "seconds": {"compile": 0.0, "reference": 0.0, "run": 0.0, "total": 0.0}}
 
     def done(status: str, reason: str | None, message: str) -> dict[str, Any]:
@@ -339,11 +391,21 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
     if kind is None and mode == "verify":
         return done("inconclusive", "no reference", f"Not verified: {detail}.")
     try:
-        size_list = size_cases(request, sizes)
+        size_list = size_cases(request, sizes) if mode != "bench" else []
         cases = [make_case(request, seed, s) for s in size_list for seed in seeds]
+        bench_cases = ([make_case(request, seed, bench.sizes) for seed in bench.seeds] if bench is not None else [])
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         return done("inconclusive", "sizes", f"Not verified: could not give the node's symbols values ({exc}).")
     result["sizes"] = size_list
+    if mode == "verify":
+        plan_threads(cases, count)
+    if bench_cases:
+        bench_cases[0]["threads"] = thread_counts(count)
+    all_cases = [*cases, *bench_cases]
+    for index, case in enumerate(all_cases):
+        case["id"] = index
+    result["threads"]["runs"] = [{"sizes": c["sizes"], "seed": c["seed"], "threads": c["threads"]}
+                                 for c in all_cases if c.get("threads")]
 
     from dace_ai.checking.candidate import candidate_library
 
@@ -357,12 +419,15 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
             return done("failed", "compile", "The code does not compile as DaCe builds it:\n" + build.diagnostics)
         return done("failed", "link", "The code compiles but does not link into a shared library:\n"
                     + (link.output.strip()[-3000:] if link is not None else ""))
+    result["library"] = str(library)
     folder = Path(request.workdir) / "sandbox"
-    job: dict[str, Any] = {"mode": mode, "repeats": repeats, "warmup": warmup, "min_sample_seconds": min_sample_seconds,
+    job: dict[str, Any] = {"mode": "verify" if mode == "bench" else mode, "repeats": repeats, "warmup": warmup,
+                           "min_sample_seconds": min_sample_seconds, "threads": count,
                            "candidate": {"library": str(library), "symbols": list(request.node.symbols),
                                          "params": _scope_params(request),
                                          "connectors": [c.name for c in request.node.connectors]},
-                           "reference": None, "cases": cases}
+                           "reference": None, "cases": cases,
+                           "bench": bench.job(bench_cases) if bench is not None else None}
     if kind == "native":
         from dace_ai.checking.reference import build_native_reference
 
@@ -377,29 +442,36 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
         result["seconds"]["reference"] = time.perf_counter() - start
         result["reference"]["implementation"] = native.implementation
         job["reference"] = native.spec()
-    elif kind == "function" and mode == "verify":
+        cache_reference_outputs(all_cases, native.library)
+    elif kind == "function":
         try:
-            for index, case in enumerate(cases):
-                case["expected"] = _expected_outputs(case, detail, folder, index)
+            for case in all_cases:
+                case["expected"] = _expected_outputs(case, detail, folder, case["id"])
         except Exception as exc:  # noqa: BLE001 - the user's reference failed: not the candidate's fault
             return done("inconclusive", "reference failed",
                         f"Not verified: the reference function raised {type(exc).__name__}: {exc}")
-    outcome = run_child(job, folder / "run", limits)
+    outcome = run_child(job, folder / "run", limits, threads=count)
     result["seconds"]["run"] = outcome.seconds
     if outcome.status != "finished":
-        status, reason, message = describe_outcome(outcome, cases, limits)
+        status, reason, message = describe_outcome(outcome, all_cases, limits)
         return done(status, reason, message)
     result["cases"] = outcome.result["cases"]
-    if mode == "time":
-        return done("passed", None, "")
+    result["threads"]["runtime"] = (outcome.result.get("threads") or {}).get("runtime")
     for record in result["cases"]:
         problem = record.get("problem")
         if problem is None:
             continue
-        case = next(c for c in cases if c["seed"] == record["seed"] and c["sizes"] == record["sizes"])
+        case = next(c for c in all_cases if c["seed"] == record["seed"] and c["sizes"] == record["sizes"])
         reason, message = describe_problem(problem, case)
         return done("failed", reason, message)
-    return done("passed", None, f"matches the reference on {len(seeds)} seed(s) x {len(size_list)} size(s)")
+    if bench is not None:
+        result["bench"] = {**(outcome.result.get("bench") or {}), "sizes": bench.sizes,
+                           "timed": bool(job["bench"]["time"]), "library": str(library)}
+    if mode in ("time", "bench"):
+        return done("passed", None, "")
+    return done("passed", None, f"matches the reference on {len(seeds)} seed(s) x {len(size_list)} size(s)"
+                + (f" and at the bench sizes {_sizes_text(bench.sizes)}" if bench is not None else "")
+                + (f"; deterministic with 1 and {count} threads" if result["threads"]["runs"] else ""))
 
 
 def _scope_params(request: CheckRequest) -> list[str]:

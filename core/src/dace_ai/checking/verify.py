@@ -53,14 +53,25 @@ def applies(request: CheckRequest) -> bool:
 
 def verify_check(request: CheckRequest) -> CheckReport:
     """Compare the candidate with the node's reference on ``verify_seeds`` seeds and two or more sizes."""
+    from dace_ai.checking import bench
     from dace_ai.checking.harness import parse_sizes_setting, run_against_reference
 
     settings = request.settings
     seeds = int(getattr(settings, "verify_seeds", 3) or 3)
     sizes = parse_sizes_setting(getattr(settings, "verify_sizes", None))
-    result = run_against_reference(request, mode="verify", seeds=seeds, sizes=sizes)
+    plan = None
+    if bench.bench_wanted(request):  # the bench stage judges the timing of this very run
+        try:
+            plan = bench.plan(request)
+        except ValueError:
+            plan = None  # a bad bench_sizes is the bench stage's to report
+    result = run_against_reference(request, mode="verify", seeds=seeds, sizes=sizes, bench=plan)
+    request.shared[bench.SHARED_RUN] = result
     details: dict[str, Any] = {"seeds": len(result["seeds"]), "sizes": result["sizes"],
-                               "reference": result["reference"], "timings": result["seconds"]}
+                               "reference": result["reference"], "timings": result["seconds"],
+                               "threads": result["threads"]}
+    if plan is not None:
+        details["bench_sizes"] = plan.sizes
     if result["status"] != "passed":
         details["reason"] = result["reason"]
     if result["status"] == "inconclusive":
