@@ -158,3 +158,30 @@ def test_init_and_exit_code_get_exactly_the_symbols_dace_passes(where, code, pas
         assert report.status == "passed", report.diagnostics
     else:
         assert report.status == "failed" and f"dace_ai_symbol_not_passed_by_DaCe_to_{where}" in report.diagnostics
+
+
+def test_the_task_run_of_the_evaluation_harness_uses_the_same_child(monkeypatch):
+    """``dace-ai bench``'s whole-program run goes through checking.sandbox.run_child, both programs loaded there."""
+    from dace_ai.checking import sandbox
+    from dace_ai.evaluation.sandbox import run_task
+
+    jobs = []
+    original = sandbox.run_child
+
+    def spy(job, folder, limits, **kwargs):
+        jobs.append(job)
+        return original(job, folder, limits, **kwargs)
+
+    monkeypatch.setattr(sandbox, "run_child", spy)
+    root = str(dace.Config.get("default_build_folder"))
+    good = {"code": "for (long i = 0; i < N; ++i) _out[i] = _a * _x[i] + _y[i];"}
+    spec = {"suite": "core", "task": "axpy", "build_root": root, "seeds": [0, 1], "repeats": 3}
+    result = run_task({**spec, "answer": good})
+    assert result["candidate_compiled"] and result["correct"] and result["baseline_correct"], result
+    assert result["speedup"] > 0 and result["repeats"] == 3
+    assert [j["candidate"]["kind"] for j in jobs] == ["program"] and jobs[0]["reference"]["kind"] == "program"
+    wrong = run_task({**spec, "answer": {"code": "for (long i = 0; i < N; ++i) _out[i] = _x[i] + _y[i];"},
+                      "time": False})
+    assert wrong["candidate_compiled"] and not wrong["correct"] and "seed 0" in wrong["candidate_mismatch"]
+    crash = run_task({**spec, "answer": {"code": "volatile double *p = nullptr; _out[0] = p[N];"}, "time": False})
+    assert "the candidate's process died of SIGSEGV" in crash["error"]

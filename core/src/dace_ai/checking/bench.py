@@ -47,12 +47,15 @@ def figures(result: dict[str, Any]) -> dict[str, Any]:
     """Medians, speedup and its range (from the interleaved pairs) of a bench run."""
     native, candidate = result.get("native") or [], result.get("candidate") or []
     out: dict[str, Any] = {"sizes": result.get("sizes"), "repeats": len(candidate), "batch": result.get("batch"),
+                           "native_reused": bool(result.get("native_reused")),
                            "candidate_seconds": candidate, "native_seconds": native,
                            "bytes": result.get("bytes"), "bandwidth": result.get("bandwidth")}
     if candidate:
         out["candidate_median"] = statistics.median(candidate)
     if native and candidate:
-        ratios = sorted(n / c for n, c in zip(native, candidate) if c > 0)
+        pairs = zip(native, candidate) if not result.get("native_reused") else \
+            ((statistics.median(native), c) for c in candidate)  # not interleaved: against the median
+        ratios = sorted(n / c for n, c in pairs if c > 0)
         out["native_median"] = statistics.median(native)
         out["speedup"] = out["native_median"] / out["candidate_median"]
         out["speedup_range"] = [ratios[0], ratios[-1]] if ratios else None
@@ -66,9 +69,10 @@ def describe(fig: dict[str, Any]) -> str:
             return f"{format_seconds(fig['candidate_median'])} per call (no native expansion to compare)"
         return "not timed"
     low, high = fig.get("speedup_range") or (fig["speedup"], fig["speedup"])
+    reused = " (native timed by an earlier candidate of the node)" if fig.get("native_reused") else ""
     return (f"speedup {fig['speedup']:.2f}x ({low:.2f}-{high:.2f}) over the native expansion: "
             f"{format_seconds(fig['candidate_median'])} vs {format_seconds(fig['native_median'])} per call, "
-            f"median of {fig['repeats']} at sizes {_sizes(fig.get('sizes'))}")
+            f"median of {fig['repeats']} at sizes {_sizes(fig.get('sizes'))}{reused}")
 
 
 def _sizes(sizes: Any) -> str:
@@ -152,7 +156,10 @@ def bench_check(request: CheckRequest) -> CheckReport:
     if forbidden:
         return CheckReport(NAME, "failed", f"Refused: {forbidden}.", details={"rule": "native-library"})
     result = request.shared.get(SHARED_RUN)
-    if not (isinstance(result, dict) and result.get("bench") is not None):
+    seconds = 0.0
+    if isinstance(result, dict) and result.get("bench") is not None:
+        seconds = float(result["bench"].get("seconds") or 0.0)  # its share of the verify stage's run
+    else:
         try:
             bench = plan(request)
         except ValueError as exc:
@@ -167,6 +174,7 @@ def bench_check(request: CheckRequest) -> CheckReport:
         result = run_against_reference(request, mode="bench", bench=bench)
         if result["status"] != "passed":
             return _refusal(result)
+        seconds = result["seconds"]["total"]
     run = result["bench"]
     run.setdefault("candidate", None)
     if not run.get("timed") and run.get("call_seconds"):
@@ -176,14 +184,14 @@ def bench_check(request: CheckRequest) -> CheckReport:
                threads=(result.get("threads") or {}).get("count"))
     reasons = deception.run_reasons(run)
     if reasons:
-        return CheckReport(NAME, "failed", "Refused: " + "; ".join(reasons) + ".",
+        return CheckReport(NAME, "failed", "Refused: " + "; ".join(reasons) + ".", seconds,
                            details={"rule": "deception", "reasons": reasons, **fig})
     if settings.bench == "gate" and "speedup" in fig and fig["speedup"] < settings.min_speedup:
         return CheckReport(NAME, "failed",
                            f"Too slow: {describe(fig)}; a speedup of at least {settings.min_speedup:.2f}x is "
-                           "required (setting min_speedup). Make the code faster.",
+                           "required (setting min_speedup). Make the code faster.", seconds,
                            details={"rule": "gate", **fig})
-    return CheckReport(NAME, "passed", describe(fig), details=fig)
+    return CheckReport(NAME, "passed", describe(fig), seconds, details=fig)
 
 
 @hookimpl

@@ -574,7 +574,8 @@ def run_case(case: dict[str, Any], candidate: Any, native: dict[str, np.ndarray]
         if not (keep and run == 0):
             candidate.finish(prepared)
         phase(who="candidate", step="done", seed=case["seed"], sizes=case["sizes"])
-        problem = _outside_problem(case, buffers, data, "candidate")
+        judge = case.get("judge", True)  # False: whole programs, whose outputs the parent judges
+        problem = _outside_problem(case, buffers, data, "candidate") if judge else None
         outs = {c["name"]: np.array(view(buffers[c["container"]].array, c))
                 for c in case["connectors"] if c["direction"] == "out"}
         if run == 0 and job.get("save_outputs"):
@@ -588,7 +589,10 @@ def run_case(case: dict[str, Any], candidate: Any, native: dict[str, np.ndarray]
         if problem is not None:
             record["problem"] = problem
             break
-        if run == 0:
+        if not judge:
+            record["reads_outside"] = []
+            record["outputs"] = outs
+        elif run == 0:
             record["reads_outside"] = _nan_reads(case, outs, native)
             record["outputs"] = outs
             first = outs
@@ -623,6 +627,33 @@ def run_case(case: dict[str, Any], candidate: Any, native: dict[str, np.ndarray]
     return record, kept
 
 
+#: A native reference slower than this per call is timed once per node and bench size, not per candidate.
+REUSE_NATIVE_SECONDS = 0.02
+
+
+def _known_native(bench: dict[str, Any]) -> dict[str, Any] | None:
+    """The native reference's samples an earlier candidate measured, when it is slow enough to be worth reusing."""
+    path = bench.get("native_timing")
+    if not path or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            known = json.load(handle)
+        samples = [float(x) for x in known["samples"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not samples or sorted(samples)[len(samples) // 2] < REUSE_NATIVE_SECONDS:
+        return None
+    return {"samples": samples, "batch": int(known.get("batch") or 1)}
+
+
+def _save_json(path: str, value: Any) -> None:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(value, handle)
+    os.replace(tmp, path)
+
+
 def _same_outputs(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
     return a.keys() == b.keys() and all(np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind in "fc") for k in a)
 
@@ -631,6 +662,7 @@ def run_bench(job: dict[str, Any], candidate: Any, reference: Any, natives: list
               threads: Threads) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The bench section: its cases (seeds at the bench sizes), the run rules, then the timing under the lock."""
     bench = job["bench"]
+    began = time.perf_counter()
     records: list[dict[str, Any]] = []
     kept: Any = None
     for index, case in enumerate(bench["cases"]):
@@ -667,12 +699,25 @@ def run_bench(job: dict[str, Any], candidate: Any, reference: Any, natives: list
             ref_prepared = reference.prepare(case, ref_buffers)
             ref_held = (ref_buffers, ref_prepared)
             calls = {"native": lambda: reference.call(ref_prepared), **calls}
+        known = _known_native(bench)
+        if known is not None:  # a slow native reference timed by an earlier candidate of the node
+            calls.pop("native", None)
         threads.use(None)
         with _bench_lock(bench.get("lock")):
             timed = interleaved(calls, int(bench.get("repeats", 7)), phase)
             phase(who="loader", step="bandwidth")
             result["bandwidth"] = measure_bandwidth(int(bench.get("bytes") or 0))
-        result.update(candidate=timed["samples"]["candidate"], native=timed["samples"].get("native"),
+        native_samples = timed["samples"].get("native")
+        if known is not None:
+            native_samples = known["samples"]
+            timed["batch"]["native"] = known["batch"]
+            result["native_reused"] = True
+        elif native_samples and bench.get("native_timing"):
+            try:
+                _save_json(bench["native_timing"], {"samples": native_samples, "batch": timed["batch"]["native"]})
+            except OSError:
+                pass
+        result.update(candidate=timed["samples"]["candidate"], native=native_samples,
                       batch=timed["batch"], timer_resolution=timed["timer_resolution"])
         if ref_held is not None:
             reference.finish(ref_held[1])
@@ -680,6 +725,7 @@ def run_bench(job: dict[str, Any], candidate: Any, reference: Any, natives: list
     if kept is not None:
         candidate.finish(kept[1])
         _free(kept[0])
+    result["seconds"] = time.perf_counter() - began
     return result, records
 
 

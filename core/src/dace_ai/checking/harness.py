@@ -365,7 +365,13 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
     (zipped). ``limits`` default to the settings' ``sandbox_*`` values. Never raises
     for the candidate's faults.
     """
-    from dace_ai.checking.runner import all_cores, cache_reference_outputs, plan_threads, thread_counts
+    from dace_ai.checking.runner import (
+        all_cores,
+        cache_reference_outputs,
+        native_timing_file,
+        plan_threads,
+        thread_counts,
+    )
 
     if mode not in ("verify", "time", "bench"):
         raise ValueError(f"mode must be 'verify', 'time' or 'bench', got {mode!r}")
@@ -443,6 +449,8 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
         result["reference"]["implementation"] = native.implementation
         job["reference"] = native.spec()
         cache_reference_outputs(all_cases, native.library)
+        if bench_cases:
+            job["bench"]["native_timing"] = native_timing_file(bench_cases[0], count)
     elif kind == "function":
         try:
             for case in all_cases:

@@ -123,3 +123,16 @@ def cache_reference_outputs(cases: list[dict[str, Any]], library: Path) -> None:
         key = case_key(case)
         case["reference_cache"] = {c["name"]: str(folder / f"{key}-{c['name']}.npy")
                                    for c in case["containers"] if c["output"]}
+
+
+def native_timing_file(case: dict[str, Any], threads: int) -> str | None:
+    """Where the native reference's timing at a bench case is kept for the node's next candidates.
+
+    A slow native (:data:`dace_ai.checking.child.REUSE_NATIVE_SECONDS` per call or more) is
+    timed by the first candidate only: its samples are keyed like its outputs, plus
+    the thread count.
+    """
+    files = list((case.get("reference_cache") or {}).values())
+    if not files:
+        return None
+    return str(Path(files[0]).with_name(f"{case_key(case)}-timing-{threads}threads.json"))

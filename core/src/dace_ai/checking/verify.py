@@ -76,7 +76,8 @@ def verify_check(request: CheckRequest) -> CheckReport:
         details["reason"] = result["reason"]
     if result["status"] == "inconclusive":
         details["told"] = tell_unverified(request, result["reason"] or "unknown")
-    return CheckReport("verify", result["status"], result["message"], result["seconds"]["total"], details)
+    seconds = result["seconds"]["total"] - float((result.get("bench") or {}).get("seconds") or 0.0)
+    return CheckReport("verify", result["status"], result["message"], seconds, details)
 
 
 @hookimpl
