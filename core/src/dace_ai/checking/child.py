@@ -417,18 +417,25 @@ MIN_SAMPLE_SECONDS = 2e-3
 BUDGET_SECONDS = 3.0
 
 
-def interleaved(calls: dict[str, Any], repeats: int, phase: Any) -> dict[str, Any]:
-    """Per-call seconds of each side: warm-up, a batch per side for the timer's resolution, interleaved samples."""
+def interleaved(calls: dict[str, Any], repeats: int, phase: Any, warm: dict[str, float] | None = None) -> dict[str, Any]:
+    """Per-call seconds of each side: warm-up, a batch per side for the timer's resolution, interleaved samples.
+
+    ``warm``: sides that just ran on these buffers with these threads, and the seconds
+    of their last call (their warm-up and batch estimate are done already).
+    """
     clock = time.perf_counter
     resolution = time.get_clock_info("perf_counter").resolution
     batch: dict[str, int] = {}
     once: dict[str, float] = {}
     for label, call in calls.items():
         phase(who=label, step="time")
-        call()  # warm-up
-        t0 = clock()
-        call()
-        once[label] = max(clock() - t0, resolution)
+        if warm and label in warm:
+            once[label] = max(warm[label], resolution)
+        else:
+            call()  # warm-up
+            t0 = clock()
+            call()
+            once[label] = max(clock() - t0, resolution)
         batch[label] = max(1, int(min(10_000, np.ceil(max(MIN_SAMPLE_SECONDS, 1000 * resolution) / once[label]))))
     slowest = max(once.values())
     repeats = max(min(3, repeats), min(repeats, int(BUDGET_SECONDS / max(slowest, 1e-9))))
@@ -704,7 +711,10 @@ def run_bench(job: dict[str, Any], candidate: Any, reference: Any, natives: list
             calls.pop("native", None)
         threads.use(None)
         with _bench_lock(bench.get("lock")):
-            timed = interleaved(calls, int(bench.get("repeats", 7)), phase)
+            # the thread runs just called the candidate on these buffers, the last one with all cores
+            last = records[0]["call_seconds"][-1] if len(records[0]["call_seconds"]) > 1 else None
+            timed = interleaved(calls, int(bench.get("repeats", 7)), phase,
+                                warm={"candidate": last} if last is not None else None)
             phase(who="loader", step="bandwidth")
             result["bandwidth"] = measure_bandwidth(int(bench.get("bytes") or 0))
         native_samples = timed["samples"].get("native")
