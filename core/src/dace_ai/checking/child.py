@@ -494,8 +494,7 @@ def _save(path: str, value: np.ndarray) -> None:
     os.replace(tmp, path)
 
 
-def reference_outputs(reference: Any, case: dict[str, Any], data: dict[str, np.ndarray], phase: Phase,
-                      threads: Threads) -> dict[str, np.ndarray]:
+def reference_outputs(reference: Any, case: dict[str, Any], phase: Phase, threads: Threads) -> dict[str, np.ndarray]:
     """The reference's output containers (flat) for one case: from its cache files, else run and cached.
 
     Runs before any candidate code is loaded into this process, so what is cached
@@ -509,7 +508,7 @@ def reference_outputs(reference: Any, case: dict[str, Any], data: dict[str, np.n
         except (OSError, ValueError):
             pass
     threads.use(None)
-    buffers = _allocate(case, data)
+    buffers = _allocate(case, _inputs(case))
     phase(who="reference", step="run", seed=case["seed"], sizes=case["sizes"],
           buffers=[b.layout() for b in buffers.values()])
     prepared = reference.prepare(case, buffers)
@@ -765,7 +764,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     bench_cases = (job.get("bench") or {}).get("cases", [])
     natives: list[Any] = []
     for case in [*job["cases"], *bench_cases]:
-        natives.append(reference_outputs(reference, case, _inputs(case), phase, threads)
+        natives.append(reference_outputs(reference, case, phase, threads)
                        if reference is not None and not case.get("expected") else None)
         if reference is not None and job.get("save_outputs") and natives[-1] is not None:
             for name, value in natives[-1].items():
