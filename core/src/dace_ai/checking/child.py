@@ -427,8 +427,9 @@ def interleaved(calls: dict[str, Any], repeats: int, phase: Any, warm: dict[str,
     resolution = time.get_clock_info("perf_counter").resolution
     batch: dict[str, int] = {}
     once: dict[str, float] = {}
+    who = {"native": "reference"}  # a fault while the native side runs is the reference's, not the candidate's
     for label, call in calls.items():
-        phase(who=label, step="time")
+        phase(who=who.get(label, label), step="time")
         if warm and label in warm:
             once[label] = max(warm[label], resolution)
         else:
@@ -442,7 +443,7 @@ def interleaved(calls: dict[str, Any], repeats: int, phase: Any, warm: dict[str,
     samples: dict[str, list[float]] = {label: [] for label in calls}
     for _ in range(repeats):
         for label, call in calls.items():
-            phase(who=label, step="time")
+            phase(who=who.get(label, label), step="time")
             n = batch[label]
             t0 = clock()
             for _ in range(n):

@@ -313,7 +313,7 @@ def describe_outcome(outcome: ChildOutcome, cases: list[dict[str, Any]], limits:
     if outcome.status == "timeout":
         reason, text = "timeout", f"did not finish within {limits.wall_seconds:g} s of wall time{where} (an endless loop?)"
     elif outcome.status == "cpu_time":
-        reason, text = "cpu_time", f"used more than {limits.cpu_seconds:g} s of CPU time{where} (an endless loop?)"
+        reason, text = "cpu_time", f"used more than {limits.cpu_seconds:g} s of CPU time per thread{where} (an endless loop?)"
     elif outcome.status == "memory":
         reason, text = "memory", f"exceeded the memory limit of {limits.memory_bytes >> 20} MiB{where}"
     elif outcome.status == "crashed":

@@ -157,7 +157,10 @@ def run_child(job: dict[str, Any], folder: Path, limits: SandboxLimits, *, threa
              (("job", "json"), ("result", "json"), ("phase", "jsonl"), ("fault", "txt"))}
     for name in ("result", "phase", "fault"):
         files[name].unlink(missing_ok=True)
-    job = {**job, "limits": limits.as_job(), "result_file": str(files["result"]),
+    job_limits = limits.as_job()
+    if threads:  # CPU time counts every thread: the limit is per thread of the all-core count
+        job_limits["cpu_seconds"] = job_limits["cpu_seconds"] * max(1, int(threads))
+    job = {**job, "limits": job_limits, "result_file": str(files["result"]),
            "phase_file": str(files["phase"]), "fault_file": str(files["fault"])}
     files["job"].write_text(json.dumps(job), encoding="utf-8")
     env = {**os.environ, "MALLOC_ARENA_MAX": "2", "PYTHONFAULTHANDLER": ""}

@@ -53,7 +53,8 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef("check_threads", "int", 0,
                "All-core thread count of the sandboxed runs (each candidate also runs with one thread and its "
                "all-core run is repeated); 0 means the cores this process may use", (("ge", 0),)),
-    SettingDef("sandbox_cpu_seconds", "float", 20.0, "CPU seconds a sandboxed run of generated code may use",
+    SettingDef("sandbox_cpu_seconds", "float", 20.0,
+               "CPU seconds a sandboxed run of generated code may use, per thread of its all-core runs",
                (("gt", 0),)),
     SettingDef("sandbox_wall_seconds", "float", 60.0, "Wall-clock seconds a sandboxed run may take", (("gt", 0),)),
     SettingDef("sandbox_memory_mb", "int", 4096, "Address space (MiB) of a sandboxed run", (("ge", 64),)),
