@@ -478,7 +478,8 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
     if mode in ("time", "bench"):
         return done("passed", None, "")
     return done("passed", None, f"matches the reference on {len(seeds)} seed(s) x {len(size_list)} size(s)"
-                + (f" and at the bench sizes {_sizes_text(bench.sizes)}" if bench is not None else "")
+                + (" and at the bench sizes " + ", ".join(f"{k}={v}" for k, v in bench.sizes.items())
+                   if bench is not None else "")
                 + (f"; deterministic with 1 and {count} threads" if result["threads"]["runs"] else ""))
 
 
