@@ -371,6 +371,7 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
         native_timing_file,
         plan_threads,
         thread_counts,
+        uses_openmp,
     )
 
     if mode not in ("verify", "time", "bench"):
@@ -426,6 +427,10 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
         return done("failed", "link", "The code compiles but does not link into a shared library:\n"
                     + (link.output.strip()[-3000:] if link is not None else ""))
     result["library"] = str(library)
+    if not uses_openmp(library):  # one thread or all: the same code runs; each case once
+        for case in all_cases:
+            case.pop("threads", None)
+        result["threads"]["runs"] = []
     folder = Path(request.workdir) / "sandbox"
     job: dict[str, Any] = {"mode": "verify" if mode == "bench" else mode, "repeats": repeats, "warmup": warmup,
                            "min_sample_seconds": min_sample_seconds, "threads": count,
@@ -480,7 +485,8 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
     return done("passed", None, f"matches the reference on {len(seeds)} seed(s) x {len(size_list)} size(s)"
                 + (" and at the bench sizes " + ", ".join(f"{k}={v}" for k, v in bench.sizes.items())
                    if bench is not None else "")
-                + (f"; deterministic with 1 and {count} threads" if result["threads"]["runs"] else ""))
+                + (f"; deterministic with 1 and {count} threads" if result["threads"]["runs"]
+                   else "; no OpenMP in the code: each case run once"))
 
 
 def _scope_params(request: CheckRequest) -> list[str]:

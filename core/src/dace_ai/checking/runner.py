@@ -49,6 +49,20 @@ def thread_counts(count: int) -> list[int]:
     return [1, count, count]
 
 
+def uses_openmp(library: Path) -> bool:
+    """True when the linked candidate calls the OpenMP runtime (GCC's ``GOMP_*``, LLVM's ``__kmpc_*``, ``omp_*``).
+
+    Code without OpenMP gives the same result whatever ``OMP_NUM_THREADS`` says, so
+    its thread runs are skipped (the native reference may load the runtime anyway,
+    so the child cannot tell from what is loaded).
+    """
+    try:
+        data = Path(library).read_bytes()
+    except OSError:
+        return True
+    return any(tag in data for tag in (b"GOMP_", b"__kmpc_", b"omp_get_", b"omp_set_"))
+
+
 def _largest(case: dict[str, Any]) -> int:
     return max([c["elements"] for c in case["containers"]] or [1])
 
