@@ -1,19 +1,26 @@
 """Run a candidate against its node's reference in the sandbox: to verify it, or to time it.
 
-:func:`run_against_reference` is the one entry point for the verify stage and for
-anything that benchmarks candidates: it compiles the candidate once, builds (or
-reuses) the node's native program, makes the cases (seeds x sizes), runs them in one
-sandboxed child (:mod:`dace_ai.checking.sandbox`) and returns a plain dict::
+:func:`run_against_reference` is the one entry point for the verify and bench stages
+and for anything that benchmarks candidates: it compiles the candidate once, builds
+(or reuses) the node's native program, makes the cases (seeds x sizes; thread runs
+at the larger sizes, see :mod:`dace_ai.checking.runner`; the bench section when
+given a plan), runs them in one sandboxed child (:mod:`dace_ai.checking.sandbox`)
+and returns a plain dict::
 
-    {"mode": "verify" | "time",
+    {"mode": "verify" | "time" | "bench",
      "status": "passed" | "failed" | "inconclusive",
-     "reason": None | "mismatch" | "unwritten" | "outside_subset" | "outside_buffer" | "crash" | "timeout"
+     "reason": None | "mismatch" | "unwritten" | "nondeterministic" | "outside_subset" | "outside_buffer"
+               | "crash" | "timeout"
                | "cpu_time" | "memory" | "compile" | "load" | "no reference" | "reference failed" | ...,
      "message": "worded for the model: seed, sizes, first wrong index, expected vs got, max error",
      "seeds": [0, 1, 2], "sizes": [{"N": 13}, {"N": 67}],
      "cases": [{"seed": 0, "sizes": {"N": 13}, "problem": {...},            # verify: only a failing case
                 "candidate_seconds": [...], "reference_seconds": [...]}],  # time: per-run seconds
      "reference": {"kind": "native" | "function" | None, "implementation": "pure"},
+     "threads": {"count": 2, "runs": [{"sizes": ..., "seed": 0, "threads": [1, 2, 2]}], "runtime": "libgomp.so.1"},
+     "bench": None | {"candidate": [...], "native": [...], "batch": ..., "bandwidth": ..., "sizes": ...,
+                      "timed": True, "library": ".../candidate.so", "input_independent": False, ...},
+     "library": ".../sandbox/candidate.so",
      "seconds": {"compile": ..., "reference": ..., "run": ..., "total": ...}}
 
 Sizes: every integer symbol of the node gets values (default: two sets of odd
