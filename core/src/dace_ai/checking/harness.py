@@ -270,6 +270,13 @@ def describe_problem(problem: dict[str, Any], case: dict[str, Any]) -> tuple[str
     kind = problem["kind"]
     if kind == "nondeterministic":
         counts = " then ".join(f"{n} thread{'s' if n != 1 else ''}" for n in problem["threads"])
+        if problem.get("single_ok"):
+            return "nondeterministic", (
+                f"The result is not deterministic ({where}): with {problem['threads'][0]} threads output "
+                f"{problem['connector']} at index {problem['index']} is {problem.get('got', 'not written')}, expected "
+                f"{problem['expected']} ({problem['count']} of {problem['elements']} elements differ beyond the "
+                f"reduction tolerance), while with 1 thread it is right. A data race (threads updating shared data "
+                f"without atomics or a reduction clause) or a reduction whose order depends on the threads' timing.")
         if problem.get("was") == "unwritten":
             return "nondeterministic", (
                 f"The result is not deterministic ({where}; runs with {counts}): in run {problem['runs']} output "
