@@ -19,7 +19,14 @@ import pytest
 from dace.libraries import blas
 from dace_ai.checking.api import CheckRequest
 from dace_ai.checking.harness import run_against_reference, size_cases
-from dace_ai.checking.ladder import WORK_BUDGET, SkippedSize, build_ladder, vector_bytes, vector_unit
+from dace_ai.checking.ladder import (
+    WORK_BUDGET,
+    SkippedSize,
+    bench_sizes,
+    build_ladder,
+    vector_bytes,
+    vector_unit,
+)
 from dace_ai.checking.stages import check_workdir, run_checks
 from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import NativeFallbackWarning
@@ -176,6 +183,14 @@ def test_sizes_the_program_never_allows_are_skipped_and_said(tmp_path):
     result = run_against_reference(req)  # decided before anything is compiled
     assert result["status"] == "inconclusive" and result["reason"] == "sizes"
     assert "allows none of the sizes tried" in result["message"] and "the small odd size N=13" in result["message"]
+
+
+def test_bench_sizes_are_the_ladders_bench_rung_repaired_like_every_rung():
+    req = request(ladder_columns)
+    assert bench_sizes(req) == {"K": 256, "L": 256, "M": 256} == build_ladder(req).rungs[-1].sizes
+    assert bench_sizes(req, "K=4096") == {"K": 4096, "L": 4096, "M": 256}  # L >= K follows the given K
+    with pytest.raises(ValueError, match="reaches past dimension 1 of A"):
+        bench_sizes(req, {"K": 300, "L": 200})
 
 
 def test_verify_sizes_still_override_the_ladder():

@@ -694,13 +694,14 @@ def viewed_subsets(sdfg: Any, state: Any, container: str, depth: int = 8) -> lis
     from dace import data
     from dace.sdfg import utils as sdutil
 
+    view_edge = getattr(sdutil, "get_view_edge", None)
     found: list[tuple[str, str, tuple[Any, ...]]] = []
     seen = {container}
-    for _ in range(depth):
+    for _ in range(depth if view_edge is not None else 0):
         if not isinstance(sdfg.arrays.get(container), data.View):
             break
         edge = next((e for n in state.data_nodes() if n.data == container
-                     for e in [sdutil.get_view_edge(state, n)] if e is not None), None)
+                     for e in [view_edge(state, n)] if e is not None), None)
         if edge is None or edge.data.data is None:
             break
         memlet = edge.data

@@ -140,7 +140,7 @@ def make_case(request: CheckRequest, seed: int, sizes: dict[str, int], point: Ma
     """
     live_sdfg = (request.node.live or {}).get("sdfg")
     values = dict(sizes)
-    values.update(dict(point) if point else _param_values(request, values))
+    values.update(dict(point) if point is not None else _param_values(request, values))
     containers: dict[str, dict[str, Any]] = {}
     connectors = []
     for conn in request.node.connectors:

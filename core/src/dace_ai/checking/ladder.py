@@ -610,10 +610,14 @@ def bench_sizes(request: CheckRequest, given: Mapping[str, int] | str | None = N
 
     A symbol is given ``BENCH_ELEMENTS ** (1 / rank)`` where rank is the largest rank of
     a container whose shape uses it (256 for a matrix, 65536 for a vector), the rule of
-    the bench stage; a symbol no container's shape uses gets its odd-rung value.
+    the bench stage; a symbol no container's shape uses gets its odd-rung value. Sizes
+    that are not given are repaired like every rung's, so the bench times exactly
+    the sizes the ladder checked; ``ValueError`` says why when none can be found.
     """
     program = _program(request)
-    return _bench(program, _given(given))
+    fixed = _given(given)
+    values, _ = satisfy(program, _bench(program, fixed), set(fixed), 0)
+    return values
 
 
 def _given(given: Mapping[str, int] | str | None) -> dict[str, int]:
