@@ -43,6 +43,7 @@ into comes from :func:`dace_ai.compat.viewed_subsets`.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -172,21 +173,33 @@ def _names(expr: Any) -> set[str]:
 
 def _value(expr: Any, values: Mapping[str, int]) -> int:
     """The integer value of ``expr`` at ``values`` (``KeyError`` names a missing symbol)."""
+    names = _free_names(expr) if hasattr(expr, "free_symbols") else ()
+    if not names:
+        return int(expr)
+    try:
+        key = (expr, tuple((name, int(values[name])) for name in names))
+    except KeyError:
+        raise KeyError(", ".join(name for name in names if name not in values)) from None
+    return _cached_value(*key)
+
+
+@functools.lru_cache(maxsize=4096)
+def _free_names(expr: Any) -> tuple[str, ...]:
+    return tuple(sorted(s.name for s in expr.free_symbols))
+
+
+@functools.lru_cache(maxsize=65536)
+def _cached_value(expr: Any, items: tuple[tuple[str, int], ...]) -> int:
     import sympy
 
-    free = getattr(expr, "free_symbols", None)
-    if not free:
-        return int(expr)
-    missing = sorted(str(s) for s in free if str(s) not in values)
-    if missing:
-        raise KeyError(", ".join(missing))
-    result = expr.xreplace({s: sympy.Integer(int(values[str(s)])) for s in free})
+    given = dict(items)
+    result = expr.xreplace({s: sympy.Integer(given[s.name]) for s in expr.free_symbols})
     try:
         return int(result)
     except TypeError:
         from dace import symbolic
 
-        return int(symbolic.evaluate(expr, {str(s): int(values[str(s)]) for s in free}))
+        return int(symbolic.evaluate(expr, given))
 
 
 def _range(text: str) -> tuple[Any, Any, Any]:
@@ -371,6 +384,26 @@ def first_point(request: CheckRequest, values: Mapping[str, int]) -> dict[str, i
     return point
 
 
+def _corners(program: _Program, values: Mapping[str, int]) -> list[dict[str, int]]:
+    """Every combination of first and last point of the enclosing ranges (diagonal only past 4 parameters)."""
+    if len(program.scopes) > 4:
+        return _points(program, values, (0.0, 1.0))
+    if program.scope_problems:
+        raise KeyError("; ".join(program.scope_problems))
+    corners: list[dict[str, int]] = [{}]
+    for scope in program.scopes:
+        grown = []
+        for corner in corners:
+            scope_values = {**values, **corner}
+            begin, end, step = (_value(e, scope_values) for e in (scope.begin, scope.end, scope.step))
+            count = (end - begin) // step + 1 if step > 0 else 0
+            if count <= 0:
+                raise ValueError(f"the range of {scope.kind} parameter {scope.param} is empty")
+            grown += [{**corner, scope.param: begin}, {**corner, scope.param: begin + step * (count - 1)}]
+        corners = grown
+    return corners
+
+
 def point_text(point: Mapping[str, int], kinds: Mapping[str, str] | None = None) -> str:
     """``map point i=37`` (``loop point`` when every parameter belongs to a loop)."""
     if not point:
@@ -381,9 +414,9 @@ def point_text(point: Mapping[str, int], kinds: Mapping[str, str] | None = None)
 
 # ----------------------------------------------------------------------------- constraints
 def _violated(program: _Program, values: Mapping[str, int]) -> _Constraint | None:
-    """The first constraint broken at the first or last point of the enclosing maps, else None."""
+    """The first constraint broken at a corner of the enclosing ranges (first or last point of each), else None."""
     try:
-        corners = _points(program, values, (0.0, 1.0))
+        corners = _corners(program, values)
     except ValueError:
         return next((c for c in program.constraints if c.text.startswith("the range of")), None) \
             or _Constraint(0, "an enclosing range is empty")
@@ -399,15 +432,23 @@ def _violated(program: _Program, values: Mapping[str, int]) -> _Constraint | Non
 
 def _holds(constraint: _Constraint, program: _Program, values: Mapping[str, int]) -> bool:
     try:
-        corners = _points(program, values, (0.0, 1.0))
+        corners = _corners(program, values)
         return all(_value(constraint.expr, {**values, **c}) >= 0 for c in corners)
     except (KeyError, ValueError):
         return False
 
 
 def _raise_to(constraint: _Constraint, program: _Program, values: dict[str, int], name: str) -> int | None:
-    """The least value of ``name`` above its own for which ``constraint`` holds (doubling, then bisection)."""
+    """The least value of ``name`` above its own for which ``constraint`` holds.
+
+    The next 64 values are tried one by one first (a map over ``0:M:8`` of ``A[i:i + 8]``
+    fits only when M is a multiple of 8: not monotone), then doubling and bisection.
+    """
     low = values[name]
+    for candidate in range(low + 1, low + 65):
+        if _holds(constraint, program, {**values, name: candidate}):
+            return candidate
+    low += 64
     cap = max(4 * max(values.values(), default=1), 4096)
     high = max(low + 1, 2 * low)
     while not _holds(constraint, program, {**values, name: high}):
