@@ -81,6 +81,27 @@ def ladder_shifted(A: dace.float64[N], B: dace.float64[N]):
         B[i] = dace_ai.ai("Copy the element.", A[i + 1], reference=neighbour, shape=[1])
 
 
+def tile_product(a, b):
+    return a @ b
+
+
+def increment(a):
+    return a + 1
+
+
+@dace.program
+def ladder_tiles(A: dace.float64[M, K], B: dace.float64[K, N], C: dace.float64[M, N]):
+    for j, i in dace.map[0:N:16, 0:M:8]:
+        C[i:i + 8, j:j + 16] = dace_ai.ai("An 8x16 tile of A @ B.", a=A[i:i + 8, :], b=B[:, j:j + 16], shape=(8, 16),
+                                          reference=tile_product)
+
+
+@dace.program
+def ladder_loop(A: dace.float64[L, N]):
+    for t in range(1, L, 2):
+        A[t] = dace_ai.ai("Add one to every element of _a.", a=A[t - 1], reference=increment)
+
+
 def ladder_row_dots() -> dace.SDFG:
     """``y[i] = dot(A[i, :], x)`` for every row: a BLAS Dot inside a map (the frontend would nest it)."""
     sdfg = dace.SDFG("ladder_row_dots")
@@ -173,6 +194,23 @@ def test_map_is_checked_at_its_first_last_and_points_between():
     assert [(c.seed, c.point["i"]) for c in cases] == [(0, 0), (1, 4), (2, 8), (0, 12)]
     assert cases[1].point_words == "map point i=4"
     assert all(r.points[-1]["i"] == r.sizes["M"] - 1 for r in ladder.rungs)  # every rung reaches the last row
+
+
+def test_stepped_map_over_tiles_gets_sizes_its_tiles_fit():
+    """A map ``0:M:8`` over ``A[i:i + 8]`` fits only multiples of 8: sizes are raised to the next one."""
+    ladder = build_ladder(request(ladder_tiles))
+    assert not ladder.skipped
+    assert all(r.sizes["M"] % 8 == 0 and r.sizes["N"] % 16 == 0 for r in ladder.rungs)
+    small = ladder.rungs[0]
+    assert small.sizes == {"K": 13, "M": 16, "N": 32} and small.points == ({"j": 0, "i": 0}, {"j": 16, "i": 8})
+    assert "M raised from 11 to 16" in small.note and "A[i:i + 8, 0:K] reaches past dimension 0 of A" in small.note
+
+
+def test_loop_is_checked_at_points_of_its_range():
+    ladder = build_ladder(request(ladder_loop))
+    small = ladder.rungs[0]
+    assert small.sizes == {"L": 13, "N": 11} and small.points == ({"t": 1}, {"t": 3}, {"t": 7}, {"t": 11})
+    assert [c.point_words for c in ladder.cases()][:2] == ["loop point t=1", "loop point t=3"]
 
 
 def test_sizes_the_program_never_allows_are_skipped_and_said(tmp_path):
