@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from dace_ai.checking.api import CheckRequest
-from dace_ai.checking.ladder import build_ladder, case_place, first_point, size_symbols  # noqa: F401
+from dace_ai.checking.ladder import build_ladder, case_place, first_point
 from dace_ai.checking.sandbox import ChildOutcome, SandboxLimits, run_child
 
 DEFAULT_SEEDS = (0, 1, 2)
