@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 
 from dace_ai.checking.api import CheckRequest
-from dace_ai.checking.ladder import build_ladder, case_place, first_point
+from dace_ai.checking.constraints import first_point
+from dace_ai.checking.ladder import build_ladder, case_place
 from dace_ai.checking.sandbox import ChildOutcome, SandboxLimits, run_child
 
 DEFAULT_SEEDS = (0, 1, 2)

@@ -26,24 +26,19 @@ all seeds, map points spread like ``small``); a node without integer symbols run
 once at its own sizes (rung ``own``). A rung whose sizes equal an earlier one's is
 not run twice.
 
-*Constraints.* Sizes must respect the program: every connector's memlet subset
-(and, for a view such as the frontend's ``A[:, 0:K]``, the subset it looks into)
-must lie inside its container's shape at the first and the last point of every
-enclosing map, and every subset and map range must be non-empty. A rung that
+*Constraints.* Sizes must respect the program (:mod:`dace_ai.checking.constraints`):
+every connector's subset, and every view's subset into the array it views, inside
+its container at every corner of the enclosing maps; nothing empty. A rung that
 breaks a constraint is repaired by moving a size that is free (not given by the
 user): first a size that only shapes containers (``L`` in a column slice
 ``A[:, 0:K]`` of an ``M x L`` array is raised to at least ``K``, plus the rung's
 step so the view stays strided), then any size that can be raised, then one that
 can be lowered. What cannot be repaired is never run: it becomes a
 :class:`SkippedSize` with the reason, in the result's ``skipped`` list.
-
-Only :mod:`dace.symbolic` and :mod:`dace.subsets` are used here; what a view looks
-into comes from :func:`dace_ai.compat.viewed_subsets`.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -51,6 +46,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.constraints import (
+    ProgramSizes,
+    int_value,
+    map_points,
+    point_text,
+    program_sizes,
+    satisfy,
+)
 
 #: Small rung: odd primes, a different one per symbol, so no size is a multiple of a vector width
 #: and swapped dimensions show.
@@ -159,366 +162,9 @@ class Ladder:
         return [r.as_dict() for r in self.rungs]
 
 
-# ----------------------------------------------------------------------------- symbolic helpers
-def _sym(expr: Any) -> Any:
-    """A sympy expression (through DaCe's parser, which knows ``int_floor`` and friends) from text or a number."""
-    from dace import symbolic
-
-    return expr if hasattr(expr, "free_symbols") else symbolic.pystr_to_symbolic(str(expr))
-
-
-def _names(expr: Any) -> set[str]:
-    return {str(s) for s in getattr(expr, "free_symbols", ())}
-
-
-def _value(expr: Any, values: Mapping[str, int]) -> int:
-    """The integer value of ``expr`` at ``values`` (``KeyError`` names a missing symbol)."""
-    names = _free_names(expr) if hasattr(expr, "free_symbols") else ()
-    if not names:
-        return int(expr)
-    try:
-        key = (expr, tuple((name, int(values[name])) for name in names))
-    except KeyError:
-        raise KeyError(", ".join(name for name in names if name not in values)) from None
-    return _cached_value(*key)
-
-
-@functools.lru_cache(maxsize=4096)
-def _free_names(expr: Any) -> tuple[str, ...]:
-    return tuple(sorted(s.name for s in expr.free_symbols))
-
-
-@functools.lru_cache(maxsize=65536)
-def _cached_value(expr: Any, items: tuple[tuple[str, int], ...]) -> int:
-    import sympy
-
-    given = dict(items)
-    result = expr.xreplace({s: sympy.Integer(given[s.name]) for s in expr.free_symbols})
-    try:
-        return int(result)
-    except TypeError:
-        from dace import symbolic
-
-        return int(symbolic.evaluate(expr, given))
-
-
-def _range(text: str) -> tuple[Any, Any, Any]:
-    """(begin, inclusive end, step) of a one-dimensional DaCe range string such as ``0:N`` or ``1:N-1:2``."""
-    from dace import subsets
-
-    (begin, end, step), = subsets.Range.from_string(text).ranges
-    return begin, end, step
-
-
+# ----------------------------------------------------------------------------- helpers
 def _sizes_text(sizes: Mapping[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sizes.items()) or "(no symbols)"
-
-
-# ----------------------------------------------------------------------------- the program's shape
-@dataclass(frozen=True)
-class _Scope:
-    """An enclosing map (or loop) parameter and its range in symbols (end inclusive)."""
-
-    kind: str
-    param: str
-    begin: Any
-    end: Any
-    step: Any
-
-
-@dataclass(frozen=True)
-class _Constraint:
-    """``expr >= 0`` must hold at the first and last point of every map; ``text`` says what it protects."""
-
-    expr: Any
-    text: str
-
-
-@dataclass
-class _Program:
-    symbols: list[str]  #: integer symbols that take sizes (map parameters excluded)
-    work: set[str]  #: symbols of the connectors' shapes: one call's work is their product
-    extents: set[str]  #: symbols a connector's extent uses (not merely a container's)
-    ranks: dict[str, int]  #: symbol -> largest rank of a container whose shape uses it
-    containers: list[tuple[str, tuple[Any, ...]]]  #: name, shape
-    scopes: list[_Scope]
-    constraints: list[_Constraint]
-    scope_problems: list[str] = field(default_factory=list)
-
-
-_LOOP = re.compile(r"^\s*\(?\s*(\w+)\s*(<=|<|>=|>)\s*(.+?)\s*\)?\s*$")
-_INIT = re.compile(r"^\s*(\w+)\s*=\s*(.+?)\s*$")
-_STEP = re.compile(r"^\s*(\w+)\s*=\s*\(?\s*(\w+)\s*([+-])\s*(.+?)\s*\)?\s*$")
-
-
-def _loop_scope(param: str, header: str) -> _Scope | None:
-    """An ascending ``for (v = a; v < b; v = v + s)`` loop as a range; None when the header says otherwise."""
-    parts = [p.strip() for p in header.split(";")]
-    if len(parts) != 3:
-        return None
-    init, cond, update = (_INIT.match(parts[0]), _LOOP.match(parts[1]), _STEP.match(parts[2]))
-    if not (init and cond and update) or init.group(1) != param or cond.group(1) != param:
-        return None
-    if update.group(3) != "+" or cond.group(2) not in ("<", "<="):
-        return None
-    begin, bound, step = _sym(init.group(2)), _sym(cond.group(3)), _sym(update.group(4))
-    return _Scope("loop", param, begin, bound - 1 if cond.group(2) == "<" else bound, step)
-
-
-def scope_params(request: CheckRequest) -> list[str]:
-    """Every parameter of an enclosing map, consume scope or loop, outermost first."""
-    return list(dict.fromkeys(p for scope in request.node.scopes for p in scope.params if p))
-
-
-def size_symbols(request: CheckRequest) -> list[str]:
-    """Integer symbols of the node that take sizes: symbols in scope, without the enclosing maps' parameters."""
-    params = set(scope_params(request))
-    return [name for name, ctype in request.node.symbols.items()
-            if name not in params and not any(t in ctype for t in ("float", "double", "complex"))]
-
-
-def _program(request: CheckRequest) -> _Program:
-    from dace import subsets
-
-    from dace_ai.compat import viewed_subsets
-
-    node = request.node
-    live = node.live or {}
-    sdfg, state = live.get("sdfg"), live.get("state")
-    symbols = size_symbols(request)
-    scopes: list[_Scope] = []
-    problems: list[str] = []
-    for scope in node.scopes:
-        for param, text in zip(scope.params, scope.ranges):
-            if not param:
-                continue
-            try:
-                if scope.kind == "map":
-                    scopes.append(_Scope("map", param, *_range(text)))
-                elif scope.kind == "consume":
-                    scopes.append(_Scope("consume", param, _sym(0), _sym(text) - 1, _sym(1)))
-                elif scope.kind == "loop":
-                    loop = _loop_scope(param, text)
-                    if loop is None:
-                        init = _INIT.match(text.split(";")[0])
-                        if init is None:
-                            raise ValueError(text)
-                        begin = _sym(init.group(2))
-                        loop = _Scope("loop", param, begin, begin, _sym(1))  # only its first point is known
-                    scopes.append(loop)
-            except Exception:  # noqa: BLE001 - an unreadable range: reported when a point is needed
-                problems.append(f"the range of {scope.kind} parameter {param} ({text}) could not be read")
-    containers: dict[str, tuple[Any, ...]] = {}
-    constraints: list[_Constraint] = []
-    work: set[str] = set()
-    extents: set[str] = set()
-
-    def fits(subset_text: str, container: str, shape: tuple[Any, ...], what: str) -> None:
-        ranges = subsets.Range.from_string(subset_text).ranges
-        shown = f"{container} ({' x '.join(str(s) for s in shape) or 'scalar'})"
-        for d, (begin, end, _step) in enumerate(ranges):
-            constraints.append(_Constraint(end - begin, f"{what} is empty in dimension {d}"))
-            if len(shape) == len(ranges):
-                constraints.append(_Constraint(begin, f"{what} starts before dimension {d} of {shown}"))
-                constraints.append(_Constraint(shape[d] - 1 - end, f"{what} reaches past dimension {d} of {shown}"))
-
-    for conn in node.connectors:
-        if not conn.container or sdfg is None or conn.container not in sdfg.arrays:
-            continue
-        desc = sdfg.arrays[conn.container]
-        shape = tuple(_sym(s) for s in getattr(desc, "shape", ()))
-        containers.setdefault(conn.container, shape)
-        for dim in conn.shape:
-            names = _names(_sym(dim))
-            work |= names
-            extents |= names
-        if conn.subset:
-            fits(conn.subset, conn.container, shape, f"connector {conn.name}'s subset {conn.container}[{conn.subset}]")
-            for begin, end, _step in subsets.Range.from_string(conn.subset).ranges:
-                extents |= _names(end - begin)
-        if state is not None:
-            seen = conn.container
-            for viewed, subset_text, viewed_shape in viewed_subsets(sdfg, state, conn.container):
-                viewed_shape = tuple(_sym(s) for s in viewed_shape)
-                containers.setdefault(viewed, viewed_shape)
-                fits(subset_text, viewed, viewed_shape, f"view {seen}'s subset {viewed}[{subset_text}]")
-                seen = viewed
-    for scope in scopes:
-        constraints.append(_Constraint(scope.end - scope.begin, f"the range of {scope.kind} parameter "
-                                                                f"{scope.param} is empty"))
-    ranks: dict[str, int] = {}
-    for shape in containers.values():
-        for dim in shape:
-            for name in _names(dim):
-                ranks[name] = max(ranks.get(name, 0), len(shape))
-    params = {s.param for s in scopes}
-    return _Program(symbols, work - params, extents - params, ranks, list(containers.items()), scopes, constraints,
-                    problems)
-
-
-# ----------------------------------------------------------------------------- map points
-def _points(program: _Program, values: Mapping[str, int], fractions: Sequence[float]) -> list[dict[str, int]]:
-    """Map points at ``fractions`` of every enclosing range (diagonally: the j-th point of each), deduplicated."""
-    if not program.scopes:
-        return [{}]
-    if program.scope_problems:
-        raise KeyError("; ".join(program.scope_problems))
-    found: list[dict[str, int]] = []
-    for fraction in fractions:
-        point: dict[str, int] = {}
-        for scope in program.scopes:
-            scope_values = {**values, **point}
-            begin, end, step = (_value(e, scope_values) for e in (scope.begin, scope.end, scope.step))
-            count = (end - begin) // step + 1 if step > 0 else 0
-            if count <= 0:
-                raise ValueError(f"the range of {scope.kind} parameter {scope.param} is empty")
-            point[scope.param] = begin + step * int(fraction * (count - 1))
-        if point not in found:
-            found.append(point)
-    return found
-
-
-def first_point(request: CheckRequest, values: Mapping[str, int]) -> dict[str, int]:
-    """The enclosing maps' parameters at the first point of their ranges (``{}`` outside maps)."""
-    (point,) = _points(_program(request), values, (0.0,))
-    return point
-
-
-def _corners(program: _Program, values: Mapping[str, int]) -> list[dict[str, int]]:
-    """Every combination of first and last point of the enclosing ranges (diagonal only past 4 parameters)."""
-    if len(program.scopes) > 4:
-        return _points(program, values, (0.0, 1.0))
-    if program.scope_problems:
-        raise KeyError("; ".join(program.scope_problems))
-    corners: list[dict[str, int]] = [{}]
-    for scope in program.scopes:
-        grown = []
-        for corner in corners:
-            scope_values = {**values, **corner}
-            begin, end, step = (_value(e, scope_values) for e in (scope.begin, scope.end, scope.step))
-            count = (end - begin) // step + 1 if step > 0 else 0
-            if count <= 0:
-                raise ValueError(f"the range of {scope.kind} parameter {scope.param} is empty")
-            grown += [{**corner, scope.param: begin}, {**corner, scope.param: begin + step * (count - 1)}]
-        corners = grown
-    return corners
-
-
-def point_text(point: Mapping[str, int], kinds: Mapping[str, str] | None = None) -> str:
-    """``map point i=37`` (``loop point`` when every parameter belongs to a loop)."""
-    if not point:
-        return ""
-    kind = "loop" if kinds and all(kinds.get(p) == "loop" for p in point) else "map"
-    return f"{kind} point " + ", ".join(f"{k}={v}" for k, v in point.items())
-
-
-# ----------------------------------------------------------------------------- constraints
-def _violated(program: _Program, values: Mapping[str, int]) -> _Constraint | None:
-    """The first constraint broken at a corner of the enclosing ranges (first or last point of each), else None."""
-    try:
-        corners = _corners(program, values)
-    except ValueError:
-        return next((c for c in program.constraints if c.text.startswith("the range of")), None) \
-            or _Constraint(0, "an enclosing range is empty")
-    for constraint in program.constraints:
-        for corner in corners:
-            try:
-                if _value(constraint.expr, {**values, **corner}) < 0:
-                    return constraint
-            except KeyError:
-                continue  # the expression uses a symbol no size or point gives: nothing to check
-    return None
-
-
-def _holds(constraint: _Constraint, program: _Program, values: Mapping[str, int]) -> bool:
-    try:
-        corners = _corners(program, values)
-        return all(_value(constraint.expr, {**values, **c}) >= 0 for c in corners)
-    except (KeyError, ValueError):
-        return False
-
-
-def _raise_to(constraint: _Constraint, program: _Program, values: dict[str, int], name: str) -> int | None:
-    """The least value of ``name`` above its own for which ``constraint`` holds.
-
-    The next 64 values are tried one by one first (a map over ``0:M:8`` of ``A[i:i + 8]``
-    fits only when M is a multiple of 8: not monotone), then doubling and bisection.
-    """
-    low = values[name]
-    for candidate in range(low + 1, low + 65):
-        if _holds(constraint, program, {**values, name: candidate}):
-            return candidate
-    low += 64
-    cap = max(4 * max(values.values(), default=1), 4096)
-    high = max(low + 1, 2 * low)
-    while not _holds(constraint, program, {**values, name: high}):
-        if high >= cap:
-            return None
-        high = min(cap, 2 * high)
-    while high - low > 1:
-        middle = (low + high) // 2
-        if _holds(constraint, program, {**values, name: middle}):
-            high = middle
-        else:
-            low = middle
-    return high
-
-
-def _lower_to(constraint: _Constraint, program: _Program, values: dict[str, int], name: str) -> int | None:
-    """The greatest value of ``name`` below its own (at least 1) for which ``constraint`` holds."""
-    for candidate in sorted({max(1, values[name] * k // 8) for k in range(7, -1, -1)} - {values[name]},
-                            reverse=True):
-        if _holds(constraint, program, {**values, name: candidate}):
-            high = values[name]
-            low = candidate
-            while high - low > 1:
-                middle = (low + high) // 2
-                if _holds(constraint, program, {**values, name: middle}):
-                    low = middle
-                else:
-                    high = middle
-            return low
-    return None
-
-
-def satisfy(program: _Program, values: dict[str, int], fixed: set[str], step: int) -> tuple[dict[str, int], list[str]]:
-    """Repair ``values`` until every constraint holds; (values, what was changed and why).
-
-    Raises ``ValueError`` with the broken constraint when no free size can repair it.
-    """
-    values = dict(values)
-    changes: list[str] = []
-    for _ in range(64):
-        broken = _violated(program, values)
-        if broken is None:
-            return values, changes
-        used = _names(broken.expr) | {n for s in program.scopes for n in _names(s.end - s.begin)}
-        free = [n for n in program.symbols if n in used and n not in fixed]
-        dependent = [n for n in free if n not in program.extents]
-        repaired = False
-        for name in [*dependent, *[n for n in free if n not in dependent]]:
-            value = _raise_to(broken, program, values, name)
-            if value is None:
-                continue
-            if step and _holds(broken, program, {**values, name: value + step}):
-                value += step
-            changes.append(f"{name} raised from {values[name]} to {value} ({broken.text} otherwise)")
-            values[name] = value
-            repaired = True
-            break
-        if not repaired:
-            for name in free:
-                value = _lower_to(broken, program, values, name)
-                if value is None:
-                    continue
-                changes.append(f"{name} lowered from {values[name]} to {value} ({broken.text} otherwise)")
-                values[name] = value
-                repaired = True
-                break
-        if not repaired:
-            why = "no size is free to change" if not free else f"no value of {', '.join(free)} repairs it"
-            raise ValueError(f"{broken.text} ({why})")
-    raise ValueError("the program's constraints could not all be met")
 
 
 # ----------------------------------------------------------------------------- rung values
@@ -573,13 +219,13 @@ def _element_bytes(request: CheckRequest) -> list[int]:
     return found
 
 
-def _cost(program: _Program, values: Mapping[str, int]) -> tuple[float, str]:
+def _cost(program: ProgramSizes, values: Mapping[str, int]) -> tuple[float, str]:
     """How far over budget one call at ``values`` is (<= 1 fits), and which budget binds."""
     work = math.prod(values[n] for n in program.work if n in values)
     worst, what = work / WORK_BUDGET, f"{work:.3g} element operations per call (budget {WORK_BUDGET:.3g})"
     for name, shape in program.containers:
         try:
-            elements = math.prod(_value(d, values) for d in shape)
+            elements = math.prod(int_value(d, values) for d in shape)
         except (KeyError, TypeError, ValueError):
             continue
         if elements / ELEMENT_BUDGET > worst:
@@ -587,7 +233,7 @@ def _cost(program: _Program, values: Mapping[str, int]) -> tuple[float, str]:
     return worst, what
 
 
-def _multi_tile(program: _Program) -> tuple[list[dict[str, int]], str]:
+def _multi_tile(program: ProgramSizes) -> tuple[list[dict[str, int]], str]:
     """Beyond-tile sizes that fit the budgets: (one or more sets of values, what was chosen and why).
 
     Every dimension at once when that fits: the k-th symbol gets ``base + 16 k``,
@@ -634,7 +280,7 @@ def _multi_tile(program: _Program) -> tuple[list[dict[str, int]], str]:
                   f"{len(tiled)} at once would need {what} at {_sizes_text(values)}")
 
 
-def _vector(program: _Program, unit: int) -> tuple[dict[str, int] | None, str]:
+def _vector(program: ProgramSizes, unit: int) -> tuple[dict[str, int] | None, str]:
     names = program.symbols
     values = {n: unit * (1 + k % 3) for k, n in enumerate(names)}
     if _cost(program, values)[0] > 1:
@@ -655,7 +301,7 @@ def bench_sizes(request: CheckRequest, given: Mapping[str, int] | str | None = N
     that are not given are repaired like every rung's, so the bench times exactly
     the sizes the ladder checked; ``ValueError`` says why when none can be found.
     """
-    program = _program(request)
+    program = program_sizes(request)
     fixed = _given(given)
     values, _ = satisfy(program, _bench(program, fixed), set(fixed), 0)
     return values
@@ -671,7 +317,7 @@ def _given(given: Mapping[str, int] | str | None) -> dict[str, int]:
     return {k: int(v) for k, v in given.items()}
 
 
-def _bench(program: _Program, given: Mapping[str, int]) -> dict[str, int]:
+def _bench(program: ProgramSizes, given: Mapping[str, int]) -> dict[str, int]:
     values = {}
     for k, name in enumerate(program.symbols):
         if name in given:
@@ -702,7 +348,7 @@ def build_ladder(request: CheckRequest, sizes: Any = None, *, bench_sizes: Mappi
     Raises ``KeyError``/``ValueError`` when the node's symbols cannot be given values at all.
     """
     seeds = tuple(range(seeds)) if isinstance(seeds, int) else tuple(seeds)
-    program = _program(request)
+    program = program_sizes(request)
     names = program.symbols
     plans: list[tuple[str, dict[str, int] | None, set[str], int, str]] = []  # rung, values, fixed, step, note
     if sizes:
@@ -739,7 +385,7 @@ def build_ladder(request: CheckRequest, sizes: Any = None, *, bench_sizes: Mappi
             continue
         try:
             repaired, changes = satisfy(program, values, fixed, step)
-            points = _points(program, repaired, POINT_FRACTIONS[name])
+            points = map_points(program, repaired, POINT_FRACTIONS[name])
         except ValueError as exc:
             ladder.skipped.append(SkippedSize(dict(values), name, f"the program does not allow these sizes: {exc}"))
             continue
