@@ -5,9 +5,11 @@ against its native expansion) and a 1-D ``dace_ai.ai(..., reference=fn)`` sum.
 Warm: the native reference program, the precompiled ``dace.h`` and the candidate's
 object and library exist already (built by a first run), so each figure is the
 sandbox run alone. For each node it runs the whole ladder, then each rung alone
-(its sizes and its seeds), then a floor run (every symbol 1, one seed: the child's
-start-up and the fixed cost of a run), and prints seconds side by side with each
-rung's share of the whole ladder.
+(its sizes and its seeds), then what verify ran before the ladder (the two odd
+sizes, three seeds), then a floor run (every symbol 1, one seed: the child's
+start-up and the fixed cost of a run), and prints seconds side by side as a share
+of the whole ladder. Reference outputs are computed in every run here (the
+native program runs in the child; a ``reference=`` function in this process).
 
     python bench/ladder_cost.py [--repeats 3]
 """
@@ -73,14 +75,27 @@ def measure(name, req, repeats):
     rows = [("whole ladder", {}, lambda: run_seconds(req))]
     for rung in ladder.rungs:
         rows.append((rung.name, rung.sizes, lambda r=rung: run_seconds(req, sizes=[r.sizes], seeds=list(r.seeds))))
+    before = [ladder.rungs[0].sizes, ladder.rungs[1].sizes]  # what verify ran before the ladder: two odd sizes
+    rows.append(("two odd sizes", {}, lambda: run_seconds(req, sizes=before, seeds=[0, 1, 2])))
     floor = {s: 1 for s in ladder.rungs[0].sizes}
     rows.append(("floor (all 1)", floor, lambda: run_seconds(req, sizes=[floor], seeds=[0])))
     figures = [(label, sizes, statistics.median(fn() for _ in range(repeats))) for label, sizes, fn in rows]
     whole = figures[0][2]
-    print(f"\n{name}: seconds per candidate, warm (median of {repeats})")
+    calls = {}  # per rung: (cases, candidate seconds per call, reference seconds per call), from timed runs
+    for rung in ladder.rungs:
+        timed = run_against_reference(req, mode="time", seeds=[0], sizes=[rung.sizes], repeats=3, warmup=1,
+                                      min_sample_seconds=0.0)
+        case = timed["cases"][0]
+        cases = max(len(rung.seeds), len(rung.points))
+        calls[tuple(rung.sizes.items())] = (cases, min(case["candidate_seconds"]),
+                                            min(case.get("reference_seconds") or [0.0]))
+    print(f"\n{name}: seconds per candidate, warm (median of {repeats}); compute = cases x (candidate + native "
+          "reference) per call")
     for label, sizes, seconds in figures:
-        seeds = next((len(r.seeds) for r in ladder.rungs if r.name == label), "")
-        print(f"  {label:14s} {seconds:6.3f} s  {seconds / whole:5.2f} x whole  seeds {seeds!s:2s} "
+        seeds = next((len(r.seeds) for r in ladder.rungs if r.name == label), 3 if label == "two odd sizes" else "")
+        cases, candidate, reference = calls.get(tuple(sizes.items()), (0, 0.0, 0.0))
+        compute = f"compute {cases} x ({candidate * 1e3:7.3f} + {reference * 1e3:7.3f}) ms" if cases else ""
+        print(f"  {label:14s} {seconds:6.3f} s  {seconds / whole:5.2f} x whole  seeds {seeds!s:2s} {compute:40s} "
               f"{', '.join(f'{k}={v}' for k, v in sizes.items())}")
 
 
