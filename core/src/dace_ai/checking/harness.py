@@ -13,7 +13,8 @@ and returns a plain dict::
                | "crash" | "timeout"
                | "cpu_time" | "memory" | "compile" | "load" | "no reference" | "reference failed" | ...,
      "message": "worded for the model: seed, sizes, first wrong index, expected vs got, max error",
-     "seeds": [0, 1, 2], "sizes": [{"N": 13}, {"N": 67}],
+     "seeds": [0, 1, 2], "sizes": [{"N": 13}, {"N": 67}, {"N": 64}, {"N": 520}, {"N": 65536}],
+     "skipped": [SkippedSize(...)], "ladder": [{"rung": "small", "sizes": ..., "seeds": ..., "points": ...}],
      "cases": [{"seed": 0, "sizes": {"N": 13}, "problem": {...},            # verify: only a failing case
                 "candidate_seconds": [...], "reference_seconds": [...]}],  # time: per-run seconds
      "reference": {"kind": "native" | "function" | None, "implementation": "pure"},
@@ -23,9 +24,12 @@ and returns a plain dict::
      "library": ".../sandbox/candidate.so",
      "seconds": {"compile": ..., "reference": ..., "run": ..., "total": ...}}
 
-Sizes: every integer symbol of the node gets values (default: two sets of odd
-primes, a different one per symbol, so no size is a multiple of a vector width and
-swapped dimensions show); a node whose shapes are all constant runs at its own size.
+Sizes: the size ladder of :mod:`dace_ai.checking.ladder` (small odd sizes, multiples
+of every vector width, several tiles, the bench size; only sizes the program's
+subsets allow, each map at several points); ``"skipped"`` lists the
+:class:`~dace_ai.checking.ladder.SkippedSize` records of sizes not run and
+``"ladder"`` the rungs run (sizes, seeds, map points, adjustments). Messages name
+the rung and the map point of the failing case.
 """
 
 from __future__ import annotations
@@ -38,11 +42,10 @@ from typing import Any
 import numpy as np
 
 from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.constraints import first_point
+from dace_ai.checking.ladder import build_ladder, case_place
 from dace_ai.checking.sandbox import ChildOutcome, SandboxLimits, run_child
 
-#: Default sizes per symbol: the k-th symbol gets SMALL[k] then LARGE[k] (odd primes: remainders everywhere).
-SMALL_SIZES = (13, 11, 17, 19, 23, 7, 29, 31)
-LARGE_SIZES = (67, 61, 71, 73, 59, 79, 83, 53)
 DEFAULT_SEEDS = (0, 1, 2)
 _EPS = {"f": {2: 9.8e-4, 4: 1.2e-7, 8: 2.3e-16}, "c": {8: 1.2e-7, 16: 2.3e-16}}
 
@@ -65,29 +68,14 @@ def evaluate(expr: Any, values: Mapping[str, Any]) -> int:
     return int(value)
 
 
-def size_symbols(request: CheckRequest) -> list[str]:
-    """Integer symbols of the node (symbols in scope, then enclosing map parameters are separate)."""
-    return [name for name, ctype in request.node.symbols.items()
-            if not any(t in ctype for t in ("float", "double", "complex"))]
+def size_cases(request: CheckRequest, sizes: Any = None, bench_sizes: Any = None) -> list[dict[str, int]]:
+    """Symbol values to run: ``sizes`` as given (list of dicts, or dict of lists zipped), else the size ladder.
 
-
-def size_cases(request: CheckRequest, sizes: Any = None) -> list[dict[str, int]]:
-    """Symbol values to run: ``sizes`` as given (list of dicts, or dict of lists zipped), else the defaults."""
-    names = size_symbols(request)
-    if sizes:
-        if isinstance(sizes, Mapping):
-            lists = {k: list(v) if isinstance(v, (list, tuple)) else [v] for k, v in sizes.items()}
-            count = max(len(v) for v in lists.values())
-            sizes = [{k: v[min(i, len(v) - 1)] for k, v in lists.items()} for i in range(count)]
-        cases = []
-        for i, given in enumerate(sizes):
-            case = {n: int(given[n]) if n in given else LARGE_SIZES[k % len(LARGE_SIZES)] for k, n in enumerate(names)}
-            case.update({k: int(v) for k, v in given.items()})
-            cases.append(case)
-        return cases
-    if not names:
-        return [{}]
-    return [{n: table[k % len(table)] for k, n in enumerate(names)} for table in (SMALL_SIZES, LARGE_SIZES)]
+    The ladder's rungs in order (see :func:`dace_ai.checking.ladder.build_ladder`, which
+    also says which sizes were skipped and why); ``bench_sizes`` (a dict or the
+    ``bench_sizes`` setting's text) sets its bench rung.
+    """
+    return build_ladder(request, sizes, bench_sizes=bench_sizes).sizes()
 
 
 def parse_sizes_setting(text: str | None) -> dict[str, list[int]] | None:
@@ -104,15 +92,8 @@ def parse_sizes_setting(text: str | None) -> dict[str, list[int]] | None:
 
 
 def _param_values(request: CheckRequest, values: dict[str, int]) -> dict[str, int]:
-    """Enclosing map parameters at the first point of their range (the node runs there too)."""
-    from dace_ai.checking.units import scope_parameters
-
-    params = {}
-    ranges = {p: r for scope in request.node.scopes for p, r in zip(scope.params, scope.ranges)}
-    for p in scope_parameters(request.node):
-        begin = ranges.get(p, "0").split(":")[0].strip() or "0"
-        params[p] = evaluate(begin, {**values, **params})
-    return params
+    """Enclosing map parameters at the first point of their range (when the ladder gave no point)."""
+    return first_point(request, values)
 
 
 def _dims(conn: Any, values: Mapping[str, int]) -> tuple[list[int], list[int]]:
@@ -158,11 +139,16 @@ def tolerance(dtype: np.dtype, reduction: int) -> float:
     return 0.0 if eps is None else 16 * eps * max(1, reduction)
 
 
-def make_case(request: CheckRequest, seed: int, sizes: dict[str, int]) -> dict[str, Any]:
-    """One case of the job: values, containers (flat element counts), connector views, tolerances."""
+def make_case(request: CheckRequest, seed: int, sizes: dict[str, int], point: Mapping[str, int] | None = None,
+              rung: str = "", point_words: str = "") -> dict[str, Any]:
+    """One case of the job: values, containers (flat element counts), connector views, tolerances.
+
+    ``point`` gives the enclosing maps' parameters (default: the first point of
+    each range); ``rung`` and ``point_words`` name the case in messages.
+    """
     live_sdfg = (request.node.live or {}).get("sdfg")
     values = dict(sizes)
-    values.update(_param_values(request, values))
+    values.update(dict(point) if point is not None else _param_values(request, values))
     containers: dict[str, dict[str, Any]] = {}
     connectors = []
     for conn in request.node.connectors:
@@ -184,7 +170,8 @@ def make_case(request: CheckRequest, seed: int, sizes: dict[str, int]) -> dict[s
     rtol = {c["name"]: tolerance(np.dtype(containers[c["container"]]["dtype"]), reduction)
             for c in connectors if c["direction"] == "out"}
     return {"seed": seed, "sizes": dict(sizes), "values": values, "containers": list(containers.values()),
-            "connectors": connectors, "rtol": rtol}
+            "connectors": connectors, "rtol": rtol, "rung": rung, "point": dict(point or {}),
+            "point_words": point_words}
 
 
 # ----------------------------------------------------------------------------- references
@@ -255,10 +242,6 @@ def _expected_outputs(case: dict[str, Any], function: Any, folder: Path, index: 
 
 
 # ----------------------------------------------------------------------------- words
-def _sizes_text(sizes: Mapping[str, int]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sizes.items()) or "the program's own sizes"
-
-
 def _connectors_of(case: dict[str, Any], container: str | None) -> str:
     names = [c["name"] for c in case["connectors"] if c["container"] == container]
     return f" (connector {', '.join(names)})" if names else ""
@@ -266,7 +249,7 @@ def _connectors_of(case: dict[str, Any], container: str | None) -> str:
 
 def describe_problem(problem: dict[str, Any], case: dict[str, Any]) -> tuple[str, str]:
     """(reason, sentence for the model) for a problem the child found in one case."""
-    where = f"seed {case['seed']}, sizes {_sizes_text(case['sizes'])}"
+    where = case_place(case)
     kind = problem["kind"]
     if kind == "nondeterministic":
         counts = " then ".join(f"{n} thread{'s' if n != 1 else ''}" for n in problem["threads"])
@@ -321,8 +304,11 @@ def describe_problem(problem: dict[str, Any], case: dict[str, Any]) -> tuple[str
 def describe_outcome(outcome: ChildOutcome, cases: list[dict[str, Any]], limits: SandboxLimits) -> tuple[str, str, str]:
     """(status, reason, message) for a child that did not finish normally."""
     phase = outcome.phase
-    case = next((c for c in cases if c["seed"] == phase.get("seed") and c["sizes"] == phase.get("sizes")), None)
-    where = f" (seed {case['seed']}, sizes {_sizes_text(case['sizes'])})" if case else ""
+    matching = [c for c in cases if c["seed"] == phase.get("seed") and c["sizes"] == phase.get("sizes")]
+    case = matching[0] if matching else None
+    if len(matching) > 1:  # several map points share seed and sizes: the child does not say which one ran
+        case = {**case, "point": {}}
+    where = f" ({case_place(case)})" if case else ""
     who = outcome.who
     if outcome.status == "timeout":
         reason, text = "timeout", f"did not finish within {limits.wall_seconds:g} s of wall time{where} (an endless loop?)"
@@ -397,7 +383,7 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
     limits = limits or SandboxLimits.from_settings(request.settings)
     count = threads or all_cores(request.settings)
     result: dict[str, Any] = {"mode": mode, "status": "inconclusive", "reason": None, "message": "",
-                              "seeds": seeds, "sizes": [], "cases": [], "bench": None,
+                              "seeds": seeds, "sizes": [], "cases": [], "bench": None, "skipped": [], "ladder": [],
                               "reference": {"kind": None, "implementation": None},
                               "threads": {"count": count, "runs": [], "runtime": None},
                               "seconds": {"compile": 0.0, "reference": 0.0, "run": 0.0, "total": 0.0}}
@@ -412,12 +398,27 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
     if kind is None and mode == "verify":
         return done("inconclusive", "no reference", f"Not verified: {detail}.")
     try:
-        size_list = size_cases(request, sizes) if mode != "bench" else []
-        cases = [make_case(request, seed, s) for s in size_list for seed in seeds]
-        bench_cases = ([make_case(request, seed, bench.sizes) for seed in bench.seeds] if bench is not None else [])
+        if mode == "time":
+            rungs = ("bench",)
+        elif bench is not None:  # the bench section checks the bench sizes against the reference itself
+            rungs = ("small", "odd", "vector", "multi-tile")
+        else:
+            rungs = ("small", "odd", "vector", "multi-tile", "bench")
+        ladder = None if mode == "bench" else build_ladder(
+            request, sizes, bench_sizes=getattr(request.settings, "bench_sizes", None), seeds=seeds, rungs=rungs)
+        size_list = ladder.sizes() if ladder is not None else []
+        cases = ([make_case(request, c.seed, c.sizes, c.point, c.rung, c.point_words) for c in ladder.cases()]
+                 if ladder is not None else [])
+        bench_cases = ([make_case(request, seed, bench.sizes, rung="bench") for seed in bench.seeds]
+                       if bench is not None else [])
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         return done("inconclusive", "sizes", f"Not verified: could not give the node's symbols values ({exc}).")
     result["sizes"] = size_list
+    result["skipped"] = ladder.skipped if ladder is not None else []
+    result["ladder"] = ladder.describe() if ladder is not None else []
+    if not cases and not bench_cases:
+        return done("inconclusive", "sizes", "Not verified: the program allows none of the sizes tried: "
+                    + "; ".join(map(str, result["skipped"])) + ".")
     if mode == "verify":
         plan_threads(cases, count)
     if bench_cases:
@@ -484,11 +485,10 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
         return done(status, reason, message)
     result["cases"] = outcome.result["cases"]
     result["threads"]["runtime"] = (outcome.result.get("threads") or {}).get("runtime")
-    for record in result["cases"]:
+    for case, record in zip(all_cases, result["cases"]):  # the child runs the cases in order
         problem = record.get("problem")
         if problem is None:
             continue
-        case = next(c for c in all_cases if c["seed"] == record["seed"] and c["sizes"] == record["sizes"])
         reason, message = describe_problem(problem, case)
         return done("failed", reason, message)
     if bench is not None:
@@ -496,11 +496,14 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
                            "timed": bool(job["bench"]["time"]), "library": str(library)}
     if mode in ("time", "bench"):
         return done("passed", None, "")
-    return done("passed", None, f"matches the reference on {len(seeds)} seed(s) x {len(size_list)} size(s)"
+    skipped = f"; not run: {'; '.join(map(str, result['skipped']))}" if result["skipped"] else ""
+    rung_names = list(dict.fromkeys([r.name for r in ladder.rungs] + (["bench"] if bench is not None else [])))
+    return done("passed", None, f"matches the reference on {len(seeds)} seed(s) x {len(size_list)} size(s) "
+                                f"({len(all_cases)} cases: {', '.join(rung_names)})"
                 + (" and at the bench sizes " + ", ".join(f"{k}={v}" for k, v in bench.sizes.items())
                    if bench is not None else "")
                 + (f"; deterministic with 1 and {count} threads" if result["threads"]["runs"]
-                   else "; no OpenMP in the code: each case run once"))
+                   else "; no OpenMP in the code: each case run once") + skipped)
 
 
 def _scope_params(request: CheckRequest) -> list[str]:

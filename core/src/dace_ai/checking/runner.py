@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from dace_ai.checking.api import CheckRequest
-from dace_ai.checking.timing import bench_values, connector_bytes, parse_sizes
+from dace_ai.checking.timing import connector_bytes, parse_sizes
 
 #: Cases with at least this many elements in their largest container get the thread runs.
 THREAD_RUN_ELEMENTS = 4096
@@ -108,7 +108,9 @@ def bench_plan(request: CheckRequest, *, native: bool, sizes: dict[str, int] | N
     settings = request.settings
     given = dict(sizes) if sizes is not None else parse_sizes(getattr(settings, "bench_sizes", None))
     asked = bool(given) or getattr(settings, "bench", "report") == "gate"
-    values = bench_values(request, given)
+    from dace_ai.checking.ladder import bench_sizes
+
+    values = bench_sizes(request, given)
     return BenchPlan(sizes=values, time=native or asked, repeats=int(getattr(settings, "bench_repeats", 7) or 7),
                      lock=str(ai_folder("ai-check") / "bench.lock"), bytes=connector_bytes(request, values))
 
