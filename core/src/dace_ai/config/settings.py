@@ -77,6 +77,7 @@ class AISettings(BaseModel):
     check_concurrency: int = _field("check_concurrency")
     verify_seeds: int = _field("verify_seeds")
     verify_sizes: str | None = _field("verify_sizes")
+    check_threads: int = _field("check_threads")
     sandbox_cpu_seconds: float = _field("sandbox_cpu_seconds")
     sandbox_wall_seconds: float = _field("sandbox_wall_seconds")
     sandbox_memory_mb: int = _field("sandbox_memory_mb")
