@@ -74,8 +74,11 @@ def dace_build_flags(compiler: str | None = None) -> list[str]:
     """The flags DaCe's CMake build compiles host code with (see the module docstring)."""
     from dace.config import Config
 
+    from dace_ai import compat
+
     compiler = compiler or dace_compiler()
-    flags = shlex.split(Config.get("compiler", "cpu", "args") or "")
+    # The C++ standard: in compiler.cpu.args on DaCe 1.0, the compiler.cpp_standard setting on DaCe 2.
+    flags = compat.cpp_standard_flags() + shlex.split(compat.host_cpu_args())
     build_type = str(Config.get("compiler", "build_type") or "").lower()
     flags += BUILD_TYPE_FLAGS.get(build_type, ())
     flags.append("-fPIC")

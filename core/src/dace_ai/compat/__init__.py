@@ -1,7 +1,10 @@
-"""Everything specific to the DaCe version in one place (DaCe 1.0.2 today).
+"""Everything that touches DaCe internals, in one package (DaCe 1.0.x and 2.0).
 
 Other modules call these functions instead of reaching into DaCe internals, so
-support for another DaCe version means changing this module only.
+support for another DaCe version means changing this package only. What is the
+same on every supported version lives here; what differs lives in one module per
+major version (:mod:`~dace_ai.compat.dace1`, :mod:`~dace_ai.compat.dace2`),
+chosen once, at import, from ``dace.__version__``.
 """
 
 from __future__ import annotations
@@ -12,6 +15,25 @@ import dace
 from dace.config import Config
 
 DACE_VERSION = dace.__version__
+#: DaCe's major version (1 or 2), which picks the version module below.
+DACE_MAJOR = int(DACE_VERSION.split(".", 1)[0])
+
+if DACE_MAJOR >= 2:
+    from dace_ai.compat import dace2 as version
+else:
+    from dace_ai.compat import dace1 as version
+
+#: True when DaCe ships its own AI library (``dace.libraries.ai``, DaCe 2.0 on).
+HAS_BUILTIN_AI: bool = version.HAS_BUILTIN_AI
+patch_expand_spellings = version.patch_expand_spellings
+cpp_standard_flags = version.cpp_standard_flags
+host_cpu_args = version.host_cpu_args
+builtin_library = version.builtin_library
+builtin_node_class = version.builtin_node_class
+route_reserved_implementation = version.route_reserved_implementation
+replace_library_functions = version.replace_library_functions
+replaced = version.replaced
+serialize_by_class_path = version.serialize_by_class_path
 
 
 def register_ai_config(definitions: Any) -> None:
@@ -22,7 +44,8 @@ def register_ai_config(definitions: Any) -> None:
     settings, once plugins load) it adds the new keys and keeps the existing ones and
     any value already set (from ``.dace.conf`` or ``Config.set``).
     """
-    required = Config._config_metadata.setdefault("required", {})
+    metadata, values = version.config_store()
+    required = metadata.setdefault("required", {})
     category = required.setdefault("ai", {
         "type": "dict",
         "title": "AI implementations (dace-ai)",
@@ -32,7 +55,7 @@ def register_ai_config(definitions: Any) -> None:
     for d in definitions:
         category["required"].setdefault(d.key, {"type": d.dace_type, "default": "" if d.default is None else d.default,
                                                 "title": d.key, "description": d.description})
-    current = Config._config.setdefault("ai", {})
+    current = values.setdefault("ai", {})
     for key, entry in category["required"].items():
         current.setdefault(key, entry["default"])
 
@@ -43,11 +66,12 @@ def dace_config_overrides() -> dict[str, Any]:
     Read directly (not via ``Config.get``) because DaCe's getter would also return
     ``DACE_ai_*`` environment variables, which are a separate, higher source.
     """
-    category = Config._config_metadata.get("required", {}).get("ai")
+    metadata, values = version.config_store()
+    category = metadata.get("required", {}).get("ai")
     if category is None:  # registered by ``import dace_ai``; nothing can be set before that
         return {}
     schema = category["required"]
-    current = Config._config.get("ai", {})
+    current = values.get("ai", {})
     return {k: v for k, v in current.items() if k in schema and v != schema[k]["default"]}
 
 
@@ -57,7 +81,7 @@ def build_folder_root() -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# The reserved 'ai' implementation and expansion hooks (DaCe 1.0.2).
+# The reserved 'ai' implementation and expansion hooks.
 # --------------------------------------------------------------------------------------------
 
 def library_node_base() -> type:
@@ -136,41 +160,6 @@ def is_unregistered_library_node(node_class: type) -> bool:
     return issubclass(node_class, UnregisteredLibraryNode)
 
 
-_expand_patched = False
-
-
-def patch_expand_spellings() -> None:
-    """Let ``node.expand(state, 'ai')`` (the seed spelling) work next to DaCe's ``expand(sdfg, state)``.
-
-    The seed spelling passes the state first and an implementation name second;
-    the SDFG is the state's parent. The implementation is set for this call only.
-    """
-    global _expand_patched
-    if _expand_patched:
-        return
-    from dace.sdfg.state import SDFGState
-
-    base = library_node_base()
-    original = base.expand
-
-    def expand(self: Any, sdfg: Any, state: Any = None, *args: Any, **kwargs: Any) -> str:
-        if isinstance(sdfg, SDFGState) and (state is None or isinstance(state, str)):
-            implementation, state, sdfg = state, sdfg, sdfg.sdfg
-            if implementation is not None:
-                previous_impl = self.implementation
-                self.implementation = implementation
-                try:
-                    return original(self, sdfg, state, *args, **kwargs)
-                finally:
-                    self.implementation = previous_impl
-        return original(self, sdfg, state, *args, **kwargs)
-
-    expand.__doc__ = original.__doc__
-    expand.__wrapped__ = original  # type: ignore[attr-defined]
-    base.expand = expand
-    _expand_patched = True
-
-
 _pass_hooks: list[Any] = []
 
 
@@ -247,7 +236,7 @@ class debugprint_off:
 
         # ``Config.get`` reads ``DACE_debugprint`` before the stored value, so both must go.
         self._env = os.environ.pop("DACE_debugprint", None)
-        self._previous = Config._config.get("debugprint")
+        self._previous = version.config_store()[1].get("debugprint")
         Config.set("debugprint", value=False)
         return self
 
