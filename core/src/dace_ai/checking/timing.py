@@ -159,7 +159,9 @@ def _build(sdfg: Any, folder: Path) -> None:
 
 
 def _built(folder: Path) -> bool:
-    return (folder / "program.sdfg").is_file() and any((folder / "build").glob("lib*"))
+    from dace_ai import compat
+
+    return compat.program_file(folder).is_file() and any((folder / "build").glob("lib*"))
 
 
 def _native_folder(request: CheckRequest) -> Path:

@@ -110,6 +110,7 @@ def make_expansion_class(name: str, base: type, node_class: type) -> type:
 
     cls = type(name, (base,), {"environments": [], "__module__": base.__module__})
     cls = dace.library.expansion(cls)
+    cls._match_node = node_class  # what registering sets; DaCe 2's reserved 'ai' is never registered
     return cls
 
 
@@ -384,6 +385,12 @@ def loop_description(region: Any) -> tuple[str, str, str] | None:
     return region.label, region.loop_variable or "", header
 
 
+def schedule_name(node: Any) -> str:
+    """A node's schedule by name; ``Default`` for nodes without one (a nested SDFG on DaCe 2)."""
+    schedule = getattr(node, "schedule", None)
+    return schedule.name if schedule is not None else "Default"
+
+
 def cpp_offset(desc: Any, subset: Any) -> str:
     """C++ element offset of ``subset``'s first element in ``desc`` (as DaCe's code generator writes it)."""
     from dace.codegen.targets.cpp import cpp_offset_expr
@@ -603,6 +610,18 @@ def expand_with(sdfg: Any, state: Any, node: Any, implementation: str) -> None:
     transformation.apply(state, sdfg)
 
 
+#: The SDFG DaCe writes into a program's build folder: ``program.sdfg`` on DaCe 1.0, compressed on 2.0.
+PROGRAM_FILES = ("program.sdfg", "program.sdfgz")
+
+
+def program_file(folder: Any) -> Any:
+    """The SDFG file in a program's build folder (a ``Path``; the first name when none exists yet)."""
+    from pathlib import Path
+
+    candidates = [Path(folder) / name for name in PROGRAM_FILES]
+    return next((path for path in candidates if path.is_file()), candidates[0])
+
+
 def program_layout(folder: str, sizes: dict[str, int]) -> dict[str, Any]:
     """How to call a built program without DaCe: library, entry points, arguments in call order.
 
@@ -616,7 +635,7 @@ def program_layout(folder: str, sizes: dict[str, int]) -> dict[str, Any]:
     from dace import data, symbolic
     from dace.sdfg import SDFG
 
-    sdfg = SDFG.from_file(os.path.join(folder, "program.sdfg"))
+    sdfg = SDFG.from_file(str(program_file(folder)))
     suffix = Config.get("compiler", "library_extension")
     arglist = sdfg.arglist()
     order = sdfg.signature_arglist(with_types=False, arglist=arglist)
