@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from ast import literal_eval
 from pathlib import Path
 
 import dace
@@ -85,10 +86,10 @@ def test_dace_ai_stands_in_for_the_library_whichever_is_imported_first(tmp_path)
     untouched = _python(check.replace("sys.argv[1:]", "[]"), tmp_path)
     taken = _python(check.replace("sys.argv[1:]", "['import']"), tmp_path)
     assert untouched.returncode == 0 and taken.returncode == 0, untouched.stderr + taken.stderr
-    before, after, imported = eval(untouched.stdout.strip().splitlines()[-1])  # noqa: S307 - our own repr
+    before, after, imported = literal_eval(untouched.stdout.strip().splitlines()[-1])
     assert not imported and after[:2] == before and before[0].startswith("dace.libraries.ai")
     assert after[-1] == "dace.frontend.python.interface"
-    _, after, imported = eval(taken.stdout.strip().splitlines()[-1])  # noqa: S307
+    _, after, imported = literal_eval(taken.stdout.strip().splitlines()[-1])
     assert imported and after == ("dace_ai.expansion.implementation", "dace_ai.expansion.takeover",
                                   "dace_ai.expansion.exchange", "dace_ai.expansion.build",
                                   "dace_ai.expansion.frontend")
@@ -182,3 +183,16 @@ def test_builtin_keep_leaves_dace_library_alone_and_dace_ai_ai_still_works(tmp_p
 def test_builtin_setting_changes_nothing_on_dace_1():
     assert not compat.HAS_BUILTIN_AI and dace_ai.expansion.implementation.IMPLEMENTATION == "ai"
     assert dace.ai is dace_ai.ai
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("index", [0, 1])
+def test_migration_guide_programs_run(index, tmp_path):
+    """docs/user/migration.md's programs run as written, on DaCe 1.0 and 2.0 (the second stops early on 1.0)."""
+    import re
+
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "user" / "migration.md").read_text(), re.DOTALL)
+    assert len(blocks) == 2
+    done = _python(blocks[index], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert ("needs DaCe 2" in done.stdout) is (index == 1 and not DACE2)
