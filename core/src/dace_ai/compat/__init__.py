@@ -28,6 +28,10 @@ HAS_BUILTIN_AI: bool = version.HAS_BUILTIN_AI
 patch_expand_spellings = version.patch_expand_spellings
 cpp_standard_flags = version.cpp_standard_flags
 host_cpu_args = version.host_cpu_args
+#: Worker threads adopt the caller's DaCe configuration (``ThreadPoolExecutor(initializer=use_config,
+#: initargs=(config_snapshot(),))``): DaCe 2.0 keeps it per thread.
+config_snapshot = version.config_snapshot
+use_config = version.use_config
 builtin_library = version.builtin_library
 builtin_node_class = version.builtin_node_class
 route_reserved_implementation = version.route_reserved_implementation
@@ -58,6 +62,26 @@ def register_ai_config(definitions: Any) -> None:
     current = values.setdefault("ai", {})
     for key, entry in category["required"].items():
         current.setdefault(key, entry["default"])
+
+
+def adopt_ai_defaults(definitions: Any) -> None:
+    """Make dace-ai's defaults those of ``ai`` keys DaCe defines too (DaCe 2, when dace-ai implements them).
+
+    Only values still at DaCe's default change, so one set in ``.dace.conf``, a
+    ``DACE_ai_*`` variable or ``Config.set`` keeps its meaning; afterwards setting a key to
+    what DaCe's default was (``provider = "anthropic"``) counts as a choice.
+    """
+    metadata, values = version.config_store()
+    entries = metadata.get("required", {}).get("ai", {}).get("required", {})
+    current = values.setdefault("ai", {})
+    for d in definitions:
+        entry = entries.get(d.key)
+        if entry is None:
+            continue
+        default = "" if d.default is None else d.default
+        if current.get(d.key) == entry.get("default"):
+            current[d.key] = default
+        entry["default"] = default
 
 
 def dace_config_overrides() -> dict[str, Any]:

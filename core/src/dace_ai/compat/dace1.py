@@ -15,6 +15,15 @@ def config_store() -> tuple[dict[str, Any], dict[str, Any]]:
     return Config._config_metadata, Config._config
 
 
+def config_snapshot() -> Any:
+    """Nothing to carry: DaCe 1.0's configuration is shared by every thread."""
+    return None
+
+
+def use_config(snapshot: Any) -> None:
+    """Nothing to do on DaCe 1.0 (see :func:`config_snapshot`)."""
+
+
 def cpp_standard_flags() -> list[str]:
     """Flags naming the C++ standard the build uses beyond ``compiler.cpu.args`` (DaCe 1.0 keeps ``-std`` there)."""
     return []

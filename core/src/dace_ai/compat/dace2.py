@@ -32,6 +32,26 @@ def config_store() -> tuple[dict[str, Any], dict[str, Any]]:
     return data._config_metadata, data._config
 
 
+def config_snapshot() -> Any:
+    """This thread's configuration (schema and values), for :func:`use_config` in a worker thread.
+
+    DaCe 2.0 keeps its configuration per thread: a new thread starts from the defaults,
+    without ``Config.set`` calls or dace-ai's registered keys. Workers adopt the caller's.
+    """
+    import copy
+
+    data = Config._data
+    return copy.deepcopy((data._config_metadata, data._config))
+
+
+def use_config(snapshot: Any) -> None:
+    """Make ``snapshot`` (from :func:`config_snapshot`) this thread's configuration."""
+    import copy
+
+    data = Config._data
+    data._config_metadata, data._config = copy.deepcopy(snapshot)
+
+
 def cpp_standard_flags() -> list[str]:
     """``-std=c++NN`` from ``compiler.cpp_standard``: DaCe 2.0's CMake build sets the standard itself."""
     standard = str(Config.get("compiler", "cpp_standard") or "").strip()

@@ -30,6 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from dace_ai import compat
 from dace_ai.checking.deception import format_seconds
 from dace_ai.errors import AIUsageError, DaceAIError
 from dace_ai.expansion.optimize_report import Candidate, NodeOptimization, OptimizeReport
@@ -179,8 +180,9 @@ class _Runner:
             attempts.append(_Attempt(Candidate(round=rnd, sample=sample, status="error"), request))
         ask_workers = 1 if self.provider.offline else max(1, min(self.settings.max_concurrency, samples))
         check_workers = max(1, min(self.settings.check_concurrency or (os.cpu_count() or 1), samples))
-        with ThreadPoolExecutor(ask_workers, thread_name_prefix="dace-ai-optimize-ask") as asks, \
-                ThreadPoolExecutor(check_workers, thread_name_prefix="dace-ai-optimize-check") as checks:
+        config = (compat.use_config, (compat.config_snapshot(),))  # DaCe 2 keeps its configuration per thread
+        with ThreadPoolExecutor(ask_workers, "dace-ai-optimize-ask", *config) as asks, \
+                ThreadPoolExecutor(check_workers, "dace-ai-optimize-check", *config) as checks:
             futures: list[Future] = []
             for attempt in attempts:
                 asked = asks.submit(self._ask, attempt)

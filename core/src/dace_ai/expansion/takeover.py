@@ -72,8 +72,10 @@ CHARGE: Charge = _resolve()
 
 def take_over() -> None:
     """Route DaCe's own AI library through dace-ai (DaCe 2.x, ``builtin = "take"``); see the module docstring."""
+    from dace_ai.config.definitions import SETTINGS
     from dace_ai.expansion.implementation import expansion_for
 
+    compat.adopt_ai_defaults(SETTINGS)
     compat.route_reserved_implementation(expansion_for)
     functions = {name: _delegate(module, name) for name, module in _FUNCTIONS.items()}
     functions["generate_prompts"] = generate_prompts

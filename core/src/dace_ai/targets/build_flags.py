@@ -117,7 +117,25 @@ def build_command(target: Any) -> tuple[list[str], list[str]]:
     """
     if builds_with_dace(target):
         return dace_build_command()
-    return list(target.compiler or ()), list(target.flags or ())
+    flags = list(target.flags or ())
+    if language_standard(flags) is None:
+        # Units include DaCe's runtime headers, which need the standard DaCe builds with (C++20 on DaCe 2).
+        from dace_ai import compat
+
+        flags = compat.cpp_standard_flags() + flags
+    return list(target.compiler or ()), flags
+
+
+def runtime_standard_flag(at_least: str = "c++17") -> str:
+    """The ``-std=`` flag for a standalone unit that includes DaCe's runtime headers.
+
+    DaCe's own standard where it sets one (``compiler.cpp_standard``, C++20 on DaCe 2,
+    whose headers need it), else ``-std=<at_least>``.
+    """
+    from dace_ai import compat
+
+    own = compat.cpp_standard_flags()
+    return own[-1] if own else f"-std={at_least}"
 
 
 def language_standard(flags: list[str]) -> str | None:
