@@ -69,10 +69,22 @@ def patch_expand_spellings() -> None:
     """Nothing to do: DaCe 2.0 accepts ``node.expand(state, 'ai')`` and ``node.expand(sdfg, state)`` itself."""
 
 
+def _import(name: str) -> Any:
+    """Import a module of DaCe's AI library; DaCe's own deprecation notices on the way are DaCe's business.
+
+    (Importing ``dace.libraries.ai`` imports the deprecated ``dace.libraries.mpi``, which warns.)
+    """
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return importlib.import_module(name)
+
+
 def builtin_library() -> Any:
     """DaCe's own AI library module (imported now), or None where it cannot be imported."""
     try:
-        return importlib.import_module(_LIBRARY)
+        return _import(_LIBRARY)
     except ImportError:
         return None
 
@@ -85,7 +97,7 @@ def builtin_node_class() -> type | None:
 
 def route_reserved_implementation(expansion_for: Any) -> None:
     """Make DaCe's reserved ``'ai'`` expand with ``expansion_for(node_class)`` on every library node class."""
-    expansion = importlib.import_module(f"{_LIBRARY}.expansion")
+    expansion = _import(f"{_LIBRARY}.expansion")
     key = (expansion.ExpandAI.__module__, "ExpandAI.for_node_class")
     if key not in _replaced:
         _replaced[key] = expansion.ExpandAI.__dict__["for_node_class"]
@@ -101,7 +113,7 @@ def replace_library_functions(functions: dict[str, Any]) -> None:
     library = builtin_library()
     if library is None:
         return
-    modules = [library] + [importlib.import_module(f"{_LIBRARY}.{name}") for name in _SUBMODULES]
+    modules = [library] + [_import(f"{_LIBRARY}.{name}") for name in _SUBMODULES]
     for name, function in functions.items():
         for module in modules:
             if hasattr(module, name):
