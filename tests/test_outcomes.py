@@ -27,13 +27,13 @@ from tests.dace_versions import DACE2
 from tests.test_checking import node_context
 
 N = dace.symbol("N")
-if DACE2:  # DaCe 2 builds with C++20 (compiler.cpp_standard), where a u8 literal is char8_t, not char
-    CLAMP = ("for (int i = 0; i < N; ++i) { const char *one = u8\"1\"; "
-             "_b[i] = std::min(std::max(_a[i], 0.0), 1.0) * (one[0] - '0'); }")
-    STANDARD, REFUSAL = "c++20", "char8_t"
+if DACE2:  # DaCe 2 builds with C++20 (compiler.cpp_standard), which has no std::to_underlying (C++23)
+    CLAMP = ("for (int i = 0; i < N; ++i) "
+             "_b[i] = std::min(std::max(_a[i], 0.0), 1.0) * std::to_underlying(std::byte{1});")
+    STANDARD, REFUSAL, NEWER = "c++20", "'to_underlying' is not a member of 'std'", "23"
 else:  # DaCe 1.0 builds with -std=c++14 (in compiler.cpu.args), which has no std::clamp (C++17)
     CLAMP = "for (int i = 0; i < N; ++i) _b[i] = std::clamp(_a[i], 0.0, 1.0);"
-    STANDARD, REFUSAL = "c++14", "'clamp' is not a member of 'std'"
+    STANDARD, REFUSAL, NEWER = "c++14", "'clamp' is not a member of 'std'", "17"
 GOOD_GEMM = ("for (int i = 0; i < M; ++i) for (int j = 0; j < N; ++j) { double s = 0; "
              "for (int k = 0; k < K; ++k) s += _a[i * K + k] * _b[k * N + j]; _c[i * N + j] = s; }")
 BROKEN = "this is not C++ at all;"
@@ -111,8 +111,8 @@ def test_std_clamp_is_refused_by_the_compile_stage_with_the_compilers_message():
 
     key = ("compiler", "cpp_standard") if DACE2 else ("compiler", "cpu", "args")
     before = dace.Config.get(*key)
-    dace.Config.set(*key, value="17" if DACE2 else before.replace("-std=c++14", "-std=c++17"))
-    try:  # the same answer passes when the real build is C++17: the check follows DaCe's configuration
+    dace.Config.set(*key, value=NEWER if DACE2 else before.replace("-std=c++14", f"-std=c++{NEWER}"))
+    try:  # the same answer passes when the real build is newer: the check follows DaCe's configuration
         again = CheckRequest(answer, node, resolve_settings({"checkers": "probe"}), check_workdir(node, answer))
         assert [r.status for r in run_checks(again)] == ["passed"]
     finally:
