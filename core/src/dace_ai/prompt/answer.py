@@ -219,6 +219,8 @@ def from_dace_spelling(data: dict[str, Any], origin: str = "answer") -> dict[str
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.DOTALL)
+#: From the first fence to the last: an answer whose strings contain a fence of their own.
+_OUTER_FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*)\n?```", re.DOTALL)
 
 
 def parse_answer(text: str, *, origin: str = "answer", max_tokens: int | None = None) -> Answer:
@@ -238,6 +240,7 @@ def parse_answer(text: str, *, origin: str = "answer", max_tokens: int | None = 
     stripped = text.strip()
     candidates = [stripped]
     candidates += [m.group(1) for m in _FENCE.finditer(text)]
+    candidates += [m.group(1) for m in _OUTER_FENCE.finditer(text)]
     data: Any = None
     last_error: json.JSONDecodeError | None = None
     for candidate in candidates:
