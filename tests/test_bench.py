@@ -20,6 +20,8 @@ import pytest
 from dace_ai.cli.main import main
 from dace_ai.evaluation.tasks import load_suite
 
+from tests.system_libraries import needs
+
 pytestmark = pytest.mark.slow
 #: What an attempt came to. Not how correctness was established: under load a bench stage may not decide,
 #: and then the whole program is run against the reference instead ("task_run").
@@ -59,6 +61,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+@needs("fftw")  # the suite's FFT task is answered through FFTW, and every shipped answer must be correct
 def test_offline_suite_report_is_recomputed_from_results(offline_run):
     out, data, _ = offline_run
     attempts = data["attempts"]

@@ -66,9 +66,12 @@ from dace_ai.environments.spec import EnvironmentSpec
 from dace_ai.errors import AnswerError, CheckFailed, DaceAIError, PluginError, ProviderError, SettingsError
 from dace_ai.execution.jobs import (
     BENCH_RESOURCE,
+    CORES_RESOURCE,
     ExecutorOptions,
+    ExecutorUnavailable,
     Job,
     JobResult,
+    machine_resources,
     run_job,
     target_resource,
     worker_name,
@@ -112,6 +115,7 @@ from dace_ai.targets.cpu import CpuInfo, read_cpu
 
 __all__ = [
     "BENCH_RESOURCE",
+    "CORES_RESOURCE",
     "GPU_THREAD_SCHEDULES",
     "RETRIED_STATUS",
     "STAGES",
@@ -136,6 +140,7 @@ __all__ = [
     "EnvironmentSpec",
     "Executor",
     "ExecutorOptions",
+    "ExecutorUnavailable",
     "Job",
     "JobResult",
     "Message",
@@ -178,6 +183,7 @@ __all__ = [
     "hookimpl",
     "host_unit",
     "json_only_instruction",
+    "machine_resources",
     "provider_failure",
     "read_cpu",
     "report_from_tool",

@@ -220,6 +220,15 @@ def replace_node(state: Any, old: Any, new: Any) -> None:
     state.remove_node(old)
 
 
+def restore_node_order(state: Any, order: list[Any]) -> None:
+    """Put the nodes of ``state`` back in ``order`` (nodes not in it last): DaCe numbers nodes by position,
+    and node ids name sessions, so a node put back after a failed run keeps its id."""
+    nodes = state._nodes  # an OrderedDict in DaCe's ordered graphs
+    listed = {id(n) for n in order}
+    for node in [n for n in order if n in nodes] + [n for n in list(nodes) if id(n) not in listed]:
+        nodes.move_to_end(node)
+
+
 def register_frontend_call(func: Any, names: list[str]) -> None:
     """Make ``func`` the frontend replacement of each name (``@oprepo.replaces``)."""
     from dace.frontend.common import op_repository as oprepo

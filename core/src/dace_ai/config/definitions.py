@@ -55,6 +55,12 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef("sandbox_wall_seconds", "float", 60.0, "Wall-clock seconds a sandboxed run may take", (("gt", 0),)),
     SettingDef("sandbox_memory_mb", "int", 4096, "Address space (MiB) of a sandboxed run", (("ge", 64),)),
     SettingDef("max_concurrency", "int", 4, "Requests in flight at once", (("ge", 1),)),
+    SettingDef("executor", "str", None, "Executor plugin running the checks of generate and optimize: threads "
+               "(this process), local (worker processes), dask, ...; empty: threads"),
+    SettingDef("executor_scheduler", "str", None, "Address of a running scheduler for the executor, e.g. "
+               "tcp://head:8786 (dask); empty: the executor starts its own workers"),
+    SettingDef("executor_workers", "int", 0, "Workers the executor starts when it has no scheduler; 0: its default",
+               (("ge", 0),)),
     SettingDef("prompt_dir", "str", None, "Folder of the manual provider's prompt/response files"),
     SettingDef("interactive", "bool", None, "Ask for pasted answers on a terminal (manual provider)"),
     SettingDef("cuda_arch", "str", None, "CUDA architecture for checks, e.g. sm_90; empty asks nvidia-smi"),

@@ -81,6 +81,9 @@ class AISettings(BaseModel):
     sandbox_wall_seconds: float = _field("sandbox_wall_seconds")
     sandbox_memory_mb: int = _field("sandbox_memory_mb")
     max_concurrency: int = _field("max_concurrency")
+    executor: str | None = _field("executor")
+    executor_scheduler: str | None = _field("executor_scheduler")
+    executor_workers: int = _field("executor_workers")
     prompt_dir: str | None = _field("prompt_dir")
     interactive: bool | None = _field("interactive")
     cuda_arch: str | None = _field("cuda_arch")
@@ -102,7 +105,7 @@ class AISettings(BaseModel):
 
     @field_validator("provider", "model", "base_url", "effort", "target", "prompt_dir", "interactive",
                      "cuda_arch", "hip_arch", "bench_sizes", "verify_sizes", "on_failure",
-                     mode="before")
+                     "executor", "executor_scheduler", mode="before")
     @classmethod
     def _empty_is_none(cls, value: Any) -> Any:
         if isinstance(value, str) and value.strip().lower() in ("", "none", "auto"):
@@ -261,6 +264,7 @@ CHOICES: dict[str, tuple[str, str]] = {
     "provider": ("providers", "provider"),
     "target": ("targets", "target"),
     "checkers": ("checkers", "checker"),
+    "executor": ("executors", "executor"),
 }
 
 
