@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import shutil
+import subprocess
 from typing import Any
 
 import pytest
@@ -24,3 +27,21 @@ def add_nested_sdfg(state: Any, inner: Any, outer: Any, inputs: Any, outputs: An
     if DACE2:
         return state.add_nested_sdfg(inner, inputs, outputs, **kwargs)
     return state.add_nested_sdfg(inner, outer, inputs, outputs, **kwargs)
+
+
+@functools.cache
+def cross_headers_problem(compiler: str = "aarch64-linux-gnu-g++") -> str | None:
+    """Why ``compiler`` cannot compile DaCe's runtime headers, or None (also None when it is not installed).
+
+    DaCe 2's headers need C++20 and, on aarch64, ``_Float16`` in C++ (GCC 13); Debian 12's cross
+    compiler is GCC 12. DaCe 1.0's headers compile with it.
+    """
+    if not DACE2 or shutil.which(compiler) is None:
+        return None
+    from dace_ai.plugin import dace_include_dir, runtime_standard_flag
+
+    done = subprocess.run([compiler, runtime_standard_flag(), "-fsyntax-only", "-I", str(dace_include_dir()),
+                           "-include", "dace/dace.h", "-x", "c++", "/dev/null"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    errors = [line for line in done.stderr.splitlines() if "error" in line]
+    return None if done.returncode == 0 else (errors[0] if errors else done.stderr.strip()[:200])

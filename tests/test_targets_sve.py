@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import platform
 import shutil
-import subprocess
 
 import pytest
 from dace_ai.checking.api import CheckRequest
@@ -12,24 +11,10 @@ from dace_ai.checking.stages import run_checks
 from dace_ai.config.settings import resolve_settings
 from dace_ai_sve.harness import first_difference, harness_source, parse_outputs
 
-from tests.dace_versions import DACE2
+from tests.dace_versions import cross_headers_problem
 from tests.target_support import answer, axpy_node, gemm_node, run_checker, target
 
-
-def _runtime_headers_problem() -> str | None:
-    """Why the cross compiler cannot compile DaCe's runtime headers (DaCe 2's need _Float16 in C++: GCC 13), or None."""
-    if not DACE2 or shutil.which("aarch64-linux-gnu-g++") is None:
-        return None
-    from dace_ai.plugin import dace_include_dir, runtime_standard_flag
-
-    done = subprocess.run(["aarch64-linux-gnu-g++", runtime_standard_flag(), "-fsyntax-only", "-I",
-                           str(dace_include_dir()), "-include", "dace/dace.h", "-x", "c++", "/dev/null"],
-                          capture_output=True, text=True, timeout=120, check=False)
-    errors = [line for line in done.stderr.splitlines() if "error" in line]
-    return None if done.returncode == 0 else (errors[0] if errors else done.stderr.strip()[:200])
-
-
-_HEADERS = _runtime_headers_problem()
+_HEADERS = cross_headers_problem()
 needs_cross = pytest.mark.skipif(
     shutil.which("aarch64-linux-gnu-g++") is None or shutil.which("qemu-aarch64") is None or _HEADERS is not None,
     reason="needs g++-aarch64-linux-gnu and qemu-user" if _HEADERS is None else

@@ -166,13 +166,7 @@ def build_command(target: Any) -> tuple[list[str], list[str]]:
     """
     if builds_with_dace(target):
         return dace_build_command()
-    flags = list(target.flags or ())
-    if language_standard(flags) is None:
-        # Units include DaCe's runtime headers, which need the standard DaCe builds with (C++20 on DaCe 2).
-        from dace_ai import compat
-
-        flags = compat.cpp_standard_flags() + flags
-    return list(target.compiler or ()), flags
+    return list(target.compiler or ()), list(target.flags or ())
 
 
 def runtime_standard_flag(at_least: str = "c++17") -> str:
