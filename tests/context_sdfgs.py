@@ -12,6 +12,8 @@ import dace
 import dace.library
 from dace.sdfg import nodes as nd
 
+from tests.dace_versions import add_nested_sdfg
+
 
 @dace.library.node
 class Probe(nd.LibraryNode):
@@ -73,7 +75,7 @@ def nested_sdfg():
     outer.add_array("B", [N, 8], dace.float64)
     state = outer.add_state("outer_body")
     me, mx = state.add_map("rows", {"i": "0:N"})
-    nsdfg = state.add_nested_sdfg(inner, outer, {"row"}, {"out"})
+    nsdfg = add_nested_sdfg(state, inner, outer, {"row"}, {"out"})
     state.add_memlet_path(state.add_read("A"), me, nsdfg, dst_conn="row", memlet=dace.Memlet("A[i, 0:8]"))
     state.add_memlet_path(nsdfg, mx, state.add_write("B"), src_conn="out", memlet=dace.Memlet("B[i, 0:8]"))
     return outer, inner_state, probe

@@ -20,6 +20,7 @@ from dace_ai.prompt.answer import Answer
 from dace_ai.prompt.sections import render_target
 from dace_ai.targets.build_flags import build_command, builds_with_dace, dace_build_command, named_machine
 
+from tests.dace_versions import cross_headers_problem
 from tests.target_support import axpy_node, target
 
 #: Arm's own toolchain name: absent on a Debian machine (which names its cross compiler aarch64-linux-gnu-g++).
@@ -84,6 +85,9 @@ def _request(answer, node):
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("aarch64-linux-gnu-g++") is None, reason="g++-aarch64-linux-gnu is not installed")
+@pytest.mark.skipif(cross_headers_problem() is not None,
+                    reason=f"DaCe 2's runtime headers do not compile with this aarch64-linux-gnu-g++: "
+                           f"{cross_headers_problem()}")
 def test_an_installed_cross_compiler_compiles_the_candidate_with_the_targets_flags(register_dace_ai_plugin):
     if platform.machine() == "aarch64":
         pytest.skip("on an ARM machine NEON code is host code")

@@ -27,7 +27,7 @@ from tests.check_support import build_pch, seed_pch
 from tests.distributions import REPO
 
 #: Pages whose snippets build or run a DaCe program (seconds each): marked slow.
-SLOW = {"README.md", "getting-started.md", "speed.md", "sessions.md", "troubleshooting.md"}
+SLOW = {"README.md", "getting-started.md", "speed.md", "sessions.md", "troubleshooting.md", "migration.md"}
 
 SYBIL = Sybil(parsers=[PythonCodeBlockParser(), SkipParser()], path=str(REPO),
               patterns=["README.md", "docs/user/*.md"])

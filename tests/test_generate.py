@@ -15,6 +15,7 @@ from dace_ai.errors import AIUsageError, ProviderError
 from dace_ai.expansion.generate import GenerateSummary
 from dace_ai.storage.cache import AnswerCache
 
+from tests.dace_versions import add_nested_sdfg
 from tests.fakes.llm_server import (
     Fault,
     Reply,
@@ -69,7 +70,7 @@ def _outer_sdfg():
         sdfg.add_array(name, [N], dace.float64)
     state = sdfg.add_state("main")
     for src, dst in (("A", "X"), ("B", "Y")):
-        nested = state.add_nested_sdfg(_scale_sdfg(), sdfg, {"a"}, {"x"}, symbol_mapping={"N": "N"})
+        nested = add_nested_sdfg(state, _scale_sdfg(), sdfg, {"a"}, {"x"}, symbol_mapping={"N": "N"})
         state.add_edge(state.add_read(src), None, nested, "a", dace.Memlet(f"{src}[0:N]"))
         state.add_edge(nested, "x", state.add_write(dst), None, dace.Memlet(f"{dst}[0:N]"))
     node = dace_ai.AINode("add_one", "Write _out[i] = _in0[i] + 1 for every i < N.", inputs={"_in0"},

@@ -13,6 +13,7 @@ from dace_ai.prompt.answer import Answer
 from dace_ai.prompt.render import EXTRA_SECTION, SYSTEM_PROMPT, render_prompt
 
 from .context_sdfgs import map_nest_sdfg, nested_sdfg, strided_sdfg
+from .dace_versions import DACE2
 
 BUILTIN_ORDER = ["task", "node", "connectors", "scopes", "symbols", "target", "target-guidance",
                  "environments", "answer-format"]
@@ -56,7 +57,7 @@ def test_scopes_section_shows_the_map_nest_with_schedules():
     outer = "- map `outer` over i in 0:N, schedule `CPU_Multicore`"
     inner = "  - map `inner` over j in 0:8, schedule `Sequential`"
     assert outer in scopes and inner in scopes and scopes.index(outer) < scopes.index(inner)
-    assert "- `j`: `int64_t`" in prompt.section("symbols")
+    assert "- `j`: `int64_t`" in prompt.section("symbols") or (DACE2 and "- `j`: `int`" in prompt.section("symbols"))
     assert prompt.section("gpu") is None  # host code over host data
 
 

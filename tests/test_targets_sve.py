@@ -11,10 +11,14 @@ from dace_ai.checking.stages import run_checks
 from dace_ai.config.settings import resolve_settings
 from dace_ai_sve.harness import first_difference, harness_source, parse_outputs
 
+from tests.dace_versions import cross_headers_problem
 from tests.target_support import answer, axpy_node, gemm_node, run_checker, target
 
-needs_cross = pytest.mark.skipif(shutil.which("aarch64-linux-gnu-g++") is None or shutil.which("qemu-aarch64") is None,
-                                 reason="needs g++-aarch64-linux-gnu and qemu-user")
+_HEADERS = cross_headers_problem()
+needs_cross = pytest.mark.skipif(
+    shutil.which("aarch64-linux-gnu-g++") is None or shutil.which("qemu-aarch64") is None or _HEADERS is not None,
+    reason="needs g++-aarch64-linux-gnu and qemu-user" if _HEADERS is None else
+    f"DaCe 2's runtime headers do not compile with this aarch64-linux-gnu-g++: {_HEADERS}")
 
 
 def test_target_is_chosen_by_setting_and_describes_vector_length_agnostic_code():

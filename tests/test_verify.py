@@ -143,7 +143,8 @@ def test_refused_matmul_goes_back_to_the_model_then_runs_natively_with_a_warning
     _only_node(sdfg, "ai")
     with pytest.warns(NativeFallbackWarning) as record:
         compiled = sdfg.compile()
-    assert "MatMul" in str(record[0].message)
+    # (DaCe 2's own native expansions warn about set-valued connectors too.)
+    assert "MatMul" in str(next(r for r in record if issubclass(r.category, NativeFallbackWarning)).message)
     assert len(scripted.requests) == 2  # the repair round received the mismatch
     repair = scripted.requests[1].messages[-1].content
     assert "Check 'verify' (stage verify) failed" in repair and "output _c at index [0, 0] is 1.0" in repair

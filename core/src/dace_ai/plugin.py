@@ -111,7 +111,7 @@ from dace_ai.providers.sdk import (
     provider_failure,
     strict_json_schema,
 )
-from dace_ai.targets.build_flags import build_command, builds_with_dace
+from dace_ai.targets.build_flags import build_command, builds_with_dace, runtime_standard_flag
 from dace_ai.targets.cpu import CpuInfo, read_cpu
 
 __all__ = [
@@ -165,6 +165,7 @@ __all__ = [
     "Usage",
     "answer_headers",
     "build_command",
+    "runtime_standard_flag",
     "builds_with_dace",
     "cached_fallback",
     "chat_completion_reply",

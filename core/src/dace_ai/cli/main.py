@@ -136,8 +136,18 @@ def doctor_report() -> dict[str, Any]:
     targets = {name: {"matched": d.matched, "reason": d.reason}
                for name, d in ((n, detect(t)) for n, t in manager.targets().items())}
     failed = [r.as_dict() for r in records if r.status == "failed"]
-    return {"tools": tools, "api_keys_set": keys, "targets": targets, "environments": environment_report(manager),
-            "failed_plugins": failed}
+    return {"dace": dace_report(), "tools": tools, "api_keys_set": keys, "targets": targets,
+            "environments": environment_report(manager), "failed_plugins": failed}
+
+
+def dace_report() -> dict[str, Any]:
+    """The DaCe in use and who implements its 'ai' (dace-ai or DaCe's own AI library), with the reason."""
+    from dace_ai import compat
+    from dace_ai.expansion.takeover import CHARGE
+
+    return {"version": compat.DACE_VERSION, "builtin_ai_library": CHARGE.builtin, "builtin": CHARGE.mode,
+            "builtin_source": CHARGE.source, "in_charge": "dace-ai" if CHARGE.dace_ai_in_charge else "dace",
+            "implementation": CHARGE.implementation, "reason": CHARGE.describe(), "replaced": compat.replaced()}
 
 
 def environment_report(manager: Any) -> dict[str, list[dict[str, Any]]]:
@@ -182,6 +192,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(report)
     else:
+        dace_info = report["dace"]
+        print(f"DaCe {dace_info['version']}: {dace_info['in_charge']} implements 'ai'")
+        print(f"  {dace_info['reason']}")
         print("Tools:")
         for name, info in report["tools"].items():
             state = f"found at {info['path']} ({info['version']})" if info["path"] else "not found"

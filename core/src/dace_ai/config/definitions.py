@@ -69,6 +69,9 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef("interactive", "bool", None, "Ask for pasted answers on a terminal (manual provider)"),
     SettingDef("cuda_arch", "str", None, "CUDA architecture for checks, e.g. sm_90; empty asks nvidia-smi"),
     SettingDef("hip_arch", "str", None, "HIP offload architecture for checks, e.g. gfx90a"),
+    SettingDef("builtin", "str", "take", "On DaCe 2, which implements DaCe's own AI library (dace.ai, "
+               "dace.libraries.ai, the 'ai' implementation): take (dace-ai, with its checks) or keep (DaCe's library "
+               "as shipped; dace-ai's implementation is then named 'dace-ai'). Read once, when dace_ai is imported"),
     SettingDef("debug", "bool", False, "Show the full traceback of dace-ai errors raised inside DaCe's expansion"),
 )
 

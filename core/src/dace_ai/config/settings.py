@@ -89,6 +89,7 @@ class AISettings(BaseModel):
     interactive: bool | None = _field("interactive")
     cuda_arch: str | None = _field("cuda_arch")
     hip_arch: str | None = _field("hip_arch")
+    builtin: Literal["take", "keep"] = _field("builtin")
     debug: bool = _field("debug")
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
@@ -348,6 +349,29 @@ def resolve_settings(overrides: Mapping[str, Any] | None = None, *, start_dir: s
     remember_secret(settings.base_url)  # never shown again, wherever it turns up
     check_choices(settings)
     return settings
+
+
+def early_setting(key: str, *, start_dir: str | os.PathLike | None = None,
+                  environ: Mapping[str, str] | None = None) -> tuple[Any, str]:
+    """(value, source) of one core setting, resolved without loading plugins (for ``import dace_ai``).
+
+    Same sources and order as :func:`resolve_settings` (no explicit arguments at import time).
+    """
+    from dace_ai.compat import dace_config_overrides
+
+    environ = os.environ if environ is None else environ
+    env_name = ENV_PREFIX + key
+    if env_name in environ:
+        source = f"environment variable {env_name}"
+        return _validate_one(key, environ[env_name], source), source
+    dace_values = dace_config_overrides()
+    if key in dace_values:
+        source = f"dace.Config ('ai', {key!r})"
+        return _validate_one(key, dace_values[key], source), source
+    found = _find_file_settings(Path(start_dir or os.getcwd()).resolve())
+    if found and key in found[0]:
+        return _validate_one(key, found[0][key], found[1]), found[1]
+    return BY_KEY[key].default, "default"
 
 
 def describe_settings(settings: AISettings) -> list[dict[str, Any]]:

@@ -296,7 +296,8 @@ class SDFGContext:
             nsdfg_node, parent_state = state.sdfg.parent_nsdfg_node, state.sdfg.parent
             if nsdfg_node is None or parent_state is None:
                 break
-            inner_first.append(ScopeInfo("nested_sdfg", nsdfg_node.label, (), (), nsdfg_node.schedule.name))
+            inner_first.append(ScopeInfo("nested_sdfg", nsdfg_node.label, (), (),
+                                          compat.schedule_name(nsdfg_node)))
             state, node = parent_state, nsdfg_node
         scopes = inner_first[::-1]
         kernel = next((s for s in scopes if s.schedule in compat.GPU_KERNEL_SCHEDULES), None)

@@ -129,7 +129,11 @@ class ThreadRunner:
             out = run_job(jobs[0])
             yield JobResult(jobs[0].id, out["value"], out["error"], out["worker"])
             return
-        with ThreadPoolExecutor(max(1, min(self.workers, len(jobs))), thread_name_prefix="dace-ai-job") as pool:
+        from dace_ai import compat
+
+        workers = max(1, min(self.workers, len(jobs)))
+        # Workers adopt this thread's DaCe configuration (DaCe 2 keeps it per thread).
+        with ThreadPoolExecutor(workers, "dace-ai-job", compat.use_config, (compat.config_snapshot(),)) as pool:
             futures = {pool.submit(run_job, job): job for job in jobs}
             for future in as_completed(futures):
                 out = future.result()

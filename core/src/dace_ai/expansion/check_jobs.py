@@ -198,7 +198,7 @@ def _rebuild(payload: CheckPayload) -> Any:
 
     ctx = TypeAdapter(NodeContext).validate_python(payload.node)
     sdfg = dace.SDFG.from_json(json.loads(payload.program))
-    state = sdfg.states()[0]
+    state = next(iter(sdfg.states()))  # a list on DaCe 1.0, a generator on DaCe 2
     node = next(n for n in state.nodes() if isinstance(n, dace.nodes.LibraryNode))
     if payload.reference:
         node.reference = _reference_key(payload.reference)

@@ -204,12 +204,19 @@ def _replacement(pv: Any, sdfg: Any, state: Any, description: Any = None, *input
 
 
 #: Every name the frontend may look the call up by.
-FRONTEND_NAMES = ["dace_ai.ai", "dace.ai", f"{ai.__module__}.{ai.__qualname__}"]
+FRONTEND_NAMES = ["dace_ai.ai", f"{ai.__module__}.{ai.__qualname__}"]
+#: The names of ``dace.ai`` (DaCe 2 defines it in ``dace.frontend.python.interface``).
+DACE_NAMES = ["dace.ai", "dace.frontend.python.interface.ai"]
 
 
 def install() -> None:
-    """Register the frontend replacement and make ``dace.ai`` an alias of :func:`ai`."""
+    """Register the frontend replacement; make ``dace.ai`` an alias of :func:`ai` unless DaCe's own library keeps it."""
     import dace
 
-    compat.register_frontend_call(_replacement, FRONTEND_NAMES)
-    dace.ai = ai
+    from dace_ai.expansion.takeover import CHARGE
+
+    if CHARGE.dace_ai_in_charge:
+        compat.register_frontend_call(_replacement, FRONTEND_NAMES + DACE_NAMES)
+        dace.ai = ai
+    else:
+        compat.register_frontend_call(_replacement, FRONTEND_NAMES)

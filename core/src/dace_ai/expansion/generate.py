@@ -43,6 +43,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from dace_ai import compat
 from dace_ai.errors import AIUsageError, DaceAIError, DaceAIWarning, ProviderError
 from dace_ai.prompt.answer import parse_answer
 from dace_ai.providers.api import ProviderReply, ProviderRequest, Usage
@@ -292,7 +293,8 @@ def _answer(provider: Any, client: Any, job: _Job, cache: AnswerCache, settings:
 
 
 def _run(jobs: Any, workers: int, work: Callable[[_Job], _Answered], bar: _Progress) -> None:
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dace-ai-generate")
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dace-ai-generate",
+                              initializer=compat.use_config, initargs=(compat.config_snapshot(),))
     started: dict[Future, tuple[_Job, float]] = {}
     try:
         for job in jobs:

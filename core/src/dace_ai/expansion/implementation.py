@@ -33,8 +33,10 @@ from typing import Any
 from dace.transformation.transformation import ExpandTransformation
 
 from dace_ai import compat
+from dace_ai.expansion.takeover import CHARGE
 
-IMPLEMENTATION = compat.AI_IMPLEMENTATION
+#: ``'ai'``, or ``'dace-ai'`` on DaCe 2 when DaCe's own library keeps ``'ai'`` (see :mod:`~dace_ai.expansion.takeover`).
+IMPLEMENTATION = CHARGE.implementation
 
 
 def _debug() -> bool:
@@ -154,11 +156,20 @@ def _expansion_pass() -> _ExpansionPass:
 
 
 def install() -> None:
-    """Add 'ai' to every library node class, now and later; enable the seed ``expand`` spelling."""
+    """Add 'ai' to every library node class, now and later; enable the seed ``expand`` spelling.
+
+    On DaCe 2, where ``'ai'`` is DaCe's reserved name, it is routed to dace-ai instead
+    (or, with ``builtin = "keep"``, dace-ai registers as ``'dace-ai'``).
+    """
     global _installed
     if _installed:
         return
-    compat.on_library_node_class(add_ai_implementation)
+    if compat.HAS_BUILTIN_AI and CHARGE.dace_ai_in_charge:
+        from dace_ai.expansion.takeover import take_over
+
+        take_over()
+    else:
+        compat.on_library_node_class(add_ai_implementation)
     compat.patch_expand_spellings()
     compat.wrap_expand_library_nodes(_expansion_pass)
     _installed = True

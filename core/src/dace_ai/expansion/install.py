@@ -34,6 +34,9 @@ def install() -> None:
 
     frontend.install()
     expansion.install()
+    # DaCe 2's own AINode shares the class name: saved SDFGs keep each kind of node what it was.
+    if compat.builtin_node_class() is not None:
+        compat.serialize_by_class_path("AINode")
     compat.add_library_node_methods(generate_prompt=_generate_prompt, read_prompt_response=_read_prompt_response)
     try:
         from pathlib import Path

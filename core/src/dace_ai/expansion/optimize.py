@@ -38,6 +38,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from dace_ai import compat
 from dace_ai.checking.deception import format_seconds
 from dace_ai.errors import AIUsageError, DaceAIError
 from dace_ai.expansion.optimize_report import Candidate, NodeOptimization, OptimizeReport
@@ -248,8 +249,9 @@ class _Runner:
         ask_workers = 1 if self.provider.offline else max(1, min(self.settings.max_concurrency, samples))
         local = self.settings.check_concurrency or (os.cpu_count() or 1)
         check_workers = max(1, min(local if self.dispatcher.in_process else self.dispatcher.capacity(), samples))
-        with ThreadPoolExecutor(ask_workers, thread_name_prefix="dace-ai-optimize-ask") as asks, \
-                ThreadPoolExecutor(check_workers, thread_name_prefix="dace-ai-optimize-check") as checks:
+        config = (compat.use_config, (compat.config_snapshot(),))  # DaCe 2 keeps its configuration per thread
+        with ThreadPoolExecutor(ask_workers, "dace-ai-optimize-ask", *config) as asks, \
+                ThreadPoolExecutor(check_workers, "dace-ai-optimize-check", *config) as checks:
             futures: list[Future] = []
             for attempt in attempts:
                 asked = asks.submit(self._ask, attempt)

@@ -181,7 +181,46 @@ def answer_json_schema() -> dict[str, Any]:
     return Answer.model_json_schema()
 
 
+#: DaCe 2.0's own response files (``dace.libraries.ai``) name environment fields after CMake's.
+_DACE_ENVIRONMENT_FIELDS = {"cmake_libraries": "libraries", "cmake_includes": "include_dirs",
+                            "cmake_compile_flags": "compile_flags", "cmake_link_flags": "link_flags"}
+
+
+def from_dace_spelling(data: dict[str, Any], origin: str = "answer") -> dict[str, Any]:
+    """An answer written for DaCe 2.0's own AI library, in dace-ai's spelling; others unchanged.
+
+    DaCe's files say ``"language": "CPP"`` and describe environments with ``cmake_*``
+    fields; the meaning is the same. A ``"Python"`` tasklet or CMake variables have no
+    counterpart here and are refused by name.
+    """
+    if data.get("language") == "Python":
+        raise AnswerError(f"{origin}: field 'language': Python tasklets are not supported; answer in C++ "
+                          "(\"language\": \"CPP\" or \"cpp\")")
+    if data.get("language") == "CPP":
+        data = {**data, "language": "cpp"}
+    environments = data.get("environments")
+    if isinstance(environments, list) and any(isinstance(e, dict) and (set(e) & {*_DACE_ENVIRONMENT_FIELDS,
+                                                                              "cmake_variables",
+                                                                              "cmake_minimum_version"})
+                                              for e in environments):
+        converted = []
+        for index, env in enumerate(environments):
+            if not isinstance(env, dict):
+                converted.append(env)
+                continue
+            if env.get("cmake_variables"):
+                raise AnswerError(f"{origin}: field 'environments.{index}.cmake_variables': CMake variables are not "
+                                  "supported; use compile_definitions or cmake_packages")
+            env = {_DACE_ENVIRONMENT_FIELDS.get(k, k): v for k, v in env.items()
+                   if k not in ("cmake_variables", "cmake_minimum_version")}
+            converted.append(env)
+        data = {**data, "environments": converted}
+    return data
+
+
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)\n?```", re.DOTALL)
+#: From the first fence to the last: an answer whose strings contain a fence of their own.
+_OUTER_FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*)\n?```", re.DOTALL)
 
 
 def parse_answer(text: str, *, origin: str = "answer", max_tokens: int | None = None) -> Answer:
@@ -201,6 +240,7 @@ def parse_answer(text: str, *, origin: str = "answer", max_tokens: int | None = 
     stripped = text.strip()
     candidates = [stripped]
     candidates += [m.group(1) for m in _FENCE.finditer(text)]
+    candidates += [m.group(1) for m in _OUTER_FENCE.finditer(text)]
     data: Any = None
     last_error: json.JSONDecodeError | None = None
     for candidate in candidates:
@@ -220,6 +260,7 @@ def parse_answer(text: str, *, origin: str = "answer", max_tokens: int | None = 
         raise AnswerError(f"{origin}: invalid answer: " + "; ".join(problems[:5]))
     if not isinstance(data, dict):
         raise AnswerError(f"{origin}: expected a JSON object, got {type(data).__name__}")
+    data = from_dace_spelling(data, origin)
     try:
         return Answer.model_validate(data)
     except ValidationError as exc:

@@ -76,8 +76,11 @@ def dace_build_flags(compiler: str | None = None) -> list[str]:
     """The flags DaCe's CMake build compiles host code with (see the module docstring)."""
     from dace.config import Config
 
+    from dace_ai import compat
+
     compiler = compiler or dace_compiler()
-    flags = shlex.split(Config.get("compiler", "cpu", "args") or "")
+    # The C++ standard: in compiler.cpu.args on DaCe 1.0, the compiler.cpp_standard setting on DaCe 2.
+    flags = compat.cpp_standard_flags() + shlex.split(compat.host_cpu_args())
     build_type = str(Config.get("compiler", "build_type") or "").lower()
     flags += BUILD_TYPE_FLAGS.get(build_type, ())
     flags.append("-fPIC")
@@ -164,6 +167,18 @@ def build_command(target: Any) -> tuple[list[str], list[str]]:
     if builds_with_dace(target):
         return dace_build_command()
     return list(target.compiler or ()), list(target.flags or ())
+
+
+def runtime_standard_flag(at_least: str = "c++17") -> str:
+    """The ``-std=`` flag for a standalone unit that includes DaCe's runtime headers.
+
+    DaCe's own standard where it sets one (``compiler.cpp_standard``, C++20 on DaCe 2,
+    whose headers need it), else ``-std=<at_least>``.
+    """
+    from dace_ai import compat
+
+    own = compat.cpp_standard_flags()
+    return own[-1] if own else f"-std={at_least}"
 
 
 def language_standard(flags: list[str]) -> str | None:

@@ -25,6 +25,7 @@ from dace_ai.plugin import (
     host_unit,
     report_from_tool,
     run_tool,
+    runtime_standard_flag,
 )
 
 NAME = "lab-warnings"
@@ -43,7 +44,7 @@ def check(request: CheckRequest) -> CheckReport:
     compiler = node.target.compiler[0] if node.target.compiler else "g++"
     unit = request.workdir / "candidate.cpp"
     unit.write_text(host_unit(request.answer, node, prelude="#include <dace/dace.h>\n"))
-    argv = [compiler, "-std=c++17", "-fsyntax-only", *shlex.split(request.settings.labwarnings_flags),
+    argv = [compiler, runtime_standard_flag(), "-fsyntax-only", *shlex.split(request.settings.labwarnings_flags),
             # DaCe's own headers are not the answer's business: their warnings are silenced.
             "-isystem", str(dace_include_dir()), unit.name]
     result = run_tool(argv, cwd=request.workdir, timeout=60)

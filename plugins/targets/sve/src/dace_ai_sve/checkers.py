@@ -23,6 +23,7 @@ from dace_ai.plugin import (
     host_unit,
     report_from_tool,
     run_tool,
+    runtime_standard_flag,
 )
 
 from .harness import HarnessError, buffers, first_difference, harness_source, parse_outputs, symbol_values
@@ -57,7 +58,7 @@ def check_compile(request: CheckRequest) -> CheckReport:
     workdir.mkdir(parents=True, exist_ok=True)
     unit = workdir / "candidate.cpp"
     unit.write_text(host_unit(request.answer, request.node, prelude=PRELUDE, environments=request.environments))
-    argv = [compiler(request), "-std=c++17", "-c", "-O1", "-I", str(dace_include_dir()),
+    argv = [compiler(request), runtime_standard_flag(), "-c", "-O1", "-I", str(dace_include_dir()),
             *environment_flags(request.environments), *_flags(request),
             unit.name, "-o", "candidate.o"]
     return report_from_tool(COMPILE_CHECKER, run_tool(argv, cwd=workdir, timeout=120), workdir)
@@ -77,7 +78,7 @@ def check_vector_lengths(request: CheckRequest) -> CheckReport:
     except HarnessError as exc:
         return CheckReport(VL_CHECKER, "inconclusive", f"no harness for this node: {exc}")
     (workdir / "harness.cpp").write_text(source)
-    build = run_tool([compiler(request), "-std=c++17", "-O2", "-I", str(dace_include_dir()), *_flags(request),
+    build = run_tool([compiler(request), runtime_standard_flag(), "-O2", "-I", str(dace_include_dir()), *_flags(request),
                       "harness.cpp", "-o", "harness"], cwd=workdir, timeout=180)
     if not build.ok:
         return report_from_tool(VL_CHECKER, build, workdir, failure_prefix="The harness did not build:\n")

@@ -19,6 +19,7 @@ from dace_ai.plugin import (
     host_unit,
     report_from_tool,
     run_tool,
+    runtime_standard_flag,
 )
 
 COMPILER = "clang++"
@@ -30,7 +31,7 @@ def check(request) -> CheckReport:
     folder = Path(request.workdir) / "clang"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / UNIT_FILE).write_text(host_unit(request.answer, request.node), encoding="utf-8")
-    cmd = [COMPILER, "-std=c++14", "-I", str(dace_include_dir()), "-include", "dace/dace.h",
+    cmd = [COMPILER, runtime_standard_flag("c++14"), "-I", str(dace_include_dir()), "-include", "dace/dace.h",
            "-fsyntax-only", UNIT_FILE]
     return report_from_tool("clang-syntax", run_tool(cmd, cwd=folder, timeout=300), folder,
                             details={"compiler": COMPILER})

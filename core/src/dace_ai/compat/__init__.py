@@ -1,7 +1,10 @@
-"""Everything specific to the DaCe version in one place (DaCe 1.0.2 today).
+"""Everything that touches DaCe internals, in one package (DaCe 1.0.x and 2.0).
 
 Other modules call these functions instead of reaching into DaCe internals, so
-support for another DaCe version means changing this module only.
+support for another DaCe version means changing this package only. What is the
+same on every supported version lives here; what differs lives in one module per
+major version (:mod:`~dace_ai.compat.dace1`, :mod:`~dace_ai.compat.dace2`),
+chosen once, at import, from ``dace.__version__``.
 """
 
 from __future__ import annotations
@@ -12,6 +15,29 @@ import dace
 from dace.config import Config
 
 DACE_VERSION = dace.__version__
+#: DaCe's major version (1 or 2), which picks the version module below.
+DACE_MAJOR = int(DACE_VERSION.split(".", 1)[0])
+
+if DACE_MAJOR >= 2:
+    from dace_ai.compat import dace2 as version
+else:
+    from dace_ai.compat import dace1 as version
+
+#: True when DaCe ships its own AI library (``dace.libraries.ai``, DaCe 2.0 on).
+HAS_BUILTIN_AI: bool = version.HAS_BUILTIN_AI
+patch_expand_spellings = version.patch_expand_spellings
+cpp_standard_flags = version.cpp_standard_flags
+host_cpu_args = version.host_cpu_args
+#: Worker threads adopt the caller's DaCe configuration (``ThreadPoolExecutor(initializer=use_config,
+#: initargs=(config_snapshot(),))``): DaCe 2.0 keeps it per thread.
+config_snapshot = version.config_snapshot
+use_config = version.use_config
+builtin_library = version.builtin_library
+builtin_node_class = version.builtin_node_class
+route_reserved_implementation = version.route_reserved_implementation
+replace_library_functions = version.replace_library_functions
+replaced = version.replaced
+serialize_by_class_path = version.serialize_by_class_path
 
 
 def register_ai_config(definitions: Any) -> None:
@@ -22,7 +48,8 @@ def register_ai_config(definitions: Any) -> None:
     settings, once plugins load) it adds the new keys and keeps the existing ones and
     any value already set (from ``.dace.conf`` or ``Config.set``).
     """
-    required = Config._config_metadata.setdefault("required", {})
+    metadata, values = version.config_store()
+    required = metadata.setdefault("required", {})
     category = required.setdefault("ai", {
         "type": "dict",
         "title": "AI implementations (dace-ai)",
@@ -32,9 +59,29 @@ def register_ai_config(definitions: Any) -> None:
     for d in definitions:
         category["required"].setdefault(d.key, {"type": d.dace_type, "default": "" if d.default is None else d.default,
                                                 "title": d.key, "description": d.description})
-    current = Config._config.setdefault("ai", {})
+    current = values.setdefault("ai", {})
     for key, entry in category["required"].items():
         current.setdefault(key, entry["default"])
+
+
+def adopt_ai_defaults(definitions: Any) -> None:
+    """Make dace-ai's defaults those of ``ai`` keys DaCe defines too (DaCe 2, when dace-ai implements them).
+
+    Only values still at DaCe's default change, so one set in ``.dace.conf``, a
+    ``DACE_ai_*`` variable or ``Config.set`` keeps its meaning; afterwards setting a key to
+    what DaCe's default was (``provider = "anthropic"``) counts as a choice.
+    """
+    metadata, values = version.config_store()
+    entries = metadata.get("required", {}).get("ai", {}).get("required", {})
+    current = values.setdefault("ai", {})
+    for d in definitions:
+        entry = entries.get(d.key)
+        if entry is None:
+            continue
+        default = "" if d.default is None else d.default
+        if current.get(d.key) == entry.get("default"):
+            current[d.key] = default
+        entry["default"] = default
 
 
 def dace_config_overrides() -> dict[str, Any]:
@@ -43,11 +90,12 @@ def dace_config_overrides() -> dict[str, Any]:
     Read directly (not via ``Config.get``) because DaCe's getter would also return
     ``DACE_ai_*`` environment variables, which are a separate, higher source.
     """
-    category = Config._config_metadata.get("required", {}).get("ai")
+    metadata, values = version.config_store()
+    category = metadata.get("required", {}).get("ai")
     if category is None:  # registered by ``import dace_ai``; nothing can be set before that
         return {}
     schema = category["required"]
-    current = Config._config.get("ai", {})
+    current = values.get("ai", {})
     return {k: v for k, v in current.items() if k in schema and v != schema[k]["default"]}
 
 
@@ -57,7 +105,7 @@ def build_folder_root() -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# The reserved 'ai' implementation and expansion hooks (DaCe 1.0.2).
+# The reserved 'ai' implementation and expansion hooks.
 # --------------------------------------------------------------------------------------------
 
 def library_node_base() -> type:
@@ -86,6 +134,7 @@ def make_expansion_class(name: str, base: type, node_class: type) -> type:
 
     cls = type(name, (base,), {"environments": [], "__module__": base.__module__})
     cls = dace.library.expansion(cls)
+    cls._match_node = node_class  # what registering sets; DaCe 2's reserved 'ai' is never registered
     return cls
 
 
@@ -134,41 +183,6 @@ def is_unregistered_library_node(node_class: type) -> bool:
     from dace.sdfg.nodes import UnregisteredLibraryNode
 
     return issubclass(node_class, UnregisteredLibraryNode)
-
-
-_expand_patched = False
-
-
-def patch_expand_spellings() -> None:
-    """Let ``node.expand(state, 'ai')`` (the seed spelling) work next to DaCe's ``expand(sdfg, state)``.
-
-    The seed spelling passes the state first and an implementation name second;
-    the SDFG is the state's parent. The implementation is set for this call only.
-    """
-    global _expand_patched
-    if _expand_patched:
-        return
-    from dace.sdfg.state import SDFGState
-
-    base = library_node_base()
-    original = base.expand
-
-    def expand(self: Any, sdfg: Any, state: Any = None, *args: Any, **kwargs: Any) -> str:
-        if isinstance(sdfg, SDFGState) and (state is None or isinstance(state, str)):
-            implementation, state, sdfg = state, sdfg, sdfg.sdfg
-            if implementation is not None:
-                previous_impl = self.implementation
-                self.implementation = implementation
-                try:
-                    return original(self, sdfg, state, *args, **kwargs)
-                finally:
-                    self.implementation = previous_impl
-        return original(self, sdfg, state, *args, **kwargs)
-
-    expand.__doc__ = original.__doc__
-    expand.__wrapped__ = original  # type: ignore[attr-defined]
-    base.expand = expand
-    _expand_patched = True
 
 
 _pass_hooks: list[Any] = []
@@ -256,7 +270,7 @@ class debugprint_off:
 
         # ``Config.get`` reads ``DACE_debugprint`` before the stored value, so both must go.
         self._env = os.environ.pop("DACE_debugprint", None)
-        self._previous = Config._config.get("debugprint")
+        self._previous = version.config_store()[1].get("debugprint")
         Config.set("debugprint", value=False)
         return self
 
@@ -416,6 +430,12 @@ def loop_description(region: Any) -> tuple[str, str, str] | None:
 
     header = "; ".join((text(region.init_statement), text(region.loop_condition), text(region.update_statement)))
     return region.label, region.loop_variable or "", header
+
+
+def schedule_name(node: Any) -> str:
+    """A node's schedule by name; ``Default`` for nodes without one (a nested SDFG on DaCe 2)."""
+    schedule = getattr(node, "schedule", None)
+    return schedule.name if schedule is not None else "Default"
 
 
 def cpp_offset(desc: Any, subset: Any) -> str:
@@ -637,6 +657,18 @@ def expand_with(sdfg: Any, state: Any, node: Any, implementation: str) -> None:
     transformation.apply(state, sdfg)
 
 
+#: The SDFG DaCe writes into a program's build folder: ``program.sdfg`` on DaCe 1.0, compressed on 2.0.
+PROGRAM_FILES = ("program.sdfg", "program.sdfgz")
+
+
+def program_file(folder: Any) -> Any:
+    """The SDFG file in a program's build folder (a ``Path``; the first name when none exists yet)."""
+    from pathlib import Path
+
+    candidates = [Path(folder) / name for name in PROGRAM_FILES]
+    return next((path for path in candidates if path.is_file()), candidates[0])
+
+
 def program_layout(folder: str, sizes: dict[str, int]) -> dict[str, Any]:
     """How to call a built program without DaCe: library, entry points, arguments in call order.
 
@@ -650,7 +682,7 @@ def program_layout(folder: str, sizes: dict[str, int]) -> dict[str, Any]:
     from dace import data, symbolic
     from dace.sdfg import SDFG
 
-    sdfg = SDFG.from_file(os.path.join(folder, "program.sdfg"))
+    sdfg = SDFG.from_file(str(program_file(folder)))
     suffix = Config.get("compiler", "library_extension")
     arglist = sdfg.arglist()
     order = sdfg.signature_arglist(with_types=False, arglist=arglist)
