@@ -204,7 +204,8 @@ def _limit(limits: Limits) -> Any:
 
 def run_side_by_side(request: CheckRequest, *, sizes: dict[str, int] | None = None, repeats: int = 7,
                      seeds: tuple[int, ...] = (1, 2), limits: Limits | None = None,
-                     outputs_only: tuple[str, ...] | None = None) -> dict[str, Any]:
+                     outputs_only: tuple[str, ...] | None = None,
+                     baselines: dict[str, Path] | None = None) -> dict[str, Any]:
     """Build, then run candidate and native in the child; the child's findings as a dict.
 
     Keys: ``status`` (``ok``, ``crashed``, ``timeout``, ``error``), ``native`` and
@@ -212,6 +213,8 @@ def run_side_by_side(request: CheckRequest, *, sizes: dict[str, int] | None = No
     ``inputs_modified``, ``writes_outside``, ``reads_outside``, ``bytes``,
     ``bandwidth`` (bytes/s at this working set), ``sizes``, ``batch``.
     Raises :class:`TimingUnavailable` when the native side cannot be built.
+    ``baselines``: more built programs (label -> folder, see :mod:`dace_ai.checking.baselines`)
+    timed interleaved with both sides; their per-run seconds come back under their labels.
     """
     from dace_ai.compat import program_layout
     from dace_ai.storage.files import ai_folder
@@ -226,6 +229,7 @@ def run_side_by_side(request: CheckRequest, *, sizes: dict[str, int] | None = No
         "bytes": connector_bytes(request, program, values),
         "outputs": [c.container for c in request.node.outputs],
         "inputs": [c.container for c in request.node.inputs],
+        "baselines": {label: program_layout(str(folder), values) for label, folder in (baselines or {}).items()},
     }
     result_path = Path(request.workdir) / f"bench-result-{os.getpid()}-{threading.get_ident()}.json"
     spec_path = result_path.with_name(result_path.name.replace("result", "spec"))

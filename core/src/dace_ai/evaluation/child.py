@@ -111,18 +111,26 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
     repeats = int(spec.get("repeats", 5))
     args_b, args_c = make_arguments(sdfg, task, 0), make_arguments(sdfg, task, 0)
-    run_b = lambda: baseline(**args_b, **task.sizes)
-    run_c = lambda: candidate(**args_c, **task.sizes)
-    calls_b, calls_c = _calls_per_sample(run_b), _calls_per_sample(run_c)  # also the warm-up
-    base_times, cand_times = [], []
-    for _ in range(repeats):  # interleaved, so both see the same machine state
-        base_times.append(_sample(run_b, calls_b))
-        cand_times.append(_sample(run_c, calls_c))
-    tb, tc = statistics.median(base_times), statistics.median(cand_times)
+    runs = {"baseline": lambda: baseline(**args_b, **task.sizes), "candidate": lambda: candidate(**args_c, **task.sizes)}
+    if spec.get("baselines"):  # the strongest implementations (DaCe's library expansions, NumPy): timed alongside
+        from dace_ai.evaluation.baselines import native_label, task_baseline_runs
+
+        result["native_label"] = native_label(suite, task)
+
+        extra, result["baselines_left_out"] = task_baseline_runs(suite, task, sdfg, build_root, digest, _compiled)
+        runs.update(extra)
+    calls = {label: _calls_per_sample(run) for label, run in runs.items()}  # also the warm-up
+    times: dict[str, list[float]] = {label: [] for label in runs}
+    for _ in range(repeats):  # interleaved, so every side sees the same machine state
+        for label, run in runs.items():
+            times[label].append(_sample(run, calls[label]))
+    tb, tc = statistics.median(times["baseline"]), statistics.median(times["candidate"])
     result.update(baseline_seconds=tb, candidate_seconds=tc, speedup=tb / tc if tc > 0 else None,
-                  baseline_spread=[min(base_times), max(base_times)],
-                  candidate_spread=[min(cand_times), max(cand_times)], repeats=repeats,
-                  calls_per_sample=[calls_b, calls_c])
+                  baseline_spread=[min(times["baseline"]), max(times["baseline"])],
+                  candidate_spread=[min(times["candidate"]), max(times["candidate"])], repeats=repeats,
+                  calls_per_sample=[calls["baseline"], calls["candidate"]],
+                  baselines_seconds={label: statistics.median(t) for label, t in times.items()
+                                     if label not in ("baseline", "candidate")})
     return result
 
 
