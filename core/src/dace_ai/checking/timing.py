@@ -113,9 +113,19 @@ def connector_bytes(request: CheckRequest, program: Any, values: dict[str, int])
 
 
 def _open_arrays(sdfg: Any) -> None:
-    """Every container becomes an argument of the program (the child passes all data)."""
-    for desc in sdfg.arrays.values():
-        desc.transient = False
+    """Every container becomes an argument of the program (the child passes all data).
+
+    A scalar becomes a one-element array: DaCe passes non-transient scalars by value, so
+    a scalar output would be written nowhere and its computation optimised away.
+    """
+    import dace
+
+    for name, desc in list(sdfg.arrays.items()):
+        if isinstance(desc, dace.data.Scalar):
+            sdfg.remove_data(name, validate=False)
+            sdfg.add_datadesc(name, dace.data.Array(desc.dtype, [1]))
+        else:
+            desc.transient = False
 
 
 def candidate_program(request: CheckRequest) -> Any:

@@ -45,6 +45,7 @@ def task_baseline_runs(suite: str, task: Any, sdfg: Any, build_root: Path, diges
     Runs only in the sandboxed child: it calls compiled DaCe programs.
     """
     from dace_ai.checking.baselines import node_baselines
+    from dace_ai.compat import fast_caller
     from dace_ai.evaluation.programs import compare, make_arguments, program_sdfg
     from dace_ai.evaluation.tasks import suite_member
 
@@ -73,7 +74,7 @@ def task_baseline_runs(suite: str, task: Any, sdfg: Any, build_root: Path, diges
             if problem is not None:
                 left_out[baseline.name] = f"its outputs differ from the reference: {problem}"[:300]
                 continue
-            runs[baseline.label] = (lambda b=built, a=args: b(**a, **task.sizes))
+            runs[baseline.label] = fast_caller(built, {**args, **task.sizes})
     args_n = make_arguments(sdfg, task, 0)
     runs[NUMPY] = lambda: reference(**args_n, **task.sizes)
     return runs, left_out

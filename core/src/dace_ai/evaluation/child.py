@@ -111,7 +111,10 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
     repeats = int(spec.get("repeats", 5))
     args_b, args_c = make_arguments(sdfg, task, 0), make_arguments(sdfg, task, 0)
-    runs = {"baseline": lambda: baseline(**args_b, **task.sizes), "candidate": lambda: candidate(**args_c, **task.sizes)}
+    from dace_ai.compat import fast_caller
+
+    runs = {"baseline": fast_caller(baseline, {**args_b, **task.sizes}),
+            "candidate": fast_caller(candidate, {**args_c, **task.sizes})}
     if spec.get("baselines"):  # the strongest implementations (DaCe's library expansions, NumPy): timed alongside
         from dace_ai.evaluation.baselines import native_label, task_baseline_runs
 
