@@ -202,7 +202,7 @@ OPENBLAS = "A @ B, DaCe 'OpenBLAS'"
 
 def openblas_matmul():
     """``matmul`` built with DaCe's own OpenBLAS implementation when its environment is installed, else None."""
-    import dace.libraries.blas as blas
+    from dace.libraries import blas
     from dace_ai.checking.baselines import node_baselines
 
     available = {b.implementation for b in node_baselines(blas.Gemm("probe")).available}
