@@ -201,7 +201,7 @@ def compare_times(candidate: float, baselines: Mapping[str, float], native_label
 
 
 # ----------------------------------------------------------------------------- the bench stage's wiring
-def bench_programs(request: Any) -> tuple[str | None, dict[str, Any], list[Unavailable]]:
+def bench_programs(request: Any, build: bool = True) -> tuple[str | None, dict[str, Any], list[Unavailable]]:
     """(native label, built baseline programs by label -> build folder, baselines not timed and why).
 
     The one place the bench stage asks for baselines: every DaCe implementation of the
@@ -219,6 +219,9 @@ def bench_programs(request: Any) -> tuple[str | None, dict[str, Any], list[Unava
     folders: dict[str, Any] = {}
     left_out = list(found.unavailable)
     for baseline in found.others:
+        if not build:
+            left_out.append(Unavailable(baseline.name, "not timed: setting bench_baselines is off"))
+            continue
         try:
             built = build_baseline(request, baseline)
         except Exception as exc:  # noqa: BLE001 - DaCe's own expansion failed to build here

@@ -100,8 +100,11 @@ def main(args: argparse.Namespace) -> int:
         retry = f" (retried {a['retries']}x)" if a.get("retries") else ""
         print(f"{a['configuration']}  {a['task']}#{a['sample']}: {state}{retry}", file=sys.stderr)
 
-    data = run_bench(plan, progress)
-    md, png, hint = write_reports(data, args.out)
+    try:
+        data = run_bench(plan, progress)
+        md, png, hint = write_reports(data, args.out)
+    except OSError as exc:  # an output or build folder that cannot be written: a short message, no traceback
+        raise SettingsError(f"bench: {exc.strerror or exc}: {exc.filename or args.out}") from None
     print(f"results: {args.out / 'results.json'}\nreport: {md}\nplot: {png if png else hint}")
     if args.export_jsonl:
         count = export_jsonl(data, args.export_jsonl, weights)

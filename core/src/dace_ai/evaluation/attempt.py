@@ -24,7 +24,7 @@ import time
 import warnings
 from typing import Any
 
-from dace_ai.errors import AnswerError, SettingsError
+from dace_ai.errors import AnswerError, DaceAIError
 
 
 def prompt_hash(system: str, user: str) -> str:
@@ -76,7 +76,7 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
         settings = resolve_settings(stage_settings(task, payload.get("settings") or {}, payload.get("repeats", 5)))
         _sdfg, state, node = program_sdfg(suite, task, f"bench_{task.id}_{task_digest(suite, task)}_ctx")
         ctx = node_context(state.sdfg, state, node, settings)
-    except SettingsError as exc:
+    except DaceAIError as exc:  # an unknown or unusable target: skipped, not failed
         if not payload.get("target"):
             raise
         out["skipped"] = f"target {payload['target']!r} is not available here: {str(exc).splitlines()[0][:200]}"
