@@ -237,3 +237,29 @@ def test_a_gated_attempt_is_refused_once_and_its_row_says_why(tmp_path, monkeypa
     assert "over the strongest baseline" in bench["diagnostics"] and bench["strongest"] in bench["baselines"]
     assert "OpenBLAS (DaCe 'OpenBLAS')" in bench["baselines"] or "OpenBLAS" in bench["baselines_left_out"]
     check_report(data, (out / "report.md").read_text())
+
+
+def test_node_baselines_list_dace_implementations_whose_environments_are_installed():
+    import dace.library  # noqa: F401
+    from dace.libraries.blas import Gemm
+    from dace.libraries.blas.environments.openblas import OpenBLAS
+    from dace.libraries.standard import Reduce
+    from dace_ai.checking.baselines import compare_times, node_baselines
+
+    gemm = node_baselines(Gemm("g"))
+    assert gemm.native.label == "DaCe pure" and gemm.native.native
+    labels = {b.name: b.label for b in gemm.others}
+    left_out = {u.name: u.reason for u in gemm.unavailable}
+    if OpenBLAS.is_installed():
+        assert labels["OpenBLAS"] == "OpenBLAS (DaCe 'OpenBLAS')"
+        assert gemm.others[0].environments == (OpenBLAS.full_class_path(),)
+    else:
+        assert left_out["OpenBLAS"].startswith("environment not installed (OpenBLAS: is_installed() returned False")
+    assert left_out["cuBLAS"] == "not for cpu code" and "FPGA1DSystolic" in left_out
+    reduce = node_baselines(Reduce("r", "lambda a, b: a + b"))
+    assert {b.label for b in reduce.others} >= {"DaCe 'OpenMP'", "DaCe 'pure-seq'"}
+
+    comparison = compare_times(1.0, {"DaCe pure": 61.0, "OpenBLAS (DaCe 'OpenBLAS')": 0.8, "NumPy": 0.9}, "DaCe pure")
+    assert comparison.strongest.text() == "0.80x vs OpenBLAS (DaCe 'OpenBLAS')"
+    assert comparison.native.text() == "61.00x vs DaCe pure"
+    assert comparison.text().startswith("0.80x vs OpenBLAS (DaCe 'OpenBLAS') (strongest); 61.00x vs DaCe pure")

@@ -244,4 +244,6 @@ def bench_comparison(fig: Mapping[str, Any], baseline_seconds: Mapping[str, Sequ
     medians = {label: statistics.median(times) for label, times in baseline_seconds.items() if times}
     if native_label and fig.get("native_median"):
         medians = {native_label: fig["native_median"], **medians}
-    return compare_times(candidate, medians, native_label).as_dict()
+    figures = compare_times(candidate, medians, native_label).as_dict()
+    figures.pop("candidate_seconds")  # the bench figures keep the per-run list under that key
+    return figures
