@@ -18,6 +18,42 @@ def test_help_on_every_command(argv, capsys):
     assert "usage: dace-ai" in capsys.readouterr().out
 
 
+def _commands(parser, prefix=()):
+    """Every command path of the parser (``()``, ``("cache",)``, ``("cache", "list")``, ...)."""
+    import argparse
+
+    yield prefix
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from _commands(child, (*prefix, name))
+
+
+def _all_commands():
+    from dace_ai.cli.main import make_parser
+
+    return list(_commands(make_parser()))
+
+
+@pytest.mark.parametrize("argv", _all_commands(), ids=lambda argv: " ".join(argv) or "dace-ai")
+def test_every_commands_help_ends_with_an_example_of_itself(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--help"])
+    assert info.value.code == 0
+    help_text = capsys.readouterr().out.rstrip()
+    assert "\nexample" in help_text, help_text
+    example = help_text.rsplit("\nexample", 1)[1].splitlines()[-1].strip()
+    words = [w for w in example.split() if "=" not in w or w.startswith("-")]  # VAR=value prefixes dropped
+    assert words[0] == "dace-ai" and words[1:1 + len(argv)] == list(argv), example
+
+
+def test_optimize_help_ends_with_a_complete_example(capsys):
+    with pytest.raises(SystemExit):
+        main(["optimize", "--help"])
+    last = capsys.readouterr().out.rstrip().splitlines()[-1].strip()
+    assert last.startswith("dace-ai optimize ") and ".sdfg" in last and "--samples" in last
+
+
 def test_usage_error_exits_2(capsys):
     with pytest.raises(SystemExit) as info:
         main(["plugins"])

@@ -67,6 +67,7 @@ def test_pages_added_without_editing_mkdocs_yml_are_built_and_listed(tmp_path):
     shutil.copy(REPO / "mkdocs.yml", root / "mkdocs.yml")
     shutil.copytree(REPO / "docs", root / "docs", ignore=shutil.ignore_patterns("build", "*.egg-info"))
     (root / "core").symlink_to(REPO / "core")
+    (root / "SECURITY.md").symlink_to(REPO / "SECURITY.md")  # included by docs/user/security.md
     (root / "docs" / "guides" / "run-on-the-cluster.md").write_text("# Run on the cluster\n\nSteps.\n")
     (root / "docs" / "user").mkdir(exist_ok=True)
     (root / "docs" / "user" / "quickstart.md").write_text("# Quickstart\n\nFirst steps.\n")
@@ -75,3 +76,22 @@ def test_pages_added_without_editing_mkdocs_yml_are_built_and_listed(tmp_path):
     index = (tmp_path / "site" / "index.html").read_text()
     assert "guides/run-on-the-cluster/" in index and "Run on the cluster" in index
     assert "user/quickstart/" in index and "Quickstart" in index
+
+
+def test_the_user_guide_is_in_the_nav_and_the_user_api_comes_from_docstrings(built):
+    index = (built / "index.html").read_text()
+    for page in ("getting-started", "describing-nodes", "speed", "sessions", "environments", "evaluating",
+                 "settings", "troubleshooting", "security"):
+        assert f"user/{page}/" in index, page
+    api = _text(built / "reference" / "user-api" / "index.html")
+    assert "Add a node, described in natural language, whose code a language model writes" in api
+    assert "Ask for samples candidates per node, keep the fastest correct one" in api.replace("<code>", "")
+    security = _text(built / "user" / "security" / "index.html")
+    assert "Model output is untrusted" in security and "Reporting a problem" in security  # SECURITY.md included
+
+
+def test_sphinx_roles_in_docstrings_render_as_code(built):
+    for page in ("user-api", "plugin", "registrations"):
+        html = (built / "reference" / page / "index.html").read_text()
+        assert not re.search(r":(class|func|meth|attr|data|mod):<code>", html), page
+        assert "::</p>" not in html, page

@@ -29,6 +29,8 @@ from dace_ai.prompt.sections import render_environments
 from dace_ai.providers.api import current_node
 from dace_ai.testing import FakeProvider
 
+from tests.system_libraries import needs
+
 N = dace.symbol("N")
 CUDA_ENV = "dace.libraries.standard.environments.cuda.CUDA"
 
@@ -42,8 +44,8 @@ def _installed(name: str) -> bool:
     return generator is not None and detect_generator(generator).matched
 
 
-needs_openblas = pytest.mark.skipif(not _installed("openblas"), reason="libopenblas-dev not installed")
-needs_fftw = pytest.mark.skipif(not _installed("fftw"), reason="libfftw3-dev not installed")
+needs_openblas = needs("openblas")
+needs_fftw = needs("fftw")
 
 
 @pytest.fixture
@@ -270,6 +272,7 @@ def test_damaged_or_tampered_stored_environment_warns_naming_the_file_and_import
 
 
 # ------------------------------------------------------------------------------- offers and refusals
+@needs_openblas  # DaCe's own BLAS environment is installed only with a CBLAS
 def test_registered_environments_reused_unknown_listed_gpu_ones_not_offered_to_cpu_code():
     cpu = _context()  # no environments collected: those of this machine
     text = render_environments(cpu)
@@ -286,6 +289,7 @@ def test_registered_environments_reused_unknown_listed_gpu_ones_not_offered_to_c
     assert reused.paths == {"dace.libraries.blas.environments.blas.BLAS"} and not reused.problems
 
 
+@needs_fftw  # the error lists the installed generators, fftw among them
 def test_a_pack_whose_library_is_missing_is_not_offered_and_a_request_for_it_is_a_clear_error(tmp_path):
     if _installed("cublas"):
         pytest.skip("cuBLAS is installed here; this test needs a machine without it")

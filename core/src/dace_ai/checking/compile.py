@@ -24,7 +24,7 @@ from dace_ai.checking.api import CheckRequest
 from dace_ai.checking.candidate import entry_points
 from dace_ai.checking.diagnostics import summarize_output
 from dace_ai.checking.units import UNIT_FILE, ToolResult, environment_classes, host_unit, run_tool
-from dace_ai.targets.build_flags import build_command, compiler_identity, is_clang
+from dace_ai.targets.build_flags import build_command, builds_with_dace, compiler_identity, is_clang
 
 #: Seconds a single compiler run may take.
 COMPILE_TIMEOUT = 300.0
@@ -147,7 +147,10 @@ def compile_candidate(request: CheckRequest) -> CandidateBuild:
         result = ToolResult((name,), 127, f"compiler {name!r} not found on PATH", 0.0)
         build = CandidateBuild(compiler, flags, [name], folder, result, "no compiler")
     else:
-        pch_args, pch_note = ensure_pch(compiler, flags)
+        if builds_with_dace(request.node.target):
+            pch_args, pch_note = ensure_pch(compiler, flags)
+        else:  # a cross compiler's precompiled dace.h is not reliable (GCC 12: spurious ambiguities in arm_sve.h)
+            pch_args, pch_note = ["-include", "dace/dace.h"], "no pch for a cross compiler"
         command = [*compiler, *flags, "-I", dace_runtime_include(), *env_args, *pch_args, "-c", UNIT_FILE,
                    "-o", OBJECT_FILE]
         result = run_tool(command, cwd=folder, timeout=COMPILE_TIMEOUT, env={"LC_ALL": "C"})

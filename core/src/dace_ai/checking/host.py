@@ -95,6 +95,31 @@ def uses_host_compiler(request: CheckRequest) -> bool:
     return is_host_cpp(request) and builds_with_dace(request.node.target)
 
 
+def _target_compiles_itself(target_name: str) -> bool:
+    """True when the target pack names a compile-stage checker of its own (the SVE pack's ``sve-compile``)."""
+    from dace_ai.plugins.manager import get_plugin_manager
+
+    manager = get_plugin_manager()
+    target = manager.targets().get(target_name)
+    if target is None:
+        return False
+    checkers = manager.checkers()
+    return any(name in checkers and checkers[name].stage == "compile" for name in target.checkers)
+
+
+def probe_applies(request: CheckRequest) -> bool:
+    """Host C++ that DaCe builds, and C++ for a cross target that brings no compile check of its own.
+
+    A cross target (a NEON or RISC-V pack naming only its compiler) is compiled with
+    that compiler and its flags; when the compiler is not installed here the report
+    says so (inconclusive) instead of compiling with the host's compiler, which
+    would judge the code for the wrong machine.
+    """
+    if not is_host_cpp(request):
+        return False
+    return builds_with_dace(request.node.target) or not _target_compiles_itself(request.node.target.name)
+
+
 def _descriptor(conn: ConnectorInfo, live_sdfg: Any) -> Any:
     import dace
 
@@ -168,8 +193,9 @@ def faithful_check(request: CheckRequest) -> CheckReport:
 
 @hookimpl
 def dace_ai_checkers():
-    yield Checker(name="probe", stage="compile", check=probe_check, applies=uses_host_compiler, default=True,
+    yield Checker(name="probe", stage="compile", check=probe_check, applies=probe_applies, default=True,
                   description="Compiles the tasklet alone with the real build's compiler, standard and flags "
-                              "(dace.h precompiled; one compile shared by the candidate's checkers)")
+                              "(dace.h precompiled; one compile shared by the candidate's checkers); a cross "
+                              "target without a compile check of its own with its compiler and flags")
     yield Checker(name="faithful", stage="compile", check=faithful_check, applies=uses_host_compiler, default=False,
                   description="DaCe build of a program holding only the tasklet with the node's data")

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dace_ai.cli.help import add_example
 from dace_ai.errors import SettingsError
 
 SHIPPED = "shipped"
@@ -48,6 +49,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--reward", help="reward weights for the export, e.g. compile=0.1,correct=0.5,speedup=0.4")
     p.add_argument("--quiet", action="store_true", help="no line per finished attempt")
     p.set_defaults(func=main)
+    add_example(p, "dace-ai bench --offline --tasks axpy,gemm --out bench-results")
 
 
 def configurations(args: argparse.Namespace) -> list[Any]:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dace_ai.cli.help import add_example
 from dace_ai.errors import AIUsageError
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
@@ -159,19 +160,24 @@ def add_cache_parser(sub: Any) -> None:
                                    "key, age, size, provider, model and node, and entries that are invalid.")
     common(listing)
     listing.set_defaults(func=cmd_list)
+    add_example(listing, "dace-ai cache list --json")
     stat = cache_sub.add_parser("stats", help="counts and sizes", description="Entries, bytes, invalid entries, "
                                 "entries per provider, quarantined files and unfinished writes.")
     common(stat)
     stat.set_defaults(func=cmd_stats)
+    add_example(stat, "dace-ai cache stats --root .dacecache")
     clear = cache_sub.add_parser("clear", help="remove cached answers",
                                  description="Remove cached answers (all, or those older than a duration); "
                                              "without --older-than also quarantined and unfinished files.")
     common(clear, json_flag=False)
     clear.add_argument("--older-than", metavar="AGE", help="only entries older than AGE, e.g. 30m, 12h, 7d, 2w")
     clear.set_defaults(func=cmd_clear)
+    add_example(clear, "dace-ai cache clear --older-than 7d")
     verify = cache_sub.add_parser("verify", help="check every entry; exit 1 when one is invalid",
                                   description="Check that every entry is a valid cache entry for its key; report "
                                               "unfinished writes. Exit 1 when something is wrong.")
     common(verify, json_flag=False)
     verify.add_argument("--fix", action="store_true", help="move invalid entries aside, remove unfinished writes")
     verify.set_defaults(func=cmd_verify)
+    add_example(verify, "dace-ai cache verify --fix")
+    add_example(cache, "dace-ai cache stats")

@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from dace_ai.cli.help import add_example
 from dace_ai.errors import DaceAIError
 
 
@@ -211,6 +212,7 @@ def cmd_targets(args: argparse.Namespace) -> int:
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dace-ai", description="Language-model implementations of DaCe nodes.")
+    add_example(parser, "dace-ai doctor", "dace-ai sessions prog.sdfg", "dace-ai bench --offline")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -222,23 +224,28 @@ def make_parser() -> argparse.ArgumentParser:
                                                  "(active/disabled/failed with the error) and registrations.")
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.set_defaults(func=cmd_plugins_list)
+    add_example(plugins, "dace-ai plugins list --json")
+    add_example(listing, "dace-ai plugins list", "DACE_ai_disable_plugins=mylab dace-ai plugins list --json")
 
     config = sub.add_parser("config", help="effective settings and their sources",
                             description="Show every effective setting of the 'ai' category and where it came from.")
     config.add_argument("--json", action="store_true", help="machine-readable output")
     config.set_defaults(func=cmd_config)
+    add_example(config, "DACE_ai_provider=manual dace-ai config")
 
     doctor = sub.add_parser("doctor", help="check compilers, emulators, API keys and targets",
                             description="Report the compilers and emulators found, which API key variables are "
                                         "set (never their values) and which targets this machine matches.")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     doctor.set_defaults(func=cmd_doctor)
+    add_example(doctor, "dace-ai doctor --json")
 
     targets = sub.add_parser("targets", help="installed hardware targets and what was detected",
                              description="List installed targets, what this machine matches and why, and the "
                                          "target chosen for CPU and GPU code.")
     targets.add_argument("--json", action="store_true", help="machine-readable output")
     targets.set_defaults(func=cmd_targets)
+    add_example(targets, "DACE_ai_target=sve dace-ai targets")
 
     from dace_ai.cli.sessions import add_commands as add_session_commands
 

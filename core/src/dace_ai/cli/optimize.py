@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dace_ai.cli.help import add_example
 from dace_ai.errors import AIUsageError
 
 
@@ -32,6 +33,7 @@ def add_parser(sub: Any) -> None:
                                                         "(default FILE.optimized.sdfg)")
     parser.add_argument("--json", action="store_true", help="machine-readable report")
     parser.set_defaults(func=run)
+    add_example(parser, "dace-ai optimize prog.sdfg --samples 4 --rounds 2 --sizes N=4096 --output fast.sdfg")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dace_ai.cli.help import add_example
 from dace_ai.errors import AIUsageError
 
 COLUMNS = ("name", "session", "round", "rounds", "pinned", "edited", "verification", "tokens")
@@ -163,13 +164,19 @@ def add_commands(sub: Any) -> None:
         parser.set_defaults(func=func)
         return parser
 
-    command("sessions", cmd_sessions, "list the generated tasklets of an SDFG file and their sessions", node=False)
-    command("show", cmd_show, "show a generated tasklet: its code, session, round, pinned, edited by hand")
-    command("history", cmd_history, "list every round of a generated tasklet's session")
+    add_example(command("sessions", cmd_sessions, "list the generated tasklets of an SDFG file and their sessions",
+                        node=False), "dace-ai sessions prog.sdfg --json")
+    add_example(command("show", cmd_show, "show a generated tasklet: its code, session, round, pinned, edited by "
+                                          "hand"), "dace-ai show prog.sdfg twice")
+    add_example(command("history", cmd_history, "list every round of a generated tasklet's session"),
+                "dace-ai history prog.sdfg twice")
     refine = command("refine", cmd_refine, "ask for a new round with feedback (checked; the file changes only "
                                            "when it passes)")
     refine.add_argument("--feedback", required=True, metavar="TEXT", help="what the model should improve")
+    add_example(refine, 'dace-ai refine prog.sdfg twice --feedback "Unroll by four"')
     rollback = command("rollback", cmd_rollback, "put an earlier accepted round back (no model is asked)")
     rollback.add_argument("--round", type=int, required=True, metavar="K", help="the round to restore")
-    command("pin", cmd_pin, "pin a generated tasklet: refine, repairs and optimize leave it alone")
-    command("unpin", cmd_unpin, "unpin a generated tasklet")
+    add_example(rollback, "dace-ai rollback prog.sdfg twice --round 1")
+    add_example(command("pin", cmd_pin, "pin a generated tasklet: refine, repairs and optimize leave it alone"),
+                "dace-ai pin prog.sdfg twice")
+    add_example(command("unpin", cmd_unpin, "unpin a generated tasklet"), "dace-ai unpin prog.sdfg twice")

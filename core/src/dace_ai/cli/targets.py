@@ -13,6 +13,7 @@ import json
 import sys
 from typing import Any
 
+from dace_ai.cli.help import add_example
 from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import DaceAIError
 from dace_ai.plugins.manager import PluginManager, get_plugin_manager
@@ -62,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``dace-ai targets [--json]``; 0 on success, 2 on a settings or plugin error."""
     parser = argparse.ArgumentParser(prog="dace-ai targets", description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_example(parser, "DACE_ai_target=sve dace-ai targets --json")
     args = parser.parse_args(argv)
     try:
         report = collect()

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import functools
 import os
+import platform
+import re
 import shlex
 import shutil
 import subprocess
@@ -83,20 +85,67 @@ def dace_build_flags(compiler: str | None = None) -> list[str]:
     return flags
 
 
+#: Architectures that start a target triple (``aarch64-linux-gnu``); a name starting otherwise is no triple.
+_ARCH = (r"(?:x86_64|amd64|i[3-6]86|aarch64(?:_be)?|arm64|arm\w*|thumb\w*|riscv(?:32|64)|powerpc\w*|ppc\w*|s390x"
+         r"|mips\w*|loongarch(?:32|64)|sparc\w*|wasm(?:32|64)|nvptx64|amdgcn|hexagon|xtensa|avr|msp430)")
+#: ``<triple>-<tool>[-<version>]``: how cross compilers are named (``aarch64-linux-gnu-g++``, ``riscv64-unknown-elf-gcc-13``).
+_TRIPLE_NAMED = re.compile(rf"^(?P<triple>{_ARCH}(?:-[A-Za-z0-9_.]+)+)-(?:g\+\+|c\+\+|gcc|cc|clang\+\+|clang)(?:-[0-9.]+)?$")
+#: Spellings of one architecture in target triples and ``uname -m``.
+_ARCH_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64", "i386": "i686", "i586": "i686"}
+
+
+def _arch(triple: str | None) -> str | None:
+    if not triple:
+        return None
+    arch = triple.split("-", 1)[0].lower()
+    return _ARCH_ALIASES.get(arch, arch)
+
+
+def named_machine(compiler: tuple[str, ...] | list[str]) -> str | None:
+    """The target triple a compiler argv produces code for, known without running it, or None.
+
+    From an explicit ``--target=<triple>`` / ``-target <triple>`` argument (Clang), else
+    from a cross compiler's name (``aarch64-linux-gnu-g++`` -> ``aarch64-linux-gnu``).
+    A plain name (``g++``, ``clang++``) names no other machine.
+    """
+    argv = list(compiler)
+    for i, arg in enumerate(argv[1:], 1):
+        if arg.startswith("--target="):
+            return arg.split("=", 1)[1]
+        if arg in ("-target", "--target") and i + 1 < len(argv):
+            return argv[i + 1]
+    if not argv:
+        return None
+    match = _TRIPLE_NAMED.match(os.path.basename(argv[0]))
+    return match.group("triple") if match else None
+
+
+def host_machine() -> str:
+    """The triple (or at least the architecture) DaCe's host build compiles for."""
+    return compiler_machine(dace_compiler()) or platform.machine()
+
+
 def builds_with_dace(target: Any) -> bool:
     """True when code for ``target`` is compiled by DaCe's own host build (a CPU target for this machine).
 
     A target naming a compiler for another machine (a cross compiler) or a GPU
-    target is checked in standalone units of its own instead.
+    target is checked in standalone units of its own instead, and the prompt names
+    that compiler and its flags. The answer does not depend on what is installed
+    here: a cross compiler that is missing is still a cross compiler (recognised by
+    its ``--target`` argument or its triple-prefixed name), so the prompt stays
+    honest and the checks report the missing compiler as inconclusive.
     """
     if target.kind != "cpu" or getattr(target, "language", "cpp") != "cpp":
         return False
     named = tuple(target.compiler or ())
-    if not named:
-        return True
-    if shutil.which(named[0]) is None:
-        return True  # the check then reports DaCe's compiler; a missing one is inconclusive there
-    return compiler_machine(named[0]) == compiler_machine(dace_compiler())
+    if not named or (len(named) == 1 and named[0] == dace_compiler()):
+        return True  # no compiler of its own, or DaCe's own: the host build compiles it, installed or not
+    machine = named_machine(named)
+    if machine is None and shutil.which(named[0]) is not None:
+        machine = compiler_machine(named[0])
+    if machine is None:
+        return True  # a plain compiler name (g++, clang++) compiles for the machine it runs on
+    return _arch(machine) == _arch(host_machine())
 
 
 def dace_build_command() -> tuple[list[str], list[str]]:
