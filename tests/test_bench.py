@@ -21,8 +21,6 @@ from dace_ai.cli.main import main
 
 from tests.test_bench_honest import check_report
 
-from tests.system_libraries import needs
-
 pytestmark = pytest.mark.slow
 #: A subset of the suite (it has 40+ tasks; ``bench/bench_scaling.py`` times the whole of it): BLAS levels 1-3,
 #: reductions (one whose recorded answer the old timing runner refused), the FFTW task (skipped without its
@@ -68,7 +66,6 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-@needs("fftw")  # the suite's FFT task is answered through FFTW, and every shipped answer must be correct
 def test_offline_suite_report_is_recomputed_from_results(offline_run):
     out, data, _ = offline_run
     attempts = data["attempts"]
