@@ -263,3 +263,15 @@ def test_node_baselines_list_dace_implementations_whose_environments_are_install
     assert comparison.strongest.text() == "0.80x vs OpenBLAS (DaCe 'OpenBLAS')"
     assert comparison.native.text() == "61.00x vs DaCe pure"
     assert comparison.text().startswith("0.80x vs OpenBLAS (DaCe 'OpenBLAS') (strongest); 61.00x vs DaCe pure")
+
+
+def test_a_compile_stage_that_cannot_run_here_skips_the_attempt_and_a_failing_one_does_not():
+    from dace_ai.checking.api import CheckReport
+    from dace_ai.evaluation.attempt import _machine_missing
+
+    missing = [CheckReport("probe", "inconclusive", "compiler 'g++' not found on PATH", details={"stage": "compile"})]
+    out = {"compile": "inconclusive"}
+    assert _machine_missing(missing, out) == "cannot be built on this machine: compiler 'g++' not found on PATH"
+    failing = [*missing, CheckReport("verify", "failed", "wrong", details={"stage": "verify"})]
+    assert _machine_missing(failing, out) is None  # a refusal is a verdict on the code, not on the machine
+    assert _machine_missing([CheckReport("probe", "passed", "", details={"stage": "compile"})], {"compile": "passed"}) is None
