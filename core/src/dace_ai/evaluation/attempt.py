@@ -104,7 +104,8 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
         out["skipped"] = skip
         return finish_verdict(out, start)
     # The bench stage's node figures (node vs its native expansion and DaCe's library implementations).
-    out["node_speedup"] = _bench_speedup(reports) if out["bench"] == "passed" else None
+    # The bench stage's node figures stay in its check record; the attempt's figures come from one place (below).
+    node_speedup = _bench_speedup(reports) if out["bench"] == "passed" else None
     out["accepted"] = not any(r.status == "failed" for r in reports)
     for stage in ("compile", "verify", "bench"):
         if out[stage] == "failed":  # the first stage that refused the attempt decides it
@@ -148,7 +149,7 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     if run.get("speedup") is not None:
         out["speedup_source"] = "task run (the whole program vs each baseline, same child, interleaved)"
         out.update(speedups(run))
-    elif out["node_speedup"] is not None:
+    elif node_speedup is not None:
         out["speedup_source"] = "bench stage (the node vs its baselines)"
         out.update(_node_figures(reports))
     return finish_verdict(out, start)
