@@ -53,7 +53,7 @@ def test_local_pool_runs_a_job_again_when_its_worker_dies(tmp_path):
 
 def test_jobs_ask_for_bench_slots_and_target_workers():
     assert Job("a", square, {}, stage="bench").resources() == {"bench": 1}
-    assert Job("b", square, {}, stage="check", target="sve").resources() == {"target-sve": 1}
+    assert Job("b", square, {}, stage="check", target="sve").resources() == {"sve": 1}
     assert Job("c", square, {}).resources() == {}
 
 

@@ -101,13 +101,14 @@ def test_matmul_answer_writing_ones_is_refused_with_the_mismatch():
     assert report.details["reference"] == {"kind": "native", "implementation": "specialize"}
 
 
-def test_correct_matmul_is_accepted_over_three_seeds_and_odd_sizes():
+def test_correct_matmul_is_accepted_over_three_seeds_and_the_size_ladder():
     report = verify(matmul.to_sdfg(), MATMUL)
     assert report.status == "passed", report.diagnostics
     assert report.details["seeds"] == 3 and "reason" not in report.details
     sizes = report.details["sizes"]
-    assert len(sizes) >= 2 and all(v % 2 == 1 for s in sizes for v in s.values())
-    assert len({s["N"] for s in sizes}) == 2  # at least two sizes per symbol
+    assert all(v % 2 == 1 for s in sizes[:2] for v in s.values())  # small odd sizes first
+    assert all(v % 64 == 0 for v in sizes[2].values())  # then multiples of every vector width
+    assert [r["rung"] for r in report.details["ladder"]][-1] == "bench"
     assert "candidate.so" not in _loaded_libraries() and "ai_reference" not in _loaded_libraries()
 
 

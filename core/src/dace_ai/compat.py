@@ -206,6 +206,15 @@ def replace_node(state: Any, old: Any, new: Any) -> None:
     state.remove_node(old)
 
 
+def restore_node_order(state: Any, order: list[Any]) -> None:
+    """Put the nodes of ``state`` back in ``order`` (nodes not in it last): DaCe numbers nodes by position,
+    and node ids name sessions, so a node put back after a failed run keeps its id."""
+    nodes = state._nodes  # an OrderedDict in DaCe's ordered graphs
+    listed = {id(n) for n in order}
+    for node in [n for n in order if n in nodes] + [n for n in list(nodes) if id(n) not in listed]:
+        nodes.move_to_end(node)
+
+
 def register_frontend_call(func: Any, names: list[str]) -> None:
     """Make ``func`` the frontend replacement of each name (``@oprepo.replaces``)."""
     from dace.frontend.common import op_repository as oprepo
@@ -285,6 +294,20 @@ def compile_without_loading(sdfg: Any) -> str:
     program_objects = codegen.generate_code(generated, validate=True)
     program_folder = compiler.generate_program_folder(generated, program_objects, sdfg.build_folder)
     return compiler.configure_and_compile(program_folder, generated.name)
+
+
+def init_symbols(sdfg: Any) -> list[str]:
+    """The symbols ``__dace_init_<program>`` receives, in order: the root program's used symbols.
+
+    A tasklet's ``code_init`` is emitted into that function (``code_exit`` into
+    ``__dace_exit_<program>``, which receives only ``__state``), so these are the only
+    symbols init code can use. Mirrors the frame code generator's
+    ``sdfg.init_signature(free_symbols=sdfg.used_symbols(all_symbols=False))``.
+    """
+    root = sdfg
+    while getattr(root, "parent_sdfg", None) is not None:
+        root = root.parent_sdfg
+    return [k for k in sorted(root.used_symbols(all_symbols=False)) if not k.startswith("__dace")]
 
 
 def generated_code(sdfg: Any) -> tuple[Any, list[tuple[str, str]]]:
@@ -683,16 +706,36 @@ def library_node_from_json(data: dict[str, Any], sdfg: Any, state: Any) -> Any:
     return dace.serialize.from_json(data, context={"sdfg": sdfg, "sdfg_state": state})
 
 
-def fast_caller(compiled: Any, arguments: dict[str, Any]) -> Any:
-    """A no-argument call of a compiled program on ``arguments`` without DaCe's per-call argument checks.
+def viewed_subsets(sdfg: Any, state: Any, container: str, depth: int = 8) -> list[tuple[str, str, tuple[Any, ...]]]:
+    """What a view container looks into, following chains of views: (viewed container, subset, its shape).
 
-    Timing a whole program against NumPy must not charge it tens of microseconds of
-    Python argument processing per call; the arguments are processed once here.
+    A frontend slice ``A[:, 0:K]`` becomes a view ``A_0`` (shape ``M x K``, strides
+    of ``A``) fed by the memlet ``A[0:M, 0:K]``; the subset must fit ``A``'s own
+    shape at the sizes a check runs, which the view's shape alone does not say.
+    Empty for a container that is not a view.
     """
-    kept = dict(arguments)  # the processed arguments hold raw pointers: the arrays must stay alive
-    callargs, initargs = compiled._construct_args(dict(kept))
+    from dace import data
+    from dace.sdfg import utils as sdutil
 
-    def call() -> Any:
-        return compiled.fast_call(callargs, initargs) if kept is not None else None
-
-    return call
+    view_edge = getattr(sdutil, "get_view_edge", None)
+    found: list[tuple[str, str, tuple[Any, ...]]] = []
+    seen = {container}
+    for _ in range(depth if view_edge is not None else 0):
+        if not isinstance(sdfg.arrays.get(container), data.View):
+            break
+        edge = next((e for n in state.data_nodes() if n.data == container
+                     for e in [view_edge(state, n)] if e is not None), None)
+        if edge is None or edge.data.data is None:
+            break
+        memlet = edge.data
+        viewed = memlet.data if memlet.data != container else None
+        subset = memlet.subset if viewed is not None else None
+        if viewed is None:  # the memlet is written from the view's side: the other subset is the viewed one
+            other = edge.src if edge.dst.data == container else edge.dst
+            viewed, subset = other.data, memlet.other_subset
+        if viewed in seen or viewed not in sdfg.arrays or subset is None:
+            break
+        seen.add(viewed)
+        found.append((viewed, str(subset), tuple(sdfg.arrays[viewed].shape)))
+        container = viewed
+    return found

@@ -53,6 +53,7 @@ from dace_ai.checking.units import (
     device_unit,
     environment_flags,
     host_unit,
+    init_symbols,
     report_from_tool,
     run_tool,
     scope_parameters,
@@ -66,9 +67,12 @@ from dace_ai.environments.spec import EnvironmentSpec
 from dace_ai.errors import AnswerError, CheckFailed, DaceAIError, PluginError, ProviderError, SettingsError
 from dace_ai.execution.jobs import (
     BENCH_RESOURCE,
+    CORES_RESOURCE,
     ExecutorOptions,
+    ExecutorUnavailable,
     Job,
     JobResult,
+    machine_resources,
     run_job,
     target_resource,
     worker_name,
@@ -112,6 +116,7 @@ from dace_ai.targets.cpu import CpuInfo, read_cpu
 
 __all__ = [
     "BENCH_RESOURCE",
+    "CORES_RESOURCE",
     "GPU_THREAD_SCHEDULES",
     "RETRIED_STATUS",
     "STAGES",
@@ -136,6 +141,7 @@ __all__ = [
     "EnvironmentSpec",
     "Executor",
     "ExecutorOptions",
+    "ExecutorUnavailable",
     "Job",
     "JobResult",
     "Message",
@@ -176,7 +182,9 @@ __all__ = [
     "find_shared_library",
     "hookimpl",
     "host_unit",
+    "init_symbols",
     "json_only_instruction",
+    "machine_resources",
     "provider_failure",
     "read_cpu",
     "report_from_tool",

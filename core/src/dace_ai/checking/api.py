@@ -13,9 +13,10 @@ or refuses the answer (``on_inconclusive=reject``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from dace_ai.context.types import NodeContext
 from dace_ai.prompt.answer import Answer

@@ -202,14 +202,13 @@ def compare_times(candidate: float, baselines: Mapping[str, float], native_label
 
 # ----------------------------------------------------------------------------- the bench stage's wiring
 def bench_programs(request: Any, build: bool = True) -> tuple[str | None, dict[str, Any], list[Unavailable]]:
-    """(native label, built baseline programs by label -> build folder, baselines not timed and why).
+    """(native label, built baseline programs by label -> the sandbox child's program spec, baselines not
+    timed and why).
 
     The one place the bench stage asks for baselines: every DaCe implementation of the
     node besides the native one that is installed here, built once per node. A baseline
     that does not build is left out with its reason (it says nothing about the candidate).
     """
-    from pathlib import Path
-
     from dace_ai.checking.reference import implemented_node
 
     node = implemented_node(request.node)
@@ -229,7 +228,7 @@ def bench_programs(request: Any, build: bool = True) -> tuple[str | None, dict[s
             left_out.append(Unavailable(baseline.name, f"could not be built: {type(exc).__name__}: "
                                                        f"{text[-1] if text else ''}"[:300]))
             continue
-        folders[baseline.label] = Path(built.library).parent.parent  # the program folder (program.sdfg, build/)
+        folders[baseline.label] = built.spec()  # loaded by the sandbox child by its C entry points
     return (found.native.label if found.native else None), folders, left_out
 
 

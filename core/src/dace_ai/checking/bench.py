@@ -6,11 +6,22 @@ Setting ``bench``: ``off`` (no timing), ``report`` (default: time and record),
 come from ``bench_sizes`` (``N=4096,M=512``; ``dace_ai.optimize(sizes=...)``
 sets it) or are picked so each container holds about 2**16 elements.
 
+No second build: the bench section runs in the same sandboxed child run as the
+verify stage (:func:`dace_ai.checking.harness.run_against_reference` with a
+:class:`~dace_ai.checking.runner.BenchPlan`), on the very library the verify
+stage linked; when the verify stage did not run, this stage runs the same child
+on that library itself. The section compares the candidate with the reference at
+the bench sizes (two seeds, one thread then all cores twice), then times it
+interleaved with the native reference (warm-up, batches for the timer's
+resolution, under a machine-wide lock). A node with nothing to compare against
+(no native expansion) is not timed unless asked (``bench_sizes`` given or
+``bench=gate``); its report gives the per-call time of the run it had anyway.
+
 A bench also refuses what it catches while running: a crash, an endless loop,
-outputs that differ from the native expansion's, and the anti-deception rules
-of :mod:`dace_ai.checking.deception`. Its figures (per-run seconds of both
-sides, medians, speedup with its range) go into the report's ``details``, from
-there into the session and the tasklet's provenance.
+outputs that differ from the reference's, results that change with the threads,
+and the anti-deception rules of :mod:`dace_ai.checking.deception`. Its figures
+(per-run seconds of both sides, medians, speedup with its range) go into the
+report's ``details``, from there into the session and the tasklet's provenance.
 """
 
 from __future__ import annotations
@@ -36,12 +47,15 @@ def figures(result: dict[str, Any]) -> dict[str, Any]:
     """Medians, speedup and its range (from the interleaved pairs) of a bench run."""
     native, candidate = result.get("native") or [], result.get("candidate") or []
     out: dict[str, Any] = {"sizes": result.get("sizes"), "repeats": len(candidate), "batch": result.get("batch"),
+                           "native_reused": bool(result.get("native_reused")),
                            "candidate_seconds": candidate, "native_seconds": native,
                            "bytes": result.get("bytes"), "bandwidth": result.get("bandwidth")}
     if candidate:
         out["candidate_median"] = statistics.median(candidate)
     if native and candidate:
-        ratios = sorted(n / c for n, c in zip(native, candidate) if c > 0)
+        pairs = zip(native, candidate) if not result.get("native_reused") else \
+            ((statistics.median(native), c) for c in candidate)  # not interleaved: against the median
+        ratios = sorted(n / c for n, c in pairs if c > 0)
         out["native_median"] = statistics.median(native)
         out["speedup"] = out["native_median"] / out["candidate_median"]
         out["speedup_range"] = [ratios[0], ratios[-1]] if ratios else None
@@ -59,57 +73,137 @@ def describe(fig: dict[str, Any]) -> str:
     named = "".join(f"{seconds / candidate:.2f}x vs {label}{' (strongest)' if label == fig.get('strongest') else ''}; "
                     for label, seconds in sorted((fig.get("baselines") or {}).items(), key=lambda item: item[1])
                     if label != native and candidate > 0)  # each figure names its baseline, fastest first
+    reused = " (native timed by an earlier candidate of the node)" if fig.get("native_reused") else ""
     return (f"{named}speedup {fig['speedup']:.2f}x ({low:.2f}-{high:.2f}) over {native or 'the native expansion'}: "
             f"{format_seconds(fig['candidate_median'])} vs {format_seconds(fig['native_median'])} per call, "
-            f"median of {fig['repeats']} at sizes {_sizes(fig.get('sizes'))}")
+            f"median of {fig['repeats']} at sizes {_sizes(fig.get('sizes'))}{reused}")
 
 
 def _sizes(sizes: Any) -> str:
     return ", ".join(f"{k}={v}" for k, v in (sizes or {}).items()) or "(none)"
 
 
-def bench_check(request: CheckRequest) -> CheckReport:
+def bench_wanted(request: CheckRequest) -> bool:
+    """True when the bench stage will run for this candidate (so the verify stage's child run times it too)."""
+    from dace_ai.checking.stages import select_checkers
+
+    if not bench_applies(request):
+        return False
+    try:
+        return any(c.name == NAME for c in select_checkers(request.node, request.settings)[0])
+    except Exception:  # noqa: BLE001 - a bad checkers setting is reported by the stage runner itself
+        return False
+
+
+def plan(request: CheckRequest) -> Any:
+    """The bench section for ``request``'s sandboxed run (raises ``ValueError`` for a bad ``bench_sizes``)."""
+    from dace_ai.checking.harness import reference_kind
+    from dace_ai.checking.runner import bench_plan
+
+    kind, _ = reference_kind(request)
+    bench = bench_plan(request, native=kind == "native")
+    if bench.time:
+        from dace_ai.checking.baselines import bench_programs
+
+        native_label, programs, left_out = bench_programs(request, build=request.settings.bench_baselines)
+        bench.native_label = native_label
+        bench.baselines = [{"label": label, "kind": "program", "program": spec} for label, spec in programs.items()]
+        bench.baselines_left_out = {u.name: u.reason for u in left_out}
+    return bench
+
+
+#: Where the verify stage leaves its sandboxed run (with the bench section) for this stage.
+SHARED_RUN = "sandbox_run"
+
+
+def _problem_record(result: dict[str, Any]) -> dict[str, Any] | None:
+    return next((r["problem"] for r in result.get("cases", []) if r.get("problem")), None)
+
+
+def _refusal(result: dict[str, Any]) -> CheckReport:
+    """The report for a sandboxed bench run that did not pass."""
     from dace_ai.checking import deception
-    from dace_ai.checking.timing import TimingUnavailable, parse_sizes, run_side_by_side
+
+    if result["status"] == "inconclusive":
+        return CheckReport(NAME, "inconclusive", result["message"], details={"reason": result["reason"]})
+    problem = _problem_record(result) or {}
+    reason = result["reason"]
+    findings: dict[str, Any] = {}
+    if reason == "outside_buffer":
+        key = "reads_outside" if "it read " in result["message"] else "writes_outside"
+        findings[key] = [problem.get("container") or _fault_container(result["message"])]
+    elif reason == "outside_subset" and problem.get("input"):
+        findings["inputs_modified"] = [problem["container"]]
+    elif reason == "outside_subset":
+        findings["writes_outside"] = [problem["container"]]
+    reasons = deception.run_reasons(findings) if findings else []
+    if reasons:
+        return CheckReport(NAME, "failed", "Refused: " + "; ".join(reasons) + f". ({result['message']})",
+                           details={"rule": "deception", "reasons": reasons, "reason": reason})
+    if reason in ("mismatch", "unwritten", "nondeterministic"):
+        return CheckReport(NAME, "failed", result["message"], details={"rule": reason})
+    return CheckReport(NAME, "failed", f"Running your code failed: {result['message']}",
+                       details={"rule": reason})
+
+
+def _fault_container(message: str) -> str:
+    import re
+
+    found = re.search(r"container (\w+)", message)
+    return found.group(1) if found else "?"
+
+
+def bench_check(request: CheckRequest) -> CheckReport:
+    """Judge the bench section of the candidate's sandboxed run (the verify stage's, else one of its own).
+
+    No DaCe build of the candidate: the figures come from the library the verify
+    stage linked, timed in the same child runner.
+    """
+    from dace_ai.checking import deception
+    from dace_ai.checking.harness import reference_kind, run_against_reference
 
     settings = request.settings
     forbidden = deception.forbidden_library_reason(
         request.answer, "\n".join([request.node.description, settings.extra_instructions or ""]))
     if forbidden:
         return CheckReport(NAME, "failed", f"Refused: {forbidden}.", details={"rule": "native-library"})
-    try:
-        sizes = parse_sizes(settings.bench_sizes)
-    except ValueError as exc:
-        return CheckReport(NAME, "inconclusive", f"setting 'bench_sizes' from {settings.source('bench_sizes')}: "
-                                                 f"{exc}")
-    gate_on = settings.gate_baseline
-    from dace_ai.checking.baselines import bench_comparison, bench_programs
+    result = request.shared.get(SHARED_RUN)
+    seconds = 0.0
+    if isinstance(result, dict) and result.get("bench") is not None:
+        seconds = float(result["bench"].get("seconds") or 0.0)  # its share of the verify stage's run
+    else:
+        try:
+            bench = plan(request)
+        except ValueError as exc:
+            return CheckReport(NAME, "inconclusive", f"setting 'bench_sizes' from {settings.source('bench_sizes')}: "
+                                                     f"{exc}")
+        kind, _ = reference_kind(request)
+        if kind is None and not bench.time:
+            return CheckReport(NAME, "inconclusive",
+                               "not timed: nothing to compare against (no native expansion, no reference=); "
+                               "set bench_sizes (or bench=gate) to time the code on its own",
+                               details={"reason": "nothing to compare"})
+        result = run_against_reference(request, mode="bench", bench=bench)
+        if result["status"] != "passed":
+            return _refusal(result)
+        seconds = result["seconds"]["total"]
+    run = result["bench"]
+    run.setdefault("candidate", None)
+    if not run.get("timed") and run.get("call_seconds"):
+        run = {**run, "candidate": run["call_seconds"]}
+    fig = figures(run)
+    fig.update(timed=bool(run.get("timed")), library=run.get("library"),
+               threads=(result.get("threads") or {}).get("count"))
+    from dace_ai.checking.baselines import bench_comparison
 
-    native_label, baseline_folders, left_out = bench_programs(request, build=settings.bench_baselines)
-    try:
-        result = run_side_by_side(request, sizes=sizes, repeats=settings.bench_repeats, baselines=baseline_folders)
-    except TimingUnavailable as exc:
-        return CheckReport(NAME, "inconclusive", str(exc))
-    except Exception as exc:  # noqa: BLE001 - the candidate's program did not build: the compile stage's job
-        text = str(exc).strip().splitlines()
-        return CheckReport(NAME, "inconclusive", f"could not build the timing programs: {type(exc).__name__}: "
-                                                 f"{text[-1] if text else ''}")
-    status = result.get("status")
-    if status != "ok":
-        if status == "error" and result.get("phase") not in ("candidate",):
-            return CheckReport(NAME, "inconclusive", f"the timing run failed: {result.get('detail')}",
-                               details={"result": result})
-        return CheckReport(NAME, "failed", f"Running your code failed: {result.get('detail')}.",
-                           details={"rule": status, "result": _small(result)})
-    fig = figures(result)
-    fig.update(bench_comparison(fig, result.get("baselines") or {}, native_label))
-    fig["baselines_left_out"] = {u.name: u.reason for u in left_out}
-    mismatch = result.get("mismatch")
-    if mismatch:
-        return CheckReport(NAME, "failed", _mismatch_text(mismatch), details={"rule": "mismatch", **fig})
-    reasons = deception.run_reasons(result)
+    fig.update(bench_comparison(fig, run.get("baselines") or {}, run.get("native_label")))
+    fig["baselines_left_out"] = dict(run.get("baselines_left_out") or {})
+    if run.get("baselines_reused"):
+        fig["baselines_reused"] = list(run["baselines_reused"])
+    reasons = deception.run_reasons(run)
+    gate_on = settings.gate_baseline
     if reasons:
-        return CheckReport(NAME, "failed", "Refused: " + "; ".join(reasons) + ".",
+        return CheckReport(NAME, "failed", "Refused: " + "; ".join(reasons) + ".", seconds,
                            details={"rule": "deception", "reasons": reasons, **fig})
     gated = fig.get("speedup_strongest") if gate_on == "strongest" else fig.get("speedup")
     if settings.bench == "gate" and gated is not None and gated < settings.min_speedup:
@@ -118,23 +212,14 @@ def bench_check(request: CheckRequest) -> CheckReport:
         return CheckReport(NAME, "failed",
                            f"Too slow: {describe(fig)}; a speedup of at least {settings.min_speedup:.2f}x over "
                            f"{against} is required (settings min_speedup, gate_baseline). Make the code faster.",
+                           seconds,
                            details={"rule": "gate", **fig})
-    return CheckReport(NAME, "passed", describe(fig), details=fig)
-
-
-def _mismatch_text(m: dict[str, Any]) -> str:
-    return (f"Your results differ from the native expansion's: output {m['container']!r}, seed {m['seed']}, "
-            f"first wrong element at index {m['index']}: expected {m['expected']!r}, got {m['got']!r} "
-            f"({m['wrong']} of {m['of']} elements wrong, max error {m['max_error']:.3g}).")
-
-
-def _small(result: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in result.items() if k not in ("traceback",)}
+    return CheckReport(NAME, "passed", describe(fig), seconds, details=fig)
 
 
 @hookimpl
 def dace_ai_checkers():
     yield Checker(name=NAME, stage="bench", check=bench_check, applies=bench_applies, default=True,
-                  description="times the candidate against the node's native expansion and DaCe's installed "
-                              "library implementations (OpenBLAS, ...) in a child process; "
+                  description="times the verified library against the node's native expansion and DaCe's "
+                              "installed library implementations (OpenBLAS, ...) in the sandbox child; "
                               "setting bench = off | report | gate (min_speedup, gate_baseline)")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dace_ai.checking.api import CheckRequest
-from dace_ai.checking.units import ToolResult, environment_classes, run_tool, scope_parameters
+from dace_ai.checking.units import ToolResult, environment_classes, init_symbols, run_tool, scope_parameters
 from dace_ai.context.types import NodeContext
 
 if TYPE_CHECKING:
@@ -88,13 +88,14 @@ def entry_points(node: NodeContext) -> str:
             locals_.append(f"    {ctype} v{i} = *({ctype}*) b[{i}];")
             conn_args.append(f"v{i}")
             write_back.append(f"    *({ctype}*) b[{i}] = v{i};")
-    init_args = ", ".join(["st", *sym_args])
-    exit_args = ", ".join(["(dace_ai_state_t*) st", *sym_args])
+    passed = init_symbols(node)
+    init_args = ", ".join(["(dace_ai_state_t*) st", *(a for (name, _), a in zip(symbols, sym_args) if name in passed)])
+    exit_args = "(dace_ai_state_t*) st"
     run_args = ", ".join(["(dace_ai_state_t*) st", *sym_args, *param_args, *conn_args])
     return (
         _FAULT_HANDLER
         + 'extern "C" void* dace_ai_entry_init(const double* s) {\n'
-        + f"    dace_ai_state_t* st = new dace_ai_state_t();\n    dace_ai_init({init_args});\n    return st;\n}}\n"
+        + f"    void* st = new dace_ai_state_t();\n    dace_ai_init({init_args});\n    return st;\n}}\n"
         + 'extern "C" void dace_ai_entry_run(void* st, void** b, const double* s, const double* p) {\n'
         + "\n".join(locals_) + ("\n" if locals_ else "")
         + f"    dace_ai_tasklet({run_args});\n"

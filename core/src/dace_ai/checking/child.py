@@ -32,7 +32,10 @@ from typing import Any
 
 import numpy as np
 
-CANARY = 0xA5  #: byte that fills output buffers and the slack around every buffer
+CANARY = 0xA5  #: byte that fills output buffers (and the slack around buffers of non-float elements)
+#: Byte of the slack around floating-point buffers: 0xFF... is a NaN, so a read outside a buffer
+#: shows as a NaN in the outputs (the poison the bench's read rule looks for).
+POISON = 0xFF
 ALIGN = 64  #: buffers start on this boundary, as vector code may expect
 PAGE = mmap.PAGESIZE
 GUARD = max(PAGE, 1 << 20)  #: inaccessible bytes after each buffer: overruns up to this far fault at once
@@ -112,7 +115,8 @@ class GuardedBuffer:
             raise OSError(ctypes.get_errno(), "mprotect failed")
         self.start = (addr + self.body - self.nbytes) & ~(ALIGN - 1)
         self.raw = np.ctypeslib.as_array((ctypes.c_ubyte * self.body).from_address(addr))
-        self.raw[:] = CANARY
+        self.poison = POISON if self.dtype.kind in "fc" else CANARY
+        self.raw[:] = self.poison
         lead = self.start - addr
         self.array = self.raw[lead:lead + self.nbytes].view(self.dtype)[:elements]
 
@@ -123,9 +127,9 @@ class GuardedBuffer:
     def slack_intact(self) -> str | None:
         """'before' or 'after' when canary bytes around the buffer changed, else None."""
         lead = self.start - self.addr
-        if np.any(self.raw[:lead] != CANARY):
+        if np.any(self.raw[:lead] != self.poison):
             return "before"
-        if np.any(self.raw[lead + self.nbytes:] != CANARY):
+        if np.any(self.raw[lead + self.nbytes:] != self.poison):
             return "after"
         return None
 
@@ -246,6 +250,8 @@ def _scalar(value: Any) -> Any:
 
 def compare(conn: dict[str, Any], expected: np.ndarray, got: np.ndarray, rtol: float) -> dict[str, Any] | None:
     """The first problem between ``expected`` and ``got`` of one output connector, or None."""
+    if expected.dtype == got.dtype and np.array_equal(expected, got):  # the common case, without temporaries
+        return None
     expected_canary = _is_canary(expected) if expected.dtype == got.dtype else np.zeros(expected.shape, bool)
     got_canary = _is_canary(got)
     unwritten = got_canary & ~expected_canary
@@ -340,6 +346,51 @@ def _allocate(case: dict[str, Any], data: dict[str, np.ndarray]) -> dict[str, Gu
     return buffers
 
 
+def _free(buffers: dict[str, GuardedBuffer]) -> None:
+    for buf in buffers.values():
+        buf.free()
+
+
+class Threads:
+    """The OpenMP thread count of the calls that follow.
+
+    The parent starts the child with ``OMP_NUM_THREADS`` set to the all-core count,
+    so the OpenMP runtime reads it when a library first loads it. Other counts are
+    set through that runtime's ``omp_set_num_threads`` (found among the loaded
+    libraries after loading), which governs the parallel regions the calling thread
+    starts next. Code without OpenMP has no runtime loaded and nothing to set.
+    """
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.runtime: str | None = None
+        self._set: Any = None
+
+    def attach(self) -> None:
+        if self._set is not None:
+            return
+        try:
+            with open("/proc/self/maps", encoding="utf-8") as maps:
+                paths = {line.split()[-1] for line in maps if "/" in line}
+        except OSError:
+            return
+        for path in sorted(paths):
+            name = os.path.basename(path)
+            if name.startswith(("libgomp", "libomp", "libiomp")):
+                try:
+                    lib = ctypes.CDLL(path)
+                    self._set = lib.omp_set_num_threads
+                    self._set.argtypes = [ctypes.c_int]
+                    self.runtime = name
+                    return
+                except (OSError, AttributeError):
+                    continue
+
+    def use(self, count: int | None) -> None:
+        if self._set is not None:
+            self._set(int(count or self.count))
+
+
 def _time(program: Any, prepared: Any, job: dict[str, Any]) -> list[float]:
     """Seconds per run: warm-up, then ``repeats`` samples of enough calls to exceed the timer's resolution."""
     for _ in range(job.get("warmup", 1)):
@@ -362,59 +413,517 @@ def _time(program: Any, prepared: Any, job: dict[str, Any]) -> list[float]:
     return samples
 
 
+#: One timed sample of the bench lasts at least this long (batches of calls for fast kernels).
+MIN_SAMPLE_SECONDS = 2e-3
+#: Seconds the timed samples of the slower side may take in all (fewer samples for slow kernels, at least 3).
+BUDGET_SECONDS = 3.0
+
+
+def interleaved(calls: dict[str, Any], repeats: int, phase: Any, warm: dict[str, float] | None = None) -> dict[str, Any]:
+    """Per-call seconds of each side: warm-up, a batch per side for the timer's resolution, interleaved samples.
+
+    ``warm``: sides that just ran on these buffers with these threads, and the seconds
+    of their last call (their warm-up and batch estimate are done already).
+    """
+    clock = time.perf_counter
+    resolution = time.get_clock_info("perf_counter").resolution
+    batch: dict[str, int] = {}
+    once: dict[str, float] = {}
+    # a fault while the native side or a baseline runs is theirs, not the candidate's
+    who = {"native": "reference", **{label: "baseline" for label in calls if label.startswith("baseline:")}}
+    for label, call in calls.items():
+        phase(who=who.get(label, label), step="time", label=label)
+        if warm and label in warm:
+            once[label] = max(warm[label], resolution)
+        else:
+            call()  # warm-up
+            t0 = clock()
+            call()
+            once[label] = max(clock() - t0, resolution)
+        batch[label] = max(1, int(min(10_000, np.ceil(max(MIN_SAMPLE_SECONDS, 1000 * resolution) / once[label]))))
+    slowest = max(once.values())
+    repeats = max(min(3, repeats), min(repeats, int(BUDGET_SECONDS / max(slowest, 1e-9))))
+    samples: dict[str, list[float]] = {label: [] for label in calls}
+    for _ in range(repeats):
+        for label, call in calls.items():
+            phase(who=who.get(label, label), step="time", label=label)
+            n = batch[label]
+            t0 = clock()
+            for _ in range(n):
+                call()
+            samples[label].append((clock() - t0) / n)
+    return {"samples": samples, "batch": batch, "timer_resolution": resolution}
+
+
+def measure_bandwidth(nbytes: int) -> float:
+    """Bytes per second that NumPy streams (read + write) for a working set of ``nbytes``; best of several."""
+    n = max(nbytes // 16, 1 << 16)
+    src = np.ones(n, dtype=np.float64)
+    dst = np.empty_like(src)
+    best = float("inf")
+    for _ in range(max(3, min(50, int(2e8 // max(src.nbytes, 1))))):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - t0)
+    return 2 * src.nbytes / best
+
+
+def _bench_lock(path: str | None) -> Any:
+    """The machine-wide lock around timed runs, so two benches never share the cores."""
+    import contextlib
+
+    if not path:
+        return contextlib.nullcontext()
+    from filelock import FileLock
+
+    return FileLock(path)
+
+
+def _inputs(case: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The case's initial container contents: given files (``case["inputs"]``) or drawn from its seed."""
+    data = case_inputs(case)
+    for name, path in (case.get("inputs") or {}).items():
+        data[name] = np.load(path, allow_pickle=False).reshape(-1).astype(data[name].dtype, copy=False)
+    return data
+
+
+def _output_containers(case: dict[str, Any]) -> list[str]:
+    return [c["name"] for c in case["containers"] if c["output"]]
+
+
+def _save(path: str, value: np.ndarray) -> None:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as handle:
+        np.save(handle, value, allow_pickle=False)
+    os.replace(tmp, path)
+
+
+def reference_outputs(reference: Any, case: dict[str, Any], phase: Phase, threads: Threads) -> dict[str, np.ndarray]:
+    """The reference's output containers (flat) for one case: from its cache files, else run and cached.
+
+    Runs before any candidate code is loaded into this process, so what is cached
+    comes from the reference alone.
+    """
+    cache = case.get("reference_cache") or {}
+    names = _output_containers(case)
+    if cache and all(os.path.isfile(cache.get(n, "")) for n in names):
+        try:
+            return {n: np.load(cache[n], allow_pickle=False) for n in names}
+        except (OSError, ValueError):
+            pass
+    threads.use(None)
+    buffers = _allocate(case, _inputs(case))
+    phase(who="reference", step="run", seed=case["seed"], sizes=case["sizes"],
+          buffers=[b.layout() for b in buffers.values()])
+    prepared = reference.prepare(case, buffers)
+    reference.call(prepared)
+    reference.finish(prepared)
+    phase(who="reference", step="done", seed=case["seed"], sizes=case["sizes"])
+    outputs = {n: buffers[n].array.copy() for n in names}
+    _free(buffers)
+    for name in names:
+        if cache.get(name):
+            try:
+                _save(cache[name], outputs[name])
+            except OSError:
+                pass
+    return outputs
+
+
+def _expected(case: dict[str, Any], conn: dict[str, Any], native: dict[str, np.ndarray] | None) -> np.ndarray | None:
+    if native is not None:
+        return np.asarray(view(native[conn["container"]], conn))
+    files = case.get("expected") or {}
+    if conn["name"] in files:
+        return np.load(files[conn["name"]], allow_pickle=False)
+    return None
+
+
+def _nan_reads(case: dict[str, Any], outs: dict[str, np.ndarray], native: dict[str, np.ndarray] | None) -> list[str]:
+    """Output containers holding a NaN the reference's do not: poison read from outside a buffer."""
+    found = []
+    for conn in case["connectors"]:
+        got = outs.get(conn["name"])
+        if conn["direction"] != "out" or got is None or got.dtype.kind not in "fc" or not np.isnan(got).any():
+            continue
+        expected = _expected(case, conn, native)
+        if expected is None or not np.isnan(expected).any():
+            found.append(conn["container"])
+    return found
+
+
+def run_case(case: dict[str, Any], candidate: Any, native: dict[str, np.ndarray] | None, phase: Phase,
+             threads: Threads, job: dict[str, Any], keep: bool = False) -> tuple[dict[str, Any], Any]:
+    """Run the candidate on one case (once per thread count of ``case["threads"]``) and judge it.
+
+    The first run is compared with the reference; every further run with the first
+    (a difference beyond the tolerance: the result depends on the threads' timing).
+    Returns the record and, with ``keep``, the first run's buffers and prepared call
+    (for timing).
+    """
+    data = _inputs(case)
+    record: dict[str, Any] = {"seed": case["seed"], "sizes": case["sizes"], "call_seconds": []}
+    counts = case.get("threads") or [None]
+    if threads.runtime is None:  # no OpenMP runtime loaded: the thread count changes nothing, run once
+        counts = [None]
+    first: dict[str, np.ndarray] = {}
+    kept: Any = None
+    previous: dict[str, GuardedBuffer] | None = None
+    for run, count in enumerate(counts):
+        threads.use(count)
+        buffers = _allocate(case, data)
+        if previous is not None:  # freed only now: each run sees buffers at new addresses
+            _free(previous)
+            previous = None
+        phase(who="candidate", step="run", seed=case["seed"], sizes=case["sizes"], threads=count or threads.count,
+              buffers=[b.layout() for b in buffers.values()])
+        prepared = candidate.prepare(case, buffers)
+        start = time.perf_counter()
+        candidate.call(prepared)
+        record["call_seconds"].append(time.perf_counter() - start)
+        if job["mode"] == "time" and run == 0:
+            record["candidate_seconds"] = _time(candidate, prepared, job)
+        if not (keep and run == 0):
+            candidate.finish(prepared)
+        phase(who="candidate", step="done", seed=case["seed"], sizes=case["sizes"])
+        judge = case.get("judge", True)  # False: whole programs, whose outputs the parent judges
+        problem = _outside_problem(case, buffers, data, "candidate") if judge else None
+        outs = {c["name"]: np.array(view(buffers[c["container"]].array, c))
+                for c in case["connectors"] if c["direction"] == "out"}
+        if run == 0 and job.get("save_outputs"):
+            for name in _output_containers(case):
+                _save(os.path.join(job["save_outputs"], f"{case.get('id', 0)}-candidate-{name}.npy"),
+                      buffers[name].array)
+        if keep and run == 0 and problem is None:
+            kept = (buffers, prepared)
+        else:
+            previous = buffers
+        if problem is not None:
+            record["problem"] = problem
+            break
+        if not judge:
+            record["reads_outside"] = []
+            record["outputs"] = outs
+        elif run == 0:
+            record["reads_outside"] = _nan_reads(case, outs, native)
+            record["outputs"] = outs
+            first = outs
+            for conn in case["connectors"]:
+                if conn["direction"] != "out":
+                    continue
+                expected = _expected(case, conn, native)
+                if expected is None:
+                    continue
+                problem = compare(conn, np.asarray(expected), outs[conn["name"]], case["rtol"][conn["name"]])
+                if problem is not None:
+                    record["problem"] = {**problem, "threads": count or threads.count}
+                    if (count or threads.count) > 1 and threads.runtime is not None \
+                            and _right_with_one_thread(case, candidate, native, phase, threads, data):
+                        record["problem"] = {**problem, "kind": "nondeterministic", "was": problem["kind"],
+                                             "threads": [count or threads.count, 1], "runs": 2, "single_ok": True}
+                    break
+        else:
+            for conn in case["connectors"]:
+                if conn["direction"] != "out":
+                    continue
+                problem = compare(conn, first[conn["name"]], outs[conn["name"]], case["rtol"][conn["name"]])
+                if problem is not None:
+                    record["problem"] = {**problem, "kind": "nondeterministic", "was": problem["kind"],
+                                         "threads": [c or threads.count for c in counts[:run + 1]],
+                                         "runs": run + 1}
+                    break
+        if "problem" in record:
+            break
+    if previous is not None:
+        _free(previous)
+    if kept is not None and "problem" in record:
+        candidate.finish(kept[1])
+        _free(kept[0])
+        kept = None
+    return record, kept
+
+
+#: A native reference slower than this per call is timed once per node and bench size, not per candidate.
+REUSE_NATIVE_SECONDS = 0.02
+
+
+def _known_native(bench: dict[str, Any]) -> dict[str, Any] | None:
+    """The native reference's samples an earlier candidate measured, when it is slow enough to be worth reusing."""
+    path = bench.get("native_timing")
+    if not path or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            known = json.load(handle)
+        samples = [float(x) for x in known["samples"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not samples or sorted(samples)[len(samples) // 2] < REUSE_NATIVE_SECONDS:
+        return None
+    return {"samples": samples, "batch": int(known.get("batch") or 1)}
+
+
+def _save_json(path: str, value: Any) -> None:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(value, handle)
+    os.replace(tmp, path)
+
+
+def _right_with_one_thread(case: dict[str, Any], candidate: Any, native: dict[str, np.ndarray] | None, phase: Phase,
+                           threads: Threads, data: dict[str, np.ndarray]) -> bool:
+    """Whether the case, wrong with all cores, comes out right with one thread (then the threads are to blame)."""
+    threads.use(1)
+    buffers = _allocate(case, data)
+    phase(who="candidate", step="run", seed=case["seed"], sizes=case["sizes"], threads=1,
+          buffers=[b.layout() for b in buffers.values()])
+    prepared = candidate.prepare(case, buffers)
+    candidate.call(prepared)
+    candidate.finish(prepared)
+    phase(who="candidate", step="done", seed=case["seed"], sizes=case["sizes"])
+    right = _outside_problem(case, buffers, data, "candidate") is None
+    for conn in case["connectors"]:
+        if not right or conn["direction"] != "out":
+            continue
+        expected = _expected(case, conn, native)
+        got = np.array(view(buffers[conn["container"]].array, conn))
+        right = expected is None or compare(conn, np.asarray(expected), got, case["rtol"][conn["name"]]) is None
+    _free(buffers)
+    threads.use(None)
+    return right
+
+
+def _same_outputs(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind in "fc") for k in a)
+
+
+def run_bench(job: dict[str, Any], candidate: Any, reference: Any, natives: list[Any], phase: Phase,
+              threads: Threads) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The bench section: its cases (seeds at the bench sizes), the run rules, then the timing under the lock."""
+    bench = job["bench"]
+    began = time.perf_counter()
+    records: list[dict[str, Any]] = []
+    kept: Any = None
+    for index, case in enumerate(bench["cases"]):
+        record, held = run_case(case, candidate, natives[index], phase, threads, job, keep=index == 0)
+        records.append(record)
+        if index == 0:
+            kept = held
+        if "problem" in record:
+            if kept is not None:
+                candidate.finish(kept[1])
+                _free(kept[0])
+            return {}, records
+    outputs = [r.pop("outputs") for r in records]
+    result: dict[str, Any] = {"bytes": bench.get("bytes"), "reads_outside": sorted({c for r in records
+                                                                                    for c in r["reads_outside"]}),
+                              "call_seconds": records[0]["call_seconds"][:1]}
+    refs_differ = True
+    if natives[0] is not None and len(natives) > 1:
+        refs_differ = not _same_outputs(natives[0], natives[1])
+    elif bench["cases"][0].get("expected") and len(bench["cases"]) > 1:
+        refs_differ = not _same_outputs(*({k: np.load(v, allow_pickle=False) for k, v in c["expected"].items()}
+                                          for c in bench["cases"][:2]))
+    has_inputs = any(c["direction"] == "in" for c in bench["cases"][0]["connectors"])
+    result["input_independent"] = bool(has_inputs and len(outputs) > 1 and refs_differ
+                                       and all(_same_outputs(outputs[0], o) for o in outputs[1:]))
+    if bench.get("time") and kept is not None:
+        _, prepared = kept
+        calls = {"candidate": lambda: candidate.call(prepared)}
+        ref_held: Any = None
+        if reference is not None:
+            case = bench["cases"][0]
+            threads.use(None)
+            ref_buffers = _allocate(case, _inputs(case))
+            ref_prepared = reference.prepare(case, ref_buffers)
+            ref_held = (ref_buffers, ref_prepared)
+            calls = {"native": lambda: reference.call(ref_prepared), **calls}
+        known = _known_native(bench)
+        if known is not None:  # a slow native reference timed by an earlier candidate of the node
+            calls.pop("native", None)
+        sides = _baseline_sides(bench, phase, threads, job)
+        for side in sides:  # the same inputs, interleaved with the candidate, the same threads
+            if "program" in side:
+                calls[f"baseline:{side['label']}"] = (lambda s=side: s["program"].call(s["prepared"]))
+        threads.use(None)
+        with _bench_lock(bench.get("lock")):
+            # the thread runs just called the candidate on these buffers, the last one with all cores
+            last = records[0]["call_seconds"][-1] if len(records[0]["call_seconds"]) > 1 else None
+            timed = interleaved(calls, int(bench.get("repeats", 7)), phase,
+                                warm={"candidate": last} if last is not None else None)
+            phase(who="loader", step="bandwidth")
+            result["bandwidth"] = measure_bandwidth(int(bench.get("bytes") or 0))
+        native_samples = timed["samples"].get("native")
+        if known is not None:
+            native_samples = known["samples"]
+            timed["batch"]["native"] = known["batch"]
+            result["native_reused"] = True
+        elif native_samples and bench.get("native_timing"):
+            try:
+                _save_json(bench["native_timing"], {"samples": native_samples, "batch": timed["batch"]["native"]})
+            except OSError:
+                pass
+        baselines: dict[str, list[float]] = {}
+        reused: list[str] = []
+        for side in sides:
+            label = side["label"]
+            if "known" in side:
+                baselines[label] = side["known"]["samples"]
+                timed["batch"][label] = side["known"]["batch"]
+                reused.append(label)
+                continue
+            samples = timed["samples"].pop(f"baseline:{label}")
+            baselines[label] = samples
+            timed["batch"][label] = timed["batch"].pop(f"baseline:{label}")
+            side["program"].finish(side["prepared"])
+            _free(side["buffers"])
+            if side.get("timing"):
+                try:
+                    _save_json(side["timing"], {"samples": samples, "batch": timed["batch"][label]})
+                except OSError:
+                    pass
+        result.update(candidate=timed["samples"]["candidate"], native=native_samples,
+                      batch=timed["batch"], timer_resolution=timed["timer_resolution"],
+                      baselines=baselines, baselines_reused=reused)
+        if ref_held is not None:
+            reference.finish(ref_held[1])
+            _free(ref_held[0])
+    if kept is not None:
+        candidate.finish(kept[1])
+        _free(kept[0])
+    result["seconds"] = time.perf_counter() - began
+    return result, records
+
+
+class PythonBaseline:
+    """A trusted project function timed as a baseline: a task's NumPy reference, imported by module path.
+
+    The parent names it (``"module:function"`` of the suite's own module), never model
+    text. It is called on NumPy views of the case's buffers (``arrays``: name -> shape)
+    plus the scalars and sizes the task's reference takes.
+    """
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        import importlib
+
+        module, _, attribute = spec["function"].partition(":")
+        function: Any = importlib.import_module(module)
+        for part in attribute.split("."):
+            function = getattr(function, part)
+        self.function = function
+        self.spec = spec
+
+    def prepare(self, case: dict[str, Any], buffers: dict[str, GuardedBuffer]) -> Any:
+        arrays = {name: buffers[name].array.reshape(shape) for name, shape in self.spec["arrays"].items()}
+        return {**arrays, **self.spec.get("scalars", {})}
+
+    def call(self, prepared: Any) -> None:
+        self.function(**prepared)
+
+    def finish(self, prepared: Any) -> None:
+        return None
+
+
+def _known_timing(path: str | None) -> dict[str, Any] | None:
+    """Samples of a slow side an earlier candidate measured (see :data:`REUSE_NATIVE_SECONDS`), else None."""
+    return _known_native({"native_timing": path})
+
+
+def _baseline_sides(bench: dict[str, Any], phase: Phase, threads: Threads,
+                    job: dict[str, Any]) -> list[dict[str, Any]]:
+    """Load and prepare the bench section's baselines (DaCe's library implementations, a NumPy reference).
+
+    Each gets its own buffers holding the first bench case's inputs (the candidate's
+    and the reference's very inputs), is called once there (its outputs saved for the
+    parent with ``save_outputs``: a baseline that computes something else is left
+    out there), and is then timed with the other sides. A baseline whose samples an
+    earlier candidate measured and that is slow is not timed again (``known``).
+    """
+    case = bench["cases"][0]
+    sides = []
+    for index, spec in enumerate(bench.get("baselines") or []):
+        label = spec["label"]
+        known = _known_timing(spec.get("timing"))
+        if known is not None:
+            sides.append({"label": label, "known": known})
+            continue
+        phase(who="baseline", label=label, step="load")
+        program = PythonBaseline(spec) if spec.get("kind") == "python" else Reference(spec["program"])
+        threads.use(None)
+        buffers = _allocate(case, _inputs(case))
+        prepared = program.prepare(case, buffers)
+        phase(who="baseline", label=label, step="run", seed=case["seed"], sizes=case["sizes"])
+        program.call(prepared)
+        if job.get("save_outputs") and spec.get("kind") != "python":
+            for name in _output_containers(case):
+                _save(os.path.join(job["save_outputs"], f"{case.get('id', 0)}-baseline{index}-{name}.npy"),
+                      buffers[name].array)
+        sides.append({"label": label, "program": program, "prepared": prepared, "buffers": buffers,
+                      "timing": spec.get("timing")})
+    return sides
+
+
+def _program(spec: dict[str, Any], fault_fd: int) -> Any:
+    """The candidate side: the entry-point library of the one compile, or a program DaCe built."""
+    return Reference(spec) if spec.get("kind") == "program" else Candidate(spec, fault_fd)
+
+
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    """Reference outputs first (before any candidate code is loaded), then the cases, then the bench section.
+
+    ``job``: ``mode`` (``verify``: compare; ``time``: also time each side per case),
+    ``candidate`` and ``reference`` (library specs), ``cases`` (each may carry
+    ``threads``: thread counts of its runs, ``reference_cache``: files of the
+    reference's outputs, ``expected``: files of a reference function's outputs,
+    ``inputs``: files of its initial data), ``threads`` (the all-core count), ``bench``
+    (cases at the bench sizes, whether to time, repeats, lock file, bytes per call).
+    """
     phase = Phase(job["phase_file"])
     fault_fd = os.open(job["fault_file"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    phase(who="loader", step="candidate")
-    candidate = Candidate(job["candidate"], fault_fd)
+    threads = Threads(int(job.get("threads") or os.cpu_count() or 1))
     reference = None
     if job.get("reference"):
         phase(who="loader", step="reference")
         reference = Reference(job["reference"])
+        threads.attach()
+    bench_cases = (job.get("bench") or {}).get("cases", [])
+    natives: list[Any] = []
+    for case in [*job["cases"], *bench_cases]:
+        natives.append(reference_outputs(reference, case, phase, threads)
+                       if reference is not None and not case.get("expected") else None)
+        if reference is not None and job.get("save_outputs") and natives[-1] is not None:
+            for name, value in natives[-1].items():
+                _save(os.path.join(job["save_outputs"], f"{case.get('id', 0)}-reference-{name}.npy"), value)
+    phase(who="loader", step="candidate")
+    candidate = _program(job["candidate"], fault_fd)
+    threads.attach()
     results: list[dict[str, Any]] = []
-    for case in job["cases"]:
-        data = case_inputs(case)
-        record: dict[str, Any] = {"seed": case["seed"], "sizes": case["sizes"]}
-        sides: dict[str, dict[str, GuardedBuffer]] = {}
-        for who, program in (("reference", reference), ("candidate", candidate)):
-            if program is None:
-                continue
-            buffers = _allocate(case, data)
-            sides[who] = buffers
-            phase(who=who, step="run", seed=case["seed"], sizes=case["sizes"],
+    out: dict[str, Any] = {"mode": job["mode"], "cases": results, "bench": None,
+                           "threads": {"count": threads.count, "runtime": threads.runtime}}
+    for index, case in enumerate(job["cases"]):
+        record, _ = run_case(case, candidate, natives[index], phase, threads, job)
+        record.pop("outputs", None)
+        if job["mode"] == "time" and reference is not None and "problem" not in record:
+            threads.use(None)
+            buffers = _allocate(case, _inputs(case))
+            phase(who="reference", step="time", seed=case["seed"], sizes=case["sizes"],
                   buffers=[b.layout() for b in buffers.values()])
-            prepared = program.prepare(case, buffers)
-            program.call(prepared)
-            if job["mode"] == "time":
-                record[f"{who}_seconds"] = _time(program, prepared, job)
-            program.finish(prepared)
-            phase(who=who, step="done", seed=case["seed"], sizes=case["sizes"])
-            if job["mode"] == "verify" and who == "candidate":  # DaCe's own expansion is trusted here
-                problem = _outside_problem(case, buffers, data, who)
-                if problem is not None:
-                    record["problem"] = problem
-                    break
-        if job["mode"] == "verify" and "problem" not in record:
-            got_side = sides["candidate"]
-            for conn in case["connectors"]:
-                if conn["direction"] != "out":
-                    continue
-                got = view(got_side[conn["container"]].array, conn)
-                if reference is not None:
-                    expected = view(sides["reference"][conn["container"]].array, conn)
-                else:
-                    expected = np.load(case["expected"][conn["name"]], allow_pickle=False)
-                problem = compare(conn, np.asarray(expected), np.asarray(got), case["rtol"][conn["name"]])
-                if problem is not None:
-                    record["problem"] = problem
-                    break
-        for buffers in sides.values():
-            for buf in buffers.values():
-                buf.free()
+            prepared = reference.prepare(case, buffers)
+            record["reference_seconds"] = _time(reference, prepared, job)
+            reference.finish(prepared)
+            _free(buffers)
         results.append(record)
         if "problem" in record:
-            break
-    return {"mode": job["mode"], "cases": results}
+            return out
+    if bench_cases:
+        bench, records = run_bench(job, candidate, reference, natives[len(job["cases"]):], phase, threads)
+        for record in records:
+            record.pop("outputs", None)
+            record["bench"] = True
+        results.extend(records)
+        if not any("problem" in r for r in records):
+            out["bench"] = bench
+    return out
 
 
 def main(argv: list[str]) -> int:

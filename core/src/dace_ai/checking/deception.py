@@ -3,7 +3,7 @@
 Models asked for speed are known to game the reward: return constants, cache
 results between calls, call the very library they were asked to replace, or
 scribble outside their buffers. Each rule here turns one such finding of a
-bench run (:mod:`dace_ai.checking.timing_child`) or of the answer's text into a
+bench section of the sandboxed run (:mod:`dace_ai.checking.child`) or of the answer's text into a
 refusal reason worded for the model; ``None`` when the rule is satisfied.
 """
 

@@ -1,24 +1,35 @@
 """Run a candidate against its node's reference in the sandbox: to verify it, or to time it.
 
-:func:`run_against_reference` is the one entry point for the verify stage and for
-anything that benchmarks candidates: it compiles the candidate once, builds (or
-reuses) the node's native program, makes the cases (seeds x sizes), runs them in one
-sandboxed child (:mod:`dace_ai.checking.sandbox`) and returns a plain dict::
+:func:`run_against_reference` is the one entry point for the verify and bench stages
+and for anything that benchmarks candidates: it compiles the candidate once, builds
+(or reuses) the node's native program, makes the cases (seeds x sizes; thread runs
+at the larger sizes, see :mod:`dace_ai.checking.runner`; the bench section when
+given a plan), runs them in one sandboxed child (:mod:`dace_ai.checking.sandbox`)
+and returns a plain dict::
 
-    {"mode": "verify" | "time",
+    {"mode": "verify" | "time" | "bench",
      "status": "passed" | "failed" | "inconclusive",
-     "reason": None | "mismatch" | "unwritten" | "outside_subset" | "outside_buffer" | "crash" | "timeout"
+     "reason": None | "mismatch" | "unwritten" | "nondeterministic" | "outside_subset" | "outside_buffer"
+               | "crash" | "timeout"
                | "cpu_time" | "memory" | "compile" | "load" | "no reference" | "reference failed" | ...,
      "message": "worded for the model: seed, sizes, first wrong index, expected vs got, max error",
-     "seeds": [0, 1, 2], "sizes": [{"N": 13}, {"N": 67}],
+     "seeds": [0, 1, 2], "sizes": [{"N": 13}, {"N": 67}, {"N": 64}, {"N": 520}, {"N": 65536}],
+     "skipped": [SkippedSize(...)], "ladder": [{"rung": "small", "sizes": ..., "seeds": ..., "points": ...}],
      "cases": [{"seed": 0, "sizes": {"N": 13}, "problem": {...},            # verify: only a failing case
                 "candidate_seconds": [...], "reference_seconds": [...]}],  # time: per-run seconds
      "reference": {"kind": "native" | "function" | None, "implementation": "pure"},
+     "threads": {"count": 2, "runs": [{"sizes": ..., "seed": 0, "threads": [1, 2, 2]}], "runtime": "libgomp.so.1"},
+     "bench": None | {"candidate": [...], "native": [...], "batch": ..., "bandwidth": ..., "sizes": ...,
+                      "timed": True, "library": ".../candidate.so", "input_independent": False, ...},
+     "library": ".../sandbox/candidate.so",
      "seconds": {"compile": ..., "reference": ..., "run": ..., "total": ...}}
 
-Sizes: every integer symbol of the node gets values (default: two sets of odd
-primes, a different one per symbol, so no size is a multiple of a vector width and
-swapped dimensions show); a node whose shapes are all constant runs at its own size.
+Sizes: the size ladder of :mod:`dace_ai.checking.ladder` (small odd sizes, multiples
+of every vector width, several tiles, the bench size; only sizes the program's
+subsets allow, each map at several points); ``"skipped"`` lists the
+:class:`~dace_ai.checking.ladder.SkippedSize` records of sizes not run and
+``"ladder"`` the rungs run (sizes, seeds, map points, adjustments). Messages name
+the rung and the map point of the failing case.
 """
 
 from __future__ import annotations
@@ -31,11 +42,10 @@ from typing import Any
 import numpy as np
 
 from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.constraints import first_point
+from dace_ai.checking.ladder import build_ladder, case_place
 from dace_ai.checking.sandbox import ChildOutcome, SandboxLimits, run_child
 
-#: Default sizes per symbol: the k-th symbol gets SMALL[k] then LARGE[k] (odd primes: remainders everywhere).
-SMALL_SIZES = (13, 11, 17, 19, 23, 7, 29, 31)
-LARGE_SIZES = (67, 61, 71, 73, 59, 79, 83, 53)
 DEFAULT_SEEDS = (0, 1, 2)
 _EPS = {"f": {2: 9.8e-4, 4: 1.2e-7, 8: 2.3e-16}, "c": {8: 1.2e-7, 16: 2.3e-16}}
 
@@ -58,29 +68,14 @@ def evaluate(expr: Any, values: Mapping[str, Any]) -> int:
     return int(value)
 
 
-def size_symbols(request: CheckRequest) -> list[str]:
-    """Integer symbols of the node (symbols in scope, then enclosing map parameters are separate)."""
-    return [name for name, ctype in request.node.symbols.items()
-            if not any(t in ctype for t in ("float", "double", "complex"))]
+def size_cases(request: CheckRequest, sizes: Any = None, bench_sizes: Any = None) -> list[dict[str, int]]:
+    """Symbol values to run: ``sizes`` as given (list of dicts, or dict of lists zipped), else the size ladder.
 
-
-def size_cases(request: CheckRequest, sizes: Any = None) -> list[dict[str, int]]:
-    """Symbol values to run: ``sizes`` as given (list of dicts, or dict of lists zipped), else the defaults."""
-    names = size_symbols(request)
-    if sizes:
-        if isinstance(sizes, Mapping):
-            lists = {k: list(v) if isinstance(v, (list, tuple)) else [v] for k, v in sizes.items()}
-            count = max(len(v) for v in lists.values())
-            sizes = [{k: v[min(i, len(v) - 1)] for k, v in lists.items()} for i in range(count)]
-        cases = []
-        for i, given in enumerate(sizes):
-            case = {n: int(given[n]) if n in given else LARGE_SIZES[k % len(LARGE_SIZES)] for k, n in enumerate(names)}
-            case.update({k: int(v) for k, v in given.items()})
-            cases.append(case)
-        return cases
-    if not names:
-        return [{}]
-    return [{n: table[k % len(table)] for k, n in enumerate(names)} for table in (SMALL_SIZES, LARGE_SIZES)]
+    The ladder's rungs in order (see :func:`dace_ai.checking.ladder.build_ladder`, which
+    also says which sizes were skipped and why); ``bench_sizes`` (a dict or the
+    ``bench_sizes`` setting's text) sets its bench rung.
+    """
+    return build_ladder(request, sizes, bench_sizes=bench_sizes).sizes()
 
 
 def parse_sizes_setting(text: str | None) -> dict[str, list[int]] | None:
@@ -97,15 +92,8 @@ def parse_sizes_setting(text: str | None) -> dict[str, list[int]] | None:
 
 
 def _param_values(request: CheckRequest, values: dict[str, int]) -> dict[str, int]:
-    """Enclosing map parameters at the first point of their range (the node runs there too)."""
-    from dace_ai.checking.units import scope_parameters
-
-    params = {}
-    ranges = {p: r for scope in request.node.scopes for p, r in zip(scope.params, scope.ranges)}
-    for p in scope_parameters(request.node):
-        begin = ranges.get(p, "0").split(":")[0].strip() or "0"
-        params[p] = evaluate(begin, {**values, **params})
-    return params
+    """Enclosing map parameters at the first point of their range (when the ladder gave no point)."""
+    return first_point(request, values)
 
 
 def _dims(conn: Any, values: Mapping[str, int]) -> tuple[list[int], list[int]]:
@@ -151,11 +139,16 @@ def tolerance(dtype: np.dtype, reduction: int) -> float:
     return 0.0 if eps is None else 16 * eps * max(1, reduction)
 
 
-def make_case(request: CheckRequest, seed: int, sizes: dict[str, int]) -> dict[str, Any]:
-    """One case of the job: values, containers (flat element counts), connector views, tolerances."""
+def make_case(request: CheckRequest, seed: int, sizes: dict[str, int], point: Mapping[str, int] | None = None,
+              rung: str = "", point_words: str = "") -> dict[str, Any]:
+    """One case of the job: values, containers (flat element counts), connector views, tolerances.
+
+    ``point`` gives the enclosing maps' parameters (default: the first point of
+    each range); ``rung`` and ``point_words`` name the case in messages.
+    """
     live_sdfg = (request.node.live or {}).get("sdfg")
     values = dict(sizes)
-    values.update(_param_values(request, values))
+    values.update(dict(point) if point is not None else _param_values(request, values))
     containers: dict[str, dict[str, Any]] = {}
     connectors = []
     for conn in request.node.connectors:
@@ -177,7 +170,8 @@ def make_case(request: CheckRequest, seed: int, sizes: dict[str, int]) -> dict[s
     rtol = {c["name"]: tolerance(np.dtype(containers[c["container"]]["dtype"]), reduction)
             for c in connectors if c["direction"] == "out"}
     return {"seed": seed, "sizes": dict(sizes), "values": values, "containers": list(containers.values()),
-            "connectors": connectors, "rtol": rtol}
+            "connectors": connectors, "rtol": rtol, "rung": rung, "point": dict(point or {}),
+            "point_words": point_words}
 
 
 # ----------------------------------------------------------------------------- references
@@ -199,16 +193,38 @@ def reference_kind(request: CheckRequest) -> tuple[str | None, Any]:
     return None, "no reference"
 
 
-def _expected_outputs(case: dict[str, Any], function: Any, folder: Path, index: int) -> dict[str, str]:
-    """Run the user's reference on the case's inputs; save its outputs as .npy files for the child."""
+#: Outputs of reference functions per (function, case), kept for the next candidate of the node.
+_expected_memo: dict[tuple[int, str], dict[str, Any]] = {}
+_EXPECTED_MEMO_BYTES = 256 << 20
+
+
+def _reference_results(function: Any, case: dict[str, Any], outputs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The user's reference on the case's inputs; remembered per function and case in this process."""
     from dace_ai.checking.child import case_inputs, view
     from dace_ai.checking.reference import call_reference
+    from dace_ai.checking.runner import case_key
 
+    key = (id(function), case_key(case))
+    known = _expected_memo.get(key)
+    if known is not None and known["function"] is function:
+        return known["results"]
     data = case_inputs(case)
     inputs = {c["name"]: np.array(view(data[c["container"]], c)) for c in case["connectors"]
               if c["direction"] == "in"}
-    outputs = [c for c in case["connectors"] if c["direction"] == "out"]
     results = call_reference(function, inputs, case["values"], [c["name"] for c in outputs])
+    size = sum(getattr(np.asarray(v), "nbytes", 0) for v in results.values())
+    while _expected_memo and size + sum(m["bytes"] for m in _expected_memo.values()) > _EXPECTED_MEMO_BYTES:
+        _expected_memo.pop(next(iter(_expected_memo)))
+    if size <= _EXPECTED_MEMO_BYTES:
+        _expected_memo[key] = {"function": function, "results": results, "bytes": size}
+    return results
+
+
+def _expected_outputs(case: dict[str, Any], function: Any, folder: Path, index: int) -> dict[str, str]:
+    """Run the user's reference on the case's inputs; save its outputs as .npy files for the child."""
+    outputs = [c for c in case["connectors"] if c["direction"] == "out"]
+    results = _reference_results(function, case, outputs)
+    folder.mkdir(parents=True, exist_ok=True)
     files = {}
     for conn in outputs:
         dtype = np.dtype(next(c["dtype"] for c in case["containers"] if c["name"] == conn["container"]))
@@ -226,10 +242,6 @@ def _expected_outputs(case: dict[str, Any], function: Any, folder: Path, index: 
 
 
 # ----------------------------------------------------------------------------- words
-def _sizes_text(sizes: Mapping[str, int]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sizes.items()) or "the program's own sizes"
-
-
 def _connectors_of(case: dict[str, Any], container: str | None) -> str:
     names = [c["name"] for c in case["connectors"] if c["container"] == container]
     return f" (connector {', '.join(names)})" if names else ""
@@ -237,8 +249,31 @@ def _connectors_of(case: dict[str, Any], container: str | None) -> str:
 
 def describe_problem(problem: dict[str, Any], case: dict[str, Any]) -> tuple[str, str]:
     """(reason, sentence for the model) for a problem the child found in one case."""
-    where = f"seed {case['seed']}, sizes {_sizes_text(case['sizes'])}"
+    where = case_place(case)
     kind = problem["kind"]
+    if kind == "nondeterministic":
+        counts = " then ".join(f"{n} thread{'s' if n != 1 else ''}" for n in problem["threads"])
+        if problem.get("single_ok"):
+            return "nondeterministic", (
+                f"The result is not deterministic ({where}): with {problem['threads'][0]} threads output "
+                f"{problem['connector']} at index {problem['index']} is {problem.get('got', 'not written')}, expected "
+                f"{problem['expected']} ({problem['count']} of {problem['elements']} elements differ beyond the "
+                f"reduction tolerance), while with 1 thread it is right. A data race (threads updating shared data "
+                f"without atomics or a reduction clause) or a reduction whose order depends on the threads' timing.")
+        if problem.get("was") == "unwritten":
+            return "nondeterministic", (
+                f"The result is not deterministic ({where}; runs with {counts}): in run {problem['runs']} output "
+                f"{problem['connector']} at index {problem['index']} was never written ({problem['count']} of "
+                f"{problem['elements']} elements), though the first run wrote it. Every call must compute its "
+                f"outputs (no results kept from an earlier call; no thread may skip its share).")
+        return "nondeterministic", (
+            f"The result is not deterministic ({where}; runs with {counts}): output {problem['connector']} at "
+            f"index {problem['index']} was {problem['expected']} in the first run and {problem.get('got')} in run "
+            f"{problem['runs']}; {problem['count']} of {problem['elements']} elements differ beyond the reduction "
+            f"tolerance. A data race (threads updating shared data without atomics or a reduction clause) or a "
+            f"reduction whose order depends on the threads' timing.")
+    if problem.get("threads") and isinstance(problem["threads"], int) and problem["threads"] == 1:
+        where += ", 1 thread"
     if kind == "mismatch":
         return "mismatch", (
             f"Wrong result ({where}): output {problem['connector']} at index {problem['index']} is {problem['got']}, "
@@ -269,13 +304,16 @@ def describe_problem(problem: dict[str, Any], case: dict[str, Any]) -> tuple[str
 def describe_outcome(outcome: ChildOutcome, cases: list[dict[str, Any]], limits: SandboxLimits) -> tuple[str, str, str]:
     """(status, reason, message) for a child that did not finish normally."""
     phase = outcome.phase
-    case = next((c for c in cases if c["seed"] == phase.get("seed") and c["sizes"] == phase.get("sizes")), None)
-    where = f" (seed {case['seed']}, sizes {_sizes_text(case['sizes'])})" if case else ""
+    matching = [c for c in cases if c["seed"] == phase.get("seed") and c["sizes"] == phase.get("sizes")]
+    case = matching[0] if matching else None
+    if len(matching) > 1:  # several map points share seed and sizes: the child does not say which one ran
+        case = {**case, "point": {}}
+    where = f" ({case_place(case)})" if case else ""
     who = outcome.who
     if outcome.status == "timeout":
         reason, text = "timeout", f"did not finish within {limits.wall_seconds:g} s of wall time{where} (an endless loop?)"
     elif outcome.status == "cpu_time":
-        reason, text = "cpu_time", f"used more than {limits.cpu_seconds:g} s of CPU time{where} (an endless loop?)"
+        reason, text = "cpu_time", f"used more than {limits.cpu_seconds:g} s of CPU time per thread{where} (an endless loop?)"
     elif outcome.status == "memory":
         reason, text = "memory", f"exceeded the memory limit of {limits.memory_bytes >> 20} MiB{where}"
     elif outcome.status == "crashed":
@@ -298,6 +336,9 @@ def describe_outcome(outcome: ChildOutcome, cases: list[dict[str, Any]], limits:
         reason, text = "harness", f"could not be run: {outcome.output.strip()[-1500:]}"
     if who == "reference":
         return "inconclusive", "reference failed", f"The node's reference program {text}; nothing is known about the candidate."
+    if who == "baseline":  # one of DaCe's own library implementations, timed next to the candidate
+        return ("inconclusive", "baseline failed",
+                f"The baseline {phase.get('label', '?')} {text}; nothing is known about the candidate.")
     if who == "loader" and outcome.status == "error":
         step = phase.get("step", "candidate")
         if step == "reference":
@@ -309,24 +350,46 @@ def describe_outcome(outcome: ChildOutcome, cases: list[dict[str, Any]], limits:
 # ----------------------------------------------------------------------------- entry point
 def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds: Sequence[int] | int = DEFAULT_SEEDS,
                           sizes: Any = None, repeats: int = 5, warmup: int = 1, min_sample_seconds: float = 1e-3,
-                          limits: SandboxLimits | None = None) -> dict[str, Any]:
+                          limits: SandboxLimits | None = None, bench: Any = None,
+                          threads: int | None = None) -> dict[str, Any]:
     """Run the candidate of ``request`` and the node's reference on the same inputs in a sandboxed child.
 
-    ``mode="verify"`` compares outputs (stops at the first failing case);
-    ``mode="time"`` times both sides per case: ``warmup`` calls, then ``repeats``
-    samples, each of as many calls as fill ``min_sample_seconds`` (timer resolution),
-    reported as seconds per call. ``seeds`` is a list or a count; ``sizes`` a list
-    of ``{symbol: value}`` or a ``{symbol: [values]}`` (zipped). ``limits`` default
-    to the settings' ``sandbox_*`` values. Never raises for the candidate's faults.
+    ``mode="verify"`` compares outputs (stops at the first failing case); the
+    larger cases run with 1 thread and then twice with all cores (``threads``,
+    default :func:`~dace_ai.checking.runner.all_cores`), and runs that differ are
+    refused as not deterministic. ``mode="time"`` also times both sides per case:
+    ``warmup`` calls, then ``repeats`` samples, each of as many calls as fill
+    ``min_sample_seconds``, as seconds per call. ``mode="bench"`` runs only the bench
+    section. ``bench`` (a :class:`~dace_ai.checking.runner.BenchPlan`) adds the bench
+    section to the same child run, after the verify cases passed: cases at the bench
+    sizes compared with the reference, the run rules, and the interleaved timing of
+    this very library against the native reference (``result["bench"]``). ``seeds`` is a
+    list or a count; ``sizes`` a list of ``{symbol: value}`` or a ``{symbol: [values]}``
+    (zipped). ``limits`` default to the settings' ``sandbox_*`` values. Never raises
+    for the candidate's faults.
     """
-    if mode not in ("verify", "time"):
-        raise ValueError(f"mode must be 'verify' or 'time', got {mode!r}")
+    from dace_ai.checking.runner import (
+        all_cores,
+        baseline_timing_file,
+        cache_reference_outputs,
+        native_timing_file,
+        plan_threads,
+        thread_counts,
+        uses_openmp,
+    )
+
+    if mode not in ("verify", "time", "bench"):
+        raise ValueError(f"mode must be 'verify', 'time' or 'bench', got {mode!r}")
+    if mode == "bench" and bench is None:
+        raise ValueError("mode 'bench' needs a bench plan")
     total_start = time.perf_counter()
     seeds = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     limits = limits or SandboxLimits.from_settings(request.settings)
+    count = threads or all_cores(request.settings)
     result: dict[str, Any] = {"mode": mode, "status": "inconclusive", "reason": None, "message": "",
-                              "seeds": seeds, "sizes": [], "cases": [],
+                              "seeds": seeds, "sizes": [], "cases": [], "bench": None, "skipped": [], "ladder": [],
                               "reference": {"kind": None, "implementation": None},
+                              "threads": {"count": count, "runs": [], "runtime": None},
                               "seconds": {"compile": 0.0, "reference": 0.0, "run": 0.0, "total": 0.0}}
 
     def done(status: str, reason: str | None, message: str) -> dict[str, Any]:
@@ -339,11 +402,36 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
     if kind is None and mode == "verify":
         return done("inconclusive", "no reference", f"Not verified: {detail}.")
     try:
-        size_list = size_cases(request, sizes)
-        cases = [make_case(request, seed, s) for s in size_list for seed in seeds]
+        if mode == "time":
+            rungs = ("bench",)
+        elif bench is not None:  # the bench section checks the bench sizes against the reference itself
+            rungs = ("small", "odd", "vector", "multi-tile")
+        else:
+            rungs = ("small", "odd", "vector", "multi-tile", "bench")
+        ladder = None if mode == "bench" else build_ladder(
+            request, sizes, bench_sizes=getattr(request.settings, "bench_sizes", None), seeds=seeds, rungs=rungs)
+        size_list = ladder.sizes() if ladder is not None else []
+        cases = ([make_case(request, c.seed, c.sizes, c.point, c.rung, c.point_words) for c in ladder.cases()]
+                 if ladder is not None else [])
+        bench_cases = ([make_case(request, seed, bench.sizes, rung="bench") for seed in bench.seeds]
+                       if bench is not None else [])
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         return done("inconclusive", "sizes", f"Not verified: could not give the node's symbols values ({exc}).")
     result["sizes"] = size_list
+    result["skipped"] = ladder.skipped if ladder is not None else []
+    result["ladder"] = ladder.describe() if ladder is not None else []
+    if not cases and not bench_cases:
+        return done("inconclusive", "sizes", "Not verified: the program allows none of the sizes tried: "
+                    + "; ".join(map(str, result["skipped"])) + ".")
+    if mode == "verify":
+        plan_threads(cases, count)
+    if bench_cases:
+        bench_cases[0]["threads"] = thread_counts(count)
+    all_cases = [*cases, *bench_cases]
+    for index, case in enumerate(all_cases):
+        case["id"] = index
+    result["threads"]["runs"] = [{"sizes": c["sizes"], "seed": c["seed"], "threads": c["threads"]}
+                                 for c in all_cases if c.get("threads")]
 
     from dace_ai.checking.candidate import candidate_library
 
@@ -357,12 +445,22 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
             return done("failed", "compile", "The code does not compile as DaCe builds it:\n" + build.diagnostics)
         return done("failed", "link", "The code compiles but does not link into a shared library:\n"
                     + (link.output.strip()[-3000:] if link is not None else ""))
+    result["library"] = str(library)
+    if not uses_openmp(library):  # one thread or all: the same code runs; each case once
+        for case in all_cases:
+            case.pop("threads", None)
+        result["threads"]["runs"] = []
     folder = Path(request.workdir) / "sandbox"
-    job: dict[str, Any] = {"mode": mode, "repeats": repeats, "warmup": warmup, "min_sample_seconds": min_sample_seconds,
+    job: dict[str, Any] = {"mode": "verify" if mode == "bench" else mode, "repeats": repeats, "warmup": warmup,
+                           "min_sample_seconds": min_sample_seconds, "threads": count,
                            "candidate": {"library": str(library), "symbols": list(request.node.symbols),
                                          "params": _scope_params(request),
                                          "connectors": [c.name for c in request.node.connectors]},
-                           "reference": None, "cases": cases}
+                           "reference": None, "cases": cases,
+                           "bench": bench.job(bench_cases) if bench is not None else None}
+    if bench_cases and job["bench"]["baselines"]:
+        for side in job["bench"]["baselines"]:  # slow ones timed once per node, like the native reference
+            side["timing"] = baseline_timing_file(side["program"]["library"], bench_cases[0], count)
     if kind == "native":
         from dace_ai.checking.reference import build_native_reference
 
@@ -377,29 +475,43 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
         result["seconds"]["reference"] = time.perf_counter() - start
         result["reference"]["implementation"] = native.implementation
         job["reference"] = native.spec()
-    elif kind == "function" and mode == "verify":
+        cache_reference_outputs(all_cases, native.library)
+        if bench_cases:
+            job["bench"]["native_timing"] = native_timing_file(bench_cases[0], count)
+    elif kind == "function":
         try:
-            for index, case in enumerate(cases):
-                case["expected"] = _expected_outputs(case, detail, folder, index)
+            for case in all_cases:
+                case["expected"] = _expected_outputs(case, detail, folder, case["id"])
         except Exception as exc:  # noqa: BLE001 - the user's reference failed: not the candidate's fault
             return done("inconclusive", "reference failed",
                         f"Not verified: the reference function raised {type(exc).__name__}: {exc}")
-    outcome = run_child(job, folder / "run", limits)
+    outcome = run_child(job, folder / "run", limits, threads=count)
     result["seconds"]["run"] = outcome.seconds
     if outcome.status != "finished":
-        status, reason, message = describe_outcome(outcome, cases, limits)
+        status, reason, message = describe_outcome(outcome, all_cases, limits)
         return done(status, reason, message)
     result["cases"] = outcome.result["cases"]
-    if mode == "time":
-        return done("passed", None, "")
-    for record in result["cases"]:
+    result["threads"]["runtime"] = (outcome.result.get("threads") or {}).get("runtime")
+    for case, record in zip(all_cases, result["cases"]):  # the child runs the cases in order
         problem = record.get("problem")
         if problem is None:
             continue
-        case = next(c for c in cases if c["seed"] == record["seed"] and c["sizes"] == record["sizes"])
         reason, message = describe_problem(problem, case)
         return done("failed", reason, message)
-    return done("passed", None, f"matches the reference on {len(seeds)} seed(s) x {len(size_list)} size(s)")
+    if bench is not None:
+        result["bench"] = {**(outcome.result.get("bench") or {}), "sizes": bench.sizes,
+                           "timed": bool(job["bench"]["time"]), "library": str(library),
+                           "native_label": bench.native_label, "baselines_left_out": dict(bench.baselines_left_out)}
+    if mode in ("time", "bench"):
+        return done("passed", None, "")
+    skipped = f"; not run: {'; '.join(map(str, result['skipped']))}" if result["skipped"] else ""
+    rung_names = list(dict.fromkeys([r.name for r in ladder.rungs] + (["bench"] if bench is not None else [])))
+    return done("passed", None, f"matches the reference on {len(seeds)} seed(s) x {len(size_list)} size(s) "
+                                f"({len(all_cases)} cases: {', '.join(rung_names)})"
+                + (" and at the bench sizes " + ", ".join(f"{k}={v}" for k, v in bench.sizes.items())
+                   if bench is not None else "")
+                + (f"; deterministic with 1 and {count} threads" if result["threads"]["runs"]
+                   else "; no OpenMP in the code: each case run once") + skipped)
 
 
 def _scope_params(request: CheckRequest) -> list[str]:

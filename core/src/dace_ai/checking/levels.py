@@ -49,6 +49,9 @@ def verification_level(reports: Sequence[CheckReport]) -> str:
         return f"{UNVERIFIED}: failed {', '.join(r.checker for r in failed)}"
     verify = [r for r in reports if _stage(r) == "verify"]
     inconclusive_verify = [r for r in verify if r.status == "inconclusive"]
+    routed = [r for r in inconclusive_verify if r.details.get("compile_only")]
+    if routed and any(r.status == "passed" for r in reports if _stage(r) == "compile"):
+        return _reason(routed[0])  # "compile-only: no worker with resource 'cuda'" (an executor's routing)
     if inconclusive_verify:
         return f"{UNVERIFIED}: {_reason(inconclusive_verify[0])}"
     seeds = [int(r.details["seeds"]) for r in verify if r.status == "passed" and r.details.get("seeds")]

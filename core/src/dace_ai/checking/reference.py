@@ -113,7 +113,8 @@ class NativeReference:
     seconds: float  #: 0 when reused
 
     def spec(self) -> dict[str, Any]:
-        return {"library": str(self.library), "name": self.name, "init": [list(a) for a in self.init],
+        return {"kind": "program", "library": str(self.library), "name": self.name,
+                "init": [list(a) for a in self.init],
                 "args": [list(a) for a in self.args]}
 
 
@@ -206,7 +207,7 @@ def build_native_reference(request: Any, implementation: str | None = None) -> N
     from dace_ai.targets.build_flags import build_command
 
     sdfg, implementation = reference_sdfg(request, implementation)
-    key = json.dumps([_without_ids(sdfg.to_json()), implementation, dace.__version__,
+    key = json.dumps(["spec 2", _without_ids(sdfg.to_json()), implementation, dace.__version__,
                       build_command(request.node.target)], sort_keys=True,
                      default=str)
     digest = hashlib.sha256(key.encode()).hexdigest()[:20]
@@ -224,15 +225,31 @@ def build_native_reference(request: Any, implementation: str | None = None) -> N
         sdfg.build_folder = str(folder / "program")
         with debugprint_off():
             library = compile_without_loading(sdfg)
-        arglist = sdfg.arglist()
-        names = sdfg.signature_arglist(with_types=False, arglist=arglist)
-        free = sdfg.free_symbols
-        args = [(n, "array" if isinstance(arglist[n], dace.data.Array) else _ctype_name(arglist[n].dtype))
-                for n in names if n not in sdfg.constants]
-        init = [(n, t) for n, t in args if n in free]
-        name = Path(library).stem.removeprefix("lib")  # the built program's name (entry points)
-        spec = {"library": str(library), "name": name, "init": init, "args": args}
+        spec = program_spec(sdfg, library)
         from dace_ai.storage.files import atomic_write_json
 
         atomic_write_json(spec_file, spec)
-    return NativeReference(Path(library), name, init, args, implementation, time.perf_counter() - start)
+    return NativeReference(Path(library), spec["name"], [tuple(a) for a in spec["init"]],
+                           [tuple(a) for a in spec["args"]], implementation, time.perf_counter() - start)
+
+
+def program_spec(sdfg: Any, library: str | Path) -> dict[str, Any]:
+    """How the sandbox child calls a program DaCe built: its entry points' name and arguments.
+
+    ``init``: what ``__dace_init_<name>`` receives (:func:`dace_ai.compat.init_symbols`,
+    with ctypes type names); ``args``: what ``__program_<name>`` receives after the
+    state, ``"array"`` for a pointer. ``kind: program`` tells the child it is not an
+    entry-point library of the one compile.
+    """
+    import dace
+
+    from dace_ai.compat import init_symbols
+
+    arglist = sdfg.arglist()
+    names = sdfg.signature_arglist(with_types=False, arglist=arglist)
+    args = [(n, "array" if isinstance(arglist[n], dace.data.Array) else _ctype_name(arglist[n].dtype))
+            for n in names if n not in sdfg.constants]
+    init = [(n, _ctype_name(sdfg.symbols[n])) for n in init_symbols(sdfg)]
+    name = Path(library).stem.removeprefix("lib")  # the built program's name (entry points)
+    return {"kind": "program", "library": str(library), "name": name, "init": [list(a) for a in init],
+            "args": [list(a) for a in args]}

@@ -146,18 +146,27 @@ def launch(argv: list[str], *, cwd: Path, wall_seconds: float, env: dict[str, st
     return Launched(proc.returncode, output or b"", timed_out, time.perf_counter() - start)
 
 
-def run_child(job: dict[str, Any], folder: Path, limits: SandboxLimits) -> ChildOutcome:
-    """Write ``job`` to ``folder``, run the child on it under ``limits``, and read what happened."""
+def run_child(job: dict[str, Any], folder: Path, limits: SandboxLimits, *, threads: int | None = None) -> ChildOutcome:
+    """Write ``job`` to ``folder``, run the child on it under ``limits``, and read what happened.
+
+    ``threads``: ``OMP_NUM_THREADS`` of the child (the all-core count of the job), set
+    before anything loads the OpenMP runtime, which reads it once.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     files = {name: folder / f"{name}.{ext}" for name, ext in
              (("job", "json"), ("result", "json"), ("phase", "jsonl"), ("fault", "txt"))}
     for name in ("result", "phase", "fault"):
         files[name].unlink(missing_ok=True)
-    job = {**job, "limits": limits.as_job(), "result_file": str(files["result"]),
+    job_limits = limits.as_job()
+    if threads:  # CPU time counts every thread: the limit is per thread of the all-core count
+        job_limits["cpu_seconds"] = job_limits["cpu_seconds"] * max(1, int(threads))
+    job = {**job, "limits": job_limits, "result_file": str(files["result"]),
            "phase_file": str(files["phase"]), "fault_file": str(files["fault"])}
     files["job"].write_text(json.dumps(job), encoding="utf-8")
     env = {**os.environ, "MALLOC_ARENA_MAX": "2", "PYTHONFAULTHANDLER": ""}
     env.pop("PYTHONFAULTHANDLER")
+    if threads:
+        env.update(OMP_NUM_THREADS=str(threads), OMP_DYNAMIC="false")
     argv = [sys.executable, "-I", str(CHILD), str(files["job"])]
     run = launch(argv, cwd=folder, wall_seconds=limits.wall_seconds, env=env)
     text = run.output.decode(errors="replace")[-4000:]

@@ -87,6 +87,42 @@ def scope_parameters(node: NodeContext) -> list[str]:
     return params
 
 
+def init_symbols(node: NodeContext) -> list[str]:
+    """The node's symbols that DaCe passes to init code, in the node's order.
+
+    DaCe emits a tasklet's ``code_init`` into ``__dace_init_<program>``, whose only
+    parameters are the program's init signature
+    (:func:`dace_ai.compat.init_symbols`); ``code_exit`` goes into
+    ``__dace_exit_<program>``, which receives no symbol at all. Without the live
+    program (a context read back from disk) every symbol is assumed passed.
+    """
+    sdfg = (node.live or {}).get("sdfg")
+    if sdfg is None:
+        return list(node.symbols)
+    from dace_ai import compat
+
+    try:
+        passed = set(compat.init_symbols(sdfg))
+    except Exception:  # noqa: BLE001 - a program DaCe cannot analyse: keep every symbol rather than guess
+        return list(node.symbols)
+    return [name for name in node.symbols if name in passed]
+
+
+#: Type of the stand-ins for symbols DaCe does not pass to init/exit code: using one fails to
+#: compile with an error that names this type, i.e. says why.
+NOT_PASSED = "dace_ai_symbol_not_passed_by_DaCe_to_{}"
+
+
+def _stand_ins(node: NodeContext, passed: Sequence[str], where: str) -> str:
+    """Declarations shadowing the node's symbols DaCe does not give ``where`` (code_init / code_exit)."""
+    missing = [name for name in node.symbols if name not in passed]
+    if not missing:
+        return ""
+    kind = NOT_PASSED.format(where)
+    return (f"    struct {kind} {{}};\n"
+            + "".join(f"    [[maybe_unused]] const {kind} {name}{{}};\n" for name in missing))
+
+
 def connector_declaration(conn: ConnectorInfo, *, output_by_reference: bool) -> str:
     """How DaCe declares a connector inside a tasklet, as a parameter (or local) declaration."""
     ctype = conn.ctype.strip()
@@ -156,7 +192,9 @@ def host_unit(answer: Answer, node: NodeContext, *, prelude: str = "", extra_loc
     ``prelude``, the headers of the answer's environments (``headers``: default
     :func:`answer_headers` of the answer and its resolved ``environments``), the ``__state`` struct, ``code_global`` at file scope,
     then ``dace_ai_init`` / ``dace_ai_exit`` / :data:`TASKLET_FUNCTION` holding the
-    answer's code. Section comments tell the model which part of its answer a
+    answer's code. Init code receives exactly the symbols DaCe's ``__dace_init``
+    receives (:func:`init_symbols`), exit code only ``__state``; the other symbols are
+    shadowed by stand-ins whose use fails to compile with a message naming why. Section comments tell the model which part of its answer a
     diagnosed line came from.
 
     Signature of the tasklet function: ``(dace_ai_state_t* __state, <symbols>,
@@ -169,15 +207,18 @@ def host_unit(answer: Answer, node: NodeContext, *, prelude: str = "", extra_loc
     conns = [connector_declaration(c, output_by_reference=True) for c in node.connectors]
     state_param = "dace_ai_state_t* __state"
     tasklet_params = ", ".join([state_param, *syms, *params, *conns])
-    init_params = ", ".join([state_param, *syms])
+    passed = init_symbols(node)
+    init_params = ", ".join([state_param, *(f"{node.symbols[name]} {name}" for name in passed)])
     includes = "".join(f"#include {h}\n" if h.startswith("<") else f'#include "{h}"\n'
                        for h in (answer_headers(answer, environments) if headers is None else headers))
     return (
         f"// The candidate tasklet in a unit of its own, as DaCe gives it its code.\n{prelude}\n{includes}"
         f"{state_struct(answer)}\n"
         f"// ---- code_global ----\n{answer.code_global}\n\n"
-        f"void dace_ai_init({init_params}) {{\n// ---- code_init ----\n{answer.code_init}\n}}\n\n"
-        f"void dace_ai_exit({init_params}) {{\n// ---- code_exit ----\n{answer.code_exit}\n}}\n\n"
+        f"void dace_ai_init({init_params}) {{\n{_stand_ins(node, passed, 'code_init')}"
+        f"// ---- code_init ----\n{answer.code_init}\n}}\n\n"
+        f"void dace_ai_exit({state_param}) {{\n{_stand_ins(node, [], 'code_exit')}"
+        f"// ---- code_exit ----\n{answer.code_exit}\n}}\n\n"
         f"void {TASKLET_FUNCTION}({tasklet_params}) {{\n{extra_locals}"
         f"// ---- code ----\n{answer.code}\n}}\n"
     )

@@ -5,8 +5,9 @@ It runs the candidate against the node's reference in the sandbox
 for library nodes that have one, the ``reference=`` function for an ``AINode``. The
 report says what was checked::
 
-    CheckReport("verify", "passed", details={"seeds": 3, "sizes": [{"N": 13}, {"N": 67}], ...})
-    CheckReport("verify", "failed", "Wrong result (seed 0, sizes N=13): output _out at index [5] ...")
+    CheckReport("verify", "passed", details={"seeds": 3, "sizes": [{"N": 13}, {"N": 67}, {"N": 64}, ...],
+                                             "ladder": [...], "skipped": [...]})
+    CheckReport("verify", "failed", "Wrong result (seed 0, sizes N=64 (the vector-multiple size)): output _out ...")
     CheckReport("verify", "inconclusive", "Not verified: no reference.", details={"reason": "no reference"})
 
 A failed report's diagnostics go back to the model in the next repair round. A node
@@ -52,20 +53,33 @@ def applies(request: CheckRequest) -> bool:
 
 
 def verify_check(request: CheckRequest) -> CheckReport:
-    """Compare the candidate with the node's reference on ``verify_seeds`` seeds and two or more sizes."""
+    """Compare the candidate with the node's reference on ``verify_seeds`` seeds along the size ladder."""
+    from dace_ai.checking import bench
     from dace_ai.checking.harness import parse_sizes_setting, run_against_reference
 
     settings = request.settings
     seeds = int(getattr(settings, "verify_seeds", 3) or 3)
     sizes = parse_sizes_setting(getattr(settings, "verify_sizes", None))
-    result = run_against_reference(request, mode="verify", seeds=seeds, sizes=sizes)
+    plan = None
+    if bench.bench_wanted(request):  # the bench stage judges the timing of this very run
+        try:
+            plan = bench.plan(request)
+        except ValueError:
+            plan = None  # a bad bench_sizes is the bench stage's to report
+    result = run_against_reference(request, mode="verify", seeds=seeds, sizes=sizes, bench=plan)
+    request.shared[bench.SHARED_RUN] = result
     details: dict[str, Any] = {"seeds": len(result["seeds"]), "sizes": result["sizes"],
-                               "reference": result["reference"], "timings": result["seconds"]}
+                               "reference": result["reference"], "timings": result["seconds"],
+                               "threads": result["threads"], "ladder": result.get("ladder", []),
+                               "skipped": [s.as_dict() for s in result.get("skipped", [])]}
+    if plan is not None:
+        details["bench_sizes"] = plan.sizes
     if result["status"] != "passed":
         details["reason"] = result["reason"]
     if result["status"] == "inconclusive":
         details["told"] = tell_unverified(request, result["reason"] or "unknown")
-    return CheckReport("verify", result["status"], result["message"], result["seconds"]["total"], details)
+    seconds = result["seconds"]["total"] - float((result.get("bench") or {}).get("seconds") or 0.0)
+    return CheckReport("verify", result["status"], result["message"], seconds, details)
 
 
 @hookimpl

@@ -254,8 +254,10 @@ def make_parser() -> argparse.ArgumentParser:
     from dace_ai.cli.cache import add_cache_parser
 
     add_cache_parser(sub)
+    from dace_ai.cli.generate import add_parser as add_generate
     from dace_ai.cli.optimize import add_parser as add_optimize
 
+    add_generate(sub)
     add_optimize(sub)
 
     from dace_ai.cli.bench import add_parser as add_bench_parser

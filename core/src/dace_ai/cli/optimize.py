@@ -32,6 +32,9 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--output", default=None, help="where to save the optimized SDFG "
                                                         "(default FILE.optimized.sdfg)")
     parser.add_argument("--json", action="store_true", help="machine-readable report")
+    from dace_ai.cli.generate import add_executor_arguments
+
+    add_executor_arguments(parser)
     parser.set_defaults(func=run)
     add_example(parser, "dace-ai optimize prog.sdfg --samples 4 --rounds 2 --sizes N=4096 --output fast.sdfg")
 
@@ -54,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:  # noqa: BLE001 - any parse failure is the file's problem
         raise AIUsageError(f"dace-ai optimize: {str(path)!r} is not a readable SDFG file: "
                            f"{type(exc).__name__}: {exc}") from None
-    report = dace_ai.optimize(sdfg, args.node, samples=args.samples, rounds=args.rounds, sizes=sizes or None)
+    report = dace_ai.optimize(sdfg, args.node, samples=args.samples, rounds=args.rounds, sizes=sizes or None,
+                              executor=args.executor, scheduler=args.scheduler, workers=args.workers)
     output = Path(args.output) if args.output else path.with_name(path.name.split(".")[0] + ".optimized.sdfg")
     sdfg.save(str(output))
     if args.json:

@@ -56,11 +56,21 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef("verify_seeds", "int", 3, "Random inputs (seeds) the verify stage runs per size", (("ge", 1),)),
     SettingDef("verify_sizes", "str", None,
                "Symbol sizes the verify stage runs, e.g. 'N=13,67 M=11,61'; empty: two odd sizes per symbol"),
-    SettingDef("sandbox_cpu_seconds", "float", 20.0, "CPU seconds a sandboxed run of generated code may use",
+    SettingDef("check_threads", "int", 0,
+               "All-core thread count of the sandboxed runs (each candidate also runs with one thread and its "
+               "all-core run is repeated); 0 means the cores this process may use", (("ge", 0),)),
+    SettingDef("sandbox_cpu_seconds", "float", 20.0,
+               "CPU seconds a sandboxed run of generated code may use, per thread of its all-core runs",
                (("gt", 0),)),
     SettingDef("sandbox_wall_seconds", "float", 60.0, "Wall-clock seconds a sandboxed run may take", (("gt", 0),)),
     SettingDef("sandbox_memory_mb", "int", 4096, "Address space (MiB) of a sandboxed run", (("ge", 64),)),
     SettingDef("max_concurrency", "int", 4, "Requests in flight at once", (("ge", 1),)),
+    SettingDef("executor", "str", None, "Executor plugin running the checks of generate and optimize: threads "
+               "(this process), local (worker processes), dask, ...; empty: threads"),
+    SettingDef("executor_scheduler", "str", None, "Address of a running scheduler for the executor, e.g. "
+               "tcp://head:8786 (dask); empty: the executor starts its own workers"),
+    SettingDef("executor_workers", "int", 0, "Workers the executor starts when it has no scheduler; 0: its default",
+               (("ge", 0),)),
     SettingDef("prompt_dir", "str", None, "Folder of the manual provider's prompt/response files"),
     SettingDef("interactive", "bool", None, "Ask for pasted answers on a terminal (manual provider)"),
     SettingDef("cuda_arch", "str", None, "CUDA architecture for checks, e.g. sm_90; empty asks nvidia-smi"),

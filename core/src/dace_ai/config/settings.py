@@ -79,10 +79,14 @@ class AISettings(BaseModel):
     check_concurrency: int = _field("check_concurrency")
     verify_seeds: int = _field("verify_seeds")
     verify_sizes: str | None = _field("verify_sizes")
+    check_threads: int = _field("check_threads")
     sandbox_cpu_seconds: float = _field("sandbox_cpu_seconds")
     sandbox_wall_seconds: float = _field("sandbox_wall_seconds")
     sandbox_memory_mb: int = _field("sandbox_memory_mb")
     max_concurrency: int = _field("max_concurrency")
+    executor: str | None = _field("executor")
+    executor_scheduler: str | None = _field("executor_scheduler")
+    executor_workers: int = _field("executor_workers")
     prompt_dir: str | None = _field("prompt_dir")
     interactive: bool | None = _field("interactive")
     cuda_arch: str | None = _field("cuda_arch")
@@ -103,7 +107,7 @@ class AISettings(BaseModel):
 
     @field_validator("provider", "model", "base_url", "effort", "target", "prompt_dir", "interactive",
                      "cuda_arch", "hip_arch", "bench_sizes", "verify_sizes", "on_failure",
-                     mode="before")
+                     "executor", "executor_scheduler", mode="before")
     @classmethod
     def _empty_is_none(cls, value: Any) -> Any:
         if isinstance(value, str) and value.strip().lower() in ("", "none", "auto"):
@@ -262,6 +266,7 @@ CHOICES: dict[str, tuple[str, str]] = {
     "provider": ("providers", "provider"),
     "target": ("targets", "target"),
     "checkers": ("checkers", "checker"),
+    "executor": ("executors", "executor"),
 }
 
 

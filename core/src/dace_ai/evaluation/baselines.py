@@ -1,8 +1,8 @@
 """A task's baselines in the task run: the strongest implementations on this machine, timed alongside.
 
-The task run (the sandboxed child of :mod:`dace_ai.evaluation.child`) times the
-candidate's program against the task's native program. Next to it, with the same
-inputs, interleaved samples and the same threads, it times
+The task run (:mod:`dace_ai.evaluation.sandbox`, in the sandbox child every check uses)
+times the candidate's program against the task's native program. Next to it, in the
+same child run, with the same inputs, interleaved samples and the same threads, it times
 
 * for library-node tasks, the program with the node expanded by each of DaCe's own
   implementations installed here (:func:`dace_ai.checking.baselines.node_baselines`:
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 NUMPY = "NumPy"
@@ -37,21 +36,24 @@ def native_label(suite: str, task: Any) -> str:
     return found.label if found is not None else NATIVE_PROGRAM
 
 
-def task_baseline_runs(suite: str, task: Any, sdfg: Any, build_root: Path, digest: str,
-                       compiled: Callable[..., Any]) -> tuple[dict[str, Callable[[], Any]], dict[str, str]]:
-    """(timed calls by baseline label, baselines left out with their reason) for one task.
+def task_baseline_sides(suite: str, task: Any, digest: str, arguments: dict[str, Any],
+                        build: Callable[[Any], dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """(the bench section's extra sides for one task, baselines left out with their reason).
 
-    ``compiled(sdfg, build_root)`` builds a program once per name (the child's cache).
-    Runs only in the sandboxed child: it calls compiled DaCe programs.
+    ``build(sdfg)`` builds a program once per name without loading it (the task run's
+    ``_built``) and returns its program spec. Sides: ``{"label", "kind": "program",
+    "program"}`` for each of DaCe's library implementations of a library-node task,
+    and ``{"label": "NumPy", "kind": "python", "function", "arrays", "scalars"}``: the
+    task's NumPy reference, imported by the sandbox child from the suite's own module
+    (a trusted project module, never model code) and called on the case's buffers.
     """
+    import numpy as np
+
     from dace_ai.checking.baselines import node_baselines
-    from dace_ai.compat import fast_caller
-    from dace_ai.evaluation.programs import compare, make_arguments, program_sdfg
+    from dace_ai.evaluation.programs import program_sdfg
     from dace_ai.evaluation.tasks import suite_member
 
-    reference = suite_member(suite, task.reference)
-    expected = reference(**make_arguments(sdfg, task, 0), **task.sizes)
-    runs: dict[str, Callable[[], Any]] = {}
+    sides: list[dict[str, Any]] = []
     left_out: dict[str, str] = {}
     if task.kind == "library":
         _probe, _state, node = program_sdfg(suite, task, f"bench_{task.id}_probe")
@@ -59,22 +61,19 @@ def task_baseline_runs(suite: str, task: Any, sdfg: Any, build_root: Path, diges
         left_out.update({u.name: u.reason for u in found.unavailable})
         for baseline in found.others:
             safe = re.sub(r"\W", "_", baseline.name)
-            name = f"bench_{task.id}_{safe}_{digest}"
-            program, _st, lib_node = program_sdfg(suite, task, name)
+            program, _st, lib_node = program_sdfg(suite, task, f"bench_{task.id}_{safe}_{digest}")
             lib_node.implementation = baseline.implementation
             try:
-                built = compiled(program, build_root)
+                spec = build(program)
             except Exception as exc:  # noqa: BLE001 - DaCe's own expansion did not build here
                 text = str(exc).strip().splitlines()
                 left_out[baseline.name] = f"could not be built: {type(exc).__name__}: {text[-1] if text else ''}"[:300]
                 continue
-            args = make_arguments(sdfg, task, 0)
-            built(**args, **task.sizes)
-            problem = compare(task, args, expected)
-            if problem is not None:
-                left_out[baseline.name] = f"its outputs differ from the reference: {problem}"[:300]
-                continue
-            runs[baseline.label] = fast_caller(built, {**args, **task.sizes})
-    args_n = make_arguments(sdfg, task, 0)
-    runs[NUMPY] = lambda: reference(**args_n, **task.sizes)
-    return runs, left_out
+            sides.append({"label": baseline.label, "kind": "program", "program": spec, "name": baseline.name})
+    reference = suite_member(suite, task.reference)
+    arrays = {name: list(value.shape) for name, value in arguments.items() if isinstance(value, np.ndarray)}
+    scalars = {name: (value.item() if hasattr(value, "item") else value)
+               for name, value in arguments.items() if not isinstance(value, np.ndarray)}
+    sides.append({"label": NUMPY, "kind": "python", "function": f"{reference.__module__}:{reference.__qualname__}",
+                  "arrays": arrays, "scalars": {**scalars, **dict(task.sizes)}})
+    return sides, left_out

@@ -5,9 +5,16 @@ by reference, so every worker with the same installation can run it) and plain d
 It never holds live DaCe objects: a job about a node carries what a worker needs to
 rebuild it (a suite and task id plus the answer, or an SDFG as JSON).
 
-Resource tags say where a job may run: a ``bench`` job (it takes timings) needs a
-``bench`` slot, so a worker never times two candidates at once on the same cores; a
-job for a target other than the host needs a worker advertising ``target-<name>``.
+Resource tags say where a job may run (executors that place jobs, like dask, use them):
+
+* a job for target ``T`` (``x86-avx512``, ``sve``, ``cuda``, ...) needs a worker that
+  declares the resource ``T``;
+* a ``bench`` job (it takes timings) needs the worker's ``bench`` slot and all of its
+  ``cores``, so no two timed runs share cores, while other jobs take one core each and pack.
+
+A runner that can tell which resources no worker offers has ``missing(job)``; the
+drivers then send a job whose target nobody offers without its target and say what
+could not be checked (see :mod:`dace_ai.expansion.dispatch`).
 """
 
 from __future__ import annotations
@@ -19,14 +26,35 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from dace_ai.errors import DaceAIError
+
 JobStage = Literal["check", "verify", "bench"]
 #: Resource name a worker advertises to accept timing jobs (one slot per set of dedicated cores).
 BENCH_RESOURCE = "bench"
+#: Resource name of a worker's cores: a timing job takes all of them, any other job one.
+CORES_RESOURCE = "cores"
+
+
+class ExecutorUnavailable(DaceAIError):
+    """The executor cannot run jobs any more (its scheduler went away); the run ends."""
 
 
 def target_resource(target: str) -> str:
-    """Resource name of workers that can run jobs for ``target`` (``target-sve``, ``target-cuda``)."""
-    return f"target-{target}"
+    """Resource name of workers that can run jobs for ``target``: the target's own name (``sve``, ``cuda``)."""
+    return target
+
+
+def machine_resources(threads: int) -> dict[str, float]:
+    """Resources of a worker on this machine running ``threads`` jobs at once: one bench slot,
+    its cores, and every installed target this machine matches (as many slots as threads)."""
+    from dace_ai.plugins.manager import get_plugin_manager
+    from dace_ai.targets.select import detect
+
+    resources: dict[str, float] = {BENCH_RESOURCE: 1, CORES_RESOURCE: threads}
+    for name, target in get_plugin_manager().targets().items():
+        if detect(target).matched:
+            resources[target_resource(name)] = threads
+    return resources
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -33,6 +34,11 @@ class LocalRunner:
         options = options or ExecutorOptions()
         self.workers = options.workers or default_workers()
         self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()  # run() may be called from several threads at once
+
+    def capacity(self) -> int:
+        """Jobs that run at once."""
+        return self.workers
 
     def __enter__(self) -> LocalRunner:  # noqa: PYI034
         return self
@@ -42,19 +48,33 @@ class LocalRunner:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
-    def _new_pool(self) -> ProcessPoolExecutor:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
-        return self._pool
+    def _new_pool(self, broken: ProcessPoolExecutor | None = None) -> ProcessPoolExecutor:
+        """A fresh pool in place of ``broken`` (the current one, unless another thread replaced it already)."""
+        with self._lock:
+            if self._pool is not None and (broken is None or self._pool is broken):
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(max_workers=self.workers,
+                                                 mp_context=multiprocessing.get_context("spawn"))
+            return self._pool
+
+    def _current(self) -> ProcessPoolExecutor:
+        with self._lock:
+            pool = self._pool
+        return pool or self._new_pool()
 
     def run(self, jobs: Iterable[Job]) -> Iterator[JobResult]:
         pending = {job.id: job for job in jobs}
         retries: dict[str, int] = dict.fromkeys(pending, 0)
         lost: dict[str, list[str]] = {job_id: [] for job_id in pending}
         while pending:
-            pool = self._pool or self._new_pool()
-            futures: dict[Future, Job] = {pool.submit(run_job, job): job for job in pending.values()}
+            pool = self._current()
+            try:
+                futures: dict[Future, Job] = {pool.submit(run_job, job): job for job in pending.values()}
+            except BrokenProcessPool:
+                self._new_pool(pool)
+                continue
             broken = False
             while futures:
                 done, _ = wait(futures, return_when=FIRST_COMPLETED)
@@ -75,7 +95,45 @@ class LocalRunner:
                     lost[job_id].append("local worker process (pool broken)")
                     if retries[job_id] > MAX_RETRIES:
                         raise RuntimeError(f"job {job_id!r} lost its worker {retries[job_id]} times; giving up")
-                self._new_pool()
+                self._new_pool(pool)
+
+
+class ThreadRunner:
+    """Runs jobs in threads of this process: the default of ``generate`` and ``optimize``.
+
+    Each candidate's checks already run the generated code in sandboxed child
+    processes, so threads here only wait on compilers and children, as before
+    executors existed. ``in_process`` lets drivers hand over the node they hold
+    instead of a rebuilt copy (see :mod:`dace_ai.expansion.check_jobs`).
+    """
+
+    in_process = True
+
+    def __init__(self, options: ExecutorOptions | None = None) -> None:
+        self.workers = (options or ExecutorOptions()).workers or default_workers()
+
+    def __enter__(self) -> ThreadRunner:  # noqa: PYI034
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def capacity(self) -> int:
+        return self.workers
+
+    def run(self, jobs: Iterable[Job]) -> Iterator[JobResult]:
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        jobs = list(jobs)
+        if len(jobs) == 1:  # the drivers' case: they bring their own threads
+            out = run_job(jobs[0])
+            yield JobResult(jobs[0].id, out["value"], out["error"], out["worker"])
+            return
+        with ThreadPoolExecutor(max(1, min(self.workers, len(jobs))), thread_name_prefix="dace-ai-job") as pool:
+            futures = {pool.submit(run_job, job): job for job in jobs}
+            for future in as_completed(futures):
+                out = future.result()
+                yield JobResult(futures[future].id, out["value"], out["error"], out["worker"])
 
 
 def run_jobs(jobs: Iterable[Job], executor: str = "local", options: ExecutorOptions | None = None) -> list[JobResult]:
@@ -97,3 +155,6 @@ def run_jobs(jobs: Iterable[Job], executor: str = "local", options: ExecutorOpti
 def dace_ai_executors():
     yield Executor(name="local", factory=LocalRunner,
                    description="a pool of worker processes on this machine (one per core by default)")
+    yield Executor(name="threads", factory=ThreadRunner,
+                   description="threads of this process (the checks' own sandboxed children run the code); "
+                               "the default of generate and optimize")

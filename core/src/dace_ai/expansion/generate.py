@@ -22,11 +22,20 @@ then finds a cache hit for every node and only runs the checks.
 
 Repair rounds still happen during the expansion, one node at a time, because
 they need the checks' diagnostics.
+
+``executor=`` (or the ``executor`` setting) names the executor plugin that runs each
+answer's checks: ``threads`` of this process by default, ``local`` worker processes,
+``dask`` on a cluster (:mod:`dace_ai.expansion.dispatch`). The provider is asked here
+either way; a node whose checks ran elsewhere says on which worker, and whether the job
+had to be started again after a lost worker. An executor that stops (its scheduler
+went away) ends the run with :class:`~dace_ai.execution.jobs.ExecutorUnavailable`;
+the SDFG is not changed and only answers whose checks passed were cached.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -58,6 +67,10 @@ class NodeResult:
     seconds: float = 0.0
     #: How far the cached answer was checked (``verified (3 seeds)``, ``compile-only``, ``unverified: ...``).
     verification: str = ""
+    #: Where the checks ran (an executor's worker; "" in this process) and how often the job was restarted.
+    worker: str = ""
+    retries: int = 0
+    lost_workers: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -69,6 +82,9 @@ class GenerateSummary:
     #: Requests actually sent to the provider (after de-duplication and cache hits).
     requests: int = 0
     seconds: float = 0.0
+    #: The executor that ran the checks and where their time went.
+    executor: str = ""
+    stats: Any = None
 
     def count(self, status: Status) -> int:
         return sum(1 for n in self.nodes if n.status == status)
@@ -113,8 +129,15 @@ class GenerateSummary:
                 f"{self.requests} request(s) to {self.provider!r} in {self.seconds:.1f} s "
                 f"({usage.input_tokens} input / {usage.output_tokens} output tokens{cost})")
         lines = [f"  - {n.name}: {n.verification if n.status != 'failed' else 'failed: ' + (n.error or '')}"
-                 .splitlines()[0] for n in self.nodes]
+                 .splitlines()[0] + _retried(n) for n in self.nodes]
         return "\n".join([head, *lines])
+
+
+def _retried(node: NodeResult) -> str:
+    if not node.retries:
+        return ""
+    return (f" (checks restarted {node.retries} time(s) after losing {', '.join(node.lost_workers) or 'a worker'}; "
+            f"finished on {node.worker})")
 
 
 class GenerateWarning(DaceAIWarning):
@@ -145,17 +168,24 @@ class _Job:
     results: list[NodeResult]
 
 
-def generate(sdfg: Any, settings: Any = None, *, progress: bool | None = None) -> GenerateSummary:
+def generate(sdfg: Any, settings: Any = None, *, progress: bool | None = None, executor: str | None = None,
+             scheduler: str | None = None, workers: int | None = None) -> GenerateSummary:
     """Ask the provider for every pending AI node of ``sdfg`` concurrently and cache the answers.
 
     ``settings``: an :class:`~dace_ai.config.settings.AISettings`, a dict of overrides, or
     None (the usual sources). ``progress``: show a progress bar (default: when
-    stderr is a terminal). Returns a :class:`GenerateSummary`; failures do not
-    raise (call :meth:`GenerateSummary.raise_for_failures`), except a provider
-    that cannot start at all (no SDK, no key), which raises
-    :class:`~dace_ai.errors.ProviderError` at once.
+    stderr is a terminal). ``executor``: the executor plugin running the checks
+    (``threads``, ``local``, ``dask``; default: the ``executor`` setting, else threads of
+    this process), with ``scheduler`` (an address) and ``workers`` for it. Returns a
+    :class:`GenerateSummary`; failures do not raise (call
+    :meth:`GenerateSummary.raise_for_failures`), except a provider that cannot start
+    at all (no SDK, no key), which raises :class:`~dace_ai.errors.ProviderError` at
+    once, and an executor that stops running jobs
+    (:class:`~dace_ai.execution.jobs.ExecutorUnavailable`).
     """
+    from dace_ai.execution.jobs import ExecutorOptions
     from dace_ai.expansion import pipeline
+    from dace_ai.expansion.dispatch import CheckDispatcher, executor_options
     from dace_ai.providers.select import make_client, select_provider
 
     started = time.perf_counter()
@@ -190,14 +220,24 @@ def generate(sdfg: Any, settings: Any = None, *, progress: bool | None = None) -
             else:
                 jobs[key] = _Job(key, request, ctx, [result])
 
+    name, options = executor_options(settings, executor, ExecutorOptions(workers=workers, scheduler=scheduler)
+                                      if (workers or scheduler) else None)
+    summary.executor = name
     bar = _Progress(len(summary.nodes), enabled=sys.stderr.isatty() if progress is None else progress)
     bar.advance(cached=summary.cached, failed=summary.failed)
     try:
         if jobs:
             client = make_client(provider, settings)
-            workers = 1 if provider.offline else max(1, min(settings.max_concurrency, len(jobs)))
+            asking = 1 if provider.offline else max(1, min(settings.max_concurrency, len(jobs)))
             summary.requests = len(jobs)
-            _run(jobs.values(), workers, lambda job: _answer(provider, client, job, cache, settings), bar)
+            with CheckDispatcher(name, options) as dispatcher:
+                summary.stats = dispatcher.stats
+                # In this process the checks run in the asking threads, as always; elsewhere the
+                # threads mostly wait on jobs, so there are enough of them to keep every worker busy.
+                threads = asking if dispatcher.in_process else max(1, min(len(jobs), asking + dispatcher.capacity()))
+                asks = threading.BoundedSemaphore(asking)
+                _run(jobs.values(), threads,
+                     lambda job: _answer(provider, client, job, cache, settings, dispatcher, asks), bar)
     finally:
         bar.close()
     summary.seconds = time.perf_counter() - started
@@ -205,39 +245,53 @@ def generate(sdfg: Any, settings: Any = None, *, progress: bool | None = None) -
     return summary
 
 
-def _answer(provider: Any, client: Any, job: _Job, cache: AnswerCache,
-            settings: Any) -> tuple[Status, str | None, Usage | None, str]:
+@dataclass
+class _Answered:
+    status: Status
+    error: str | None = None
+    usage: Usage | None = None
+    level: str = ""
+    job: dict[str, Any] = field(default_factory=dict)  #: where the checks ran (``details["job"]``)
+
+
+def _answer(provider: Any, client: Any, job: _Job, cache: AnswerCache, settings: Any, dispatcher: Any,
+            asks: threading.BoundedSemaphore) -> _Answered:
     """Ask for one distinct request; cache the reply only when it is a valid answer that passes its checks."""
     from dace_ai.checking.levels import verification_level
     from dace_ai.checking.stages import failed, repair_message
+    from dace_ai.execution.jobs import ExecutorUnavailable
+    from dace_ai.expansion.dispatch import job_note
     from dace_ai.expansion.pipeline import ask_for_node, check_answer
 
     try:
-        reply: ProviderReply = ask_for_node(provider, client, job.request, job.ctx)
+        with asks:
+            reply: ProviderReply = ask_for_node(provider, client, job.request, job.ctx)
         answer = parse_answer(reply.text, origin=f"{provider.name} answer for node {job.ctx.name!r}",
                               max_tokens=job.request.max_tokens)
-        reports, _ = check_answer(answer, job.ctx, settings)
+        reports, _ = check_answer(answer, job.ctx, settings, run=dispatcher.check)
+    except ExecutorUnavailable:
+        raise  # the run ends: no node can be checked any more
     except DaceAIError as exc:
-        return "failed", str(exc), None, ""
+        return _Answered("failed", str(exc))
     except Exception as exc:  # noqa: BLE001 - a provider plugin's bug must not take the other nodes down
-        return "failed", f"{type(exc).__name__}: {exc}", None, ""
+        return _Answered("failed", f"{type(exc).__name__}: {exc}")
+    where = job_note(reports)
     undecided = [r.checker for r in reports if r.status == "inconclusive"]
     if failed(reports):
         first = repair_message(reports).split("\n\n", 2)[1:2]
-        return "failed", ("refused by its checks, nothing cached (the expansion asks again with the diagnostics): "
-                          + (first[0].splitlines()[0] if first else "")), reply.usage, ""
+        return _Answered("failed", "refused by its checks, nothing cached (the expansion asks again with the "
+                         "diagnostics): " + (first[0].splitlines()[0] if first else ""), reply.usage, "", where)
     if undecided and settings.on_inconclusive == "reject":
-        return "failed", (f"refused: check(s) {', '.join(undecided)} could not decide and on_inconclusive=reject; "
-                          "nothing cached"), reply.usage, ""
+        return _Answered("failed", f"refused: check(s) {', '.join(undecided)} could not decide and "
+                         "on_inconclusive=reject; nothing cached", reply.usage, "", where)
     level = verification_level(reports)
     checks = [{"checker": r.checker, "status": r.status, "stage": r.details.get("stage", "")} for r in reports]
     cache.put(job.key, provider.name, reply.as_record(),
               extra={"node": job.ctx.name, "via": "dace_ai.generate", "checks": checks, "verification": level})
-    return "generated", None, reply.usage, level
+    return _Answered("generated", None, reply.usage, level, where)
 
 
-def _run(jobs: Any, workers: int, work: Callable[[_Job], tuple[Status, str | None, Usage | None, str]],
-         bar: _Progress) -> None:
+def _run(jobs: Any, workers: int, work: Callable[[_Job], _Answered], bar: _Progress) -> None:
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dace-ai-generate")
     started: dict[Future, tuple[_Job, float]] = {}
     try:
@@ -248,12 +302,16 @@ def _run(jobs: Any, workers: int, work: Callable[[_Job], tuple[Status, str | Non
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 job, t0 = started[future]
-                status, error, usage, level = future.result()
+                out = future.result()
                 for result in job.results:
-                    result.status, result.error, result.usage, result.verification = status, error, usage, level
+                    result.status, result.error, result.usage, result.verification = (out.status, out.error,
+                                                                                        out.usage, out.level)
+                    result.worker = str(out.job.get("worker", "")) if out.job.get("executor") != "threads" else ""
+                    result.retries = int(out.job.get("retries", 0))
+                    result.lost_workers = list(out.job.get("lost_workers", []))
                     result.seconds = time.perf_counter() - t0
-                bar.advance(done=len(job.results) if status == "generated" else 0,
-                            failed=len(job.results) if status == "failed" else 0)
+                bar.advance(done=len(job.results) if out.status == "generated" else 0,
+                            failed=len(job.results) if out.status == "failed" else 0)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise

@@ -19,6 +19,14 @@ For one node (by name or object) or every pending AI node:
 
 Pinned nodes (their session says so) are skipped. Every candidate is recorded as
 a round of the node's session.
+
+``executor=`` (or the ``executor`` setting) names the executor plugin that runs each
+candidate's checks (``threads`` of this process by default, ``local`` worker processes,
+``dask`` on a cluster; see :mod:`dace_ai.expansion.dispatch`); the provider is asked here
+either way. When the run ends with an error (an executor whose scheduler went away
+raises :class:`~dace_ai.execution.jobs.ExecutorUnavailable`), the SDFG is put back as
+it was and no session summary changes; the rounds of candidates whose checks finished
+stay recorded, as what they are.
 """
 
 from __future__ import annotations
@@ -59,18 +67,64 @@ class _Attempt:
     figures: dict[str, Any] | None = None
 
 
+class _Changes:
+    """What a run did to the SDFG (undone when the run fails) and the session summaries it will write."""
+
+    def __init__(self) -> None:
+        self._undo: list[Any] = []
+        self._summaries: list[tuple[Any, NodeOptimization, int | None]] = []
+
+    def set_implementation(self, node: Any, implementation: str) -> None:
+        previous = node.implementation
+        node.implementation = implementation
+        self._undo.append(lambda: setattr(node, "implementation", previous))
+
+    def place(self, state: Any, node: Any, tasklet: Any) -> None:
+        from dace_ai import compat
+        from dace_ai.expansion.tasklet import place_tasklet
+
+        order = state.nodes()
+        place_tasklet(state, node, tasklet)
+
+        def put_back() -> None:
+            compat.replace_node(state, tasklet, node)
+            compat.restore_node_order(state, order)
+
+        self._undo.append(put_back)
+
+    def summarize(self, session: Any, result: NodeOptimization, current: int | None) -> None:
+        self._summaries.append((session, result, current))
+
+    def undo(self) -> None:
+        for action in reversed(self._undo):
+            action()
+        self._undo.clear()
+        self._summaries.clear()
+
+    def commit(self) -> None:
+        for session, result, current in self._summaries:
+            _summarize(session, result, current)
+        self._summaries.clear()
+
+
 def optimize(sdfg: Any, node: Any = None, *, samples: int = 4, rounds: int = 2,
-             sizes: dict[str, int] | None = None, settings: Any = None) -> OptimizeReport:
+             sizes: dict[str, int] | None = None, settings: Any = None, executor: str | None = None,
+             scheduler: str | None = None, workers: int | None = None) -> OptimizeReport:
     """Ask for ``samples`` candidates per node, keep the fastest correct one, refine ``rounds`` times.
 
     ``node``: a node name (label) or a library node object; None for every pending AI
     node. ``sizes``: symbol values for the timing runs (default: the ``bench_sizes``
     setting, else about 2**16 elements per container). ``settings``: an
-    :class:`~dace_ai.config.settings.AISettings` or a dict of overrides. Returns an
-    :class:`~dace_ai.expansion.optimize_report.OptimizeReport`; the SDFG is changed in
-    place (winners become tasklets, refused nodes are set to their native implementation).
+    :class:`~dace_ai.config.settings.AISettings` or a dict of overrides. ``executor``:
+    the executor plugin running the checks (default: the ``executor`` setting, else
+    threads of this process), with ``scheduler`` (an address) and ``workers`` for it.
+    Returns an :class:`~dace_ai.expansion.optimize_report.OptimizeReport`; the SDFG is
+    changed in place (winners become tasklets, refused nodes are set to their native
+    implementation), and only when the run completes.
     """
+    from dace_ai.execution.jobs import ExecutorOptions
     from dace_ai.expansion import pipeline
+    from dace_ai.expansion.dispatch import CheckDispatcher, executor_options
     from dace_ai.providers.select import select_provider
 
     if samples < 1 or rounds < 0:
@@ -88,9 +142,21 @@ def optimize(sdfg: Any, node: Any = None, *, samples: int = 4, rounds: int = 2,
     report.expanded = pipeline.expand_nodes_leading_to_ai(sdfg)
     targets = _targets(sdfg, node)
     answers = pipeline.AnswerSource(provider, settings)
-    for nsdfg, state, libnode in targets:
-        report.nodes.append(_optimize_node(nsdfg, state, libnode, settings, provider, answers, samples, rounds,
-                                           base.min_speedup if base.bench == "gate" else None))
+    name, options = executor_options(settings, executor, ExecutorOptions(workers=workers, scheduler=scheduler)
+                                      if (workers or scheduler) else None)
+    report.executor = name
+    changes = _Changes()
+    try:
+        with CheckDispatcher(name, options) as dispatcher:
+            report.stats = dispatcher.stats
+            for nsdfg, state, libnode in targets:
+                report.nodes.append(_optimize_node(nsdfg, state, libnode, settings, provider, answers, samples,
+                                                   rounds, base.min_speedup if base.bench == "gate" else None,
+                                                   dispatcher, changes))
+    except BaseException:
+        changes.undo()
+        raise
+    changes.commit()
     report.seconds = time.perf_counter() - started
     return report
 
@@ -116,7 +182,8 @@ def _pinned(sdfg_name: str, key: str) -> bool:
 
 
 def _optimize_node(sdfg: Any, state: Any, node: Any, settings: Any, provider: Any, answers: Any,
-                   samples: int, rounds: int, gate: float | None) -> NodeOptimization:
+                   samples: int, rounds: int, gate: float | None, dispatcher: Any,
+                   changes: _Changes) -> NodeOptimization:
     from dace_ai.expansion import pipeline
     from dace_ai.prompt.render import render_prompt
     from dace_ai.storage.sessions import open_session
@@ -135,7 +202,7 @@ def _optimize_node(sdfg: Any, state: Any, node: Any, settings: Any, provider: An
         node_json = node.to_json(state)
     except Exception:  # noqa: BLE001 - only needed to restore the node later
         node_json = None
-    runner = _Runner(ctx, settings, provider, answers, session, node_json, prompt)
+    runner = _Runner(ctx, settings, provider, answers, session, node_json, prompt, dispatcher)
     attempts: list[_Attempt] = []
     history: list[Message] = []
     for rnd in range(rounds + 1):
@@ -146,7 +213,7 @@ def _optimize_node(sdfg: Any, state: Any, node: Any, settings: Any, provider: An
             history = _refinement_history(best, attempts, ctx) if best else _retry_history(attempts)
     result.candidates = [a.candidate for a in attempts]
     best = _best(attempts)
-    _apply(result, best, sdfg, state, node, ctx, gate, provider.name, session)
+    _apply(result, best, sdfg, state, node, ctx, gate, provider.name, session, changes)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -164,9 +231,10 @@ class _Runner:
     """Asks for one round's candidates concurrently and checks each as soon as it arrives."""
 
     def __init__(self, ctx: Any, settings: Any, provider: Any, answers: Any, session: Any, node_json: Any,
-                 prompt: Any) -> None:
+                 prompt: Any, dispatcher: Any) -> None:
         self.ctx, self.settings, self.provider, self.answers = ctx, settings, provider, answers
         self.session, self.node_json, self.prompt = session, node_json, prompt
+        self.dispatcher = dispatcher
         self._record_lock = threading.Lock()
 
     def run_round(self, rnd: int, samples: int, history: list[Message]) -> list[_Attempt]:
@@ -178,7 +246,8 @@ class _Runner:
             request = pipeline.request_for(self.prompt.system, user, self.settings, history)
             attempts.append(_Attempt(Candidate(round=rnd, sample=sample, status="error"), request))
         ask_workers = 1 if self.provider.offline else max(1, min(self.settings.max_concurrency, samples))
-        check_workers = max(1, min(self.settings.check_concurrency or (os.cpu_count() or 1), samples))
+        local = self.settings.check_concurrency or (os.cpu_count() or 1)
+        check_workers = max(1, min(local if self.dispatcher.in_process else self.dispatcher.capacity(), samples))
         with ThreadPoolExecutor(ask_workers, thread_name_prefix="dace-ai-optimize-ask") as asks, \
                 ThreadPoolExecutor(check_workers, thread_name_prefix="dace-ai-optimize-check") as checks:
             futures: list[Future] = []
@@ -216,17 +285,29 @@ class _Runner:
 
     def _check(self, attempt: _Attempt) -> None:
         from dace_ai.checking.stages import failed
+        from dace_ai.execution.jobs import ExecutorUnavailable
         from dace_ai.expansion import pipeline
+        from dace_ai.expansion.dispatch import CheckJobFailed, job_note
 
         c = attempt.candidate
         started = time.perf_counter()
         try:
-            reports, attempt.environments = pipeline.check_answer(attempt.answer, self.ctx, self.settings)
+            reports, attempt.environments = pipeline.check_answer(attempt.answer, self.ctx, self.settings,
+                                                                  run=self.dispatcher.check)
             attempt.reports = reports
+        except ExecutorUnavailable:
+            raise  # the run ends
+        except CheckJobFailed as exc:  # not checked: never passed
+            c.status, c.stage, c.reason = "error", "check", str(exc)
+            return
         except Exception as exc:  # noqa: BLE001 - one candidate's trouble must not stop the others
             c.status, c.stage, c.reason = "error", "check", f"{type(exc).__name__}: {exc}"
             return
         c.check_seconds = time.perf_counter() - started
+        note = job_note(reports)
+        if note and note.get("executor") != "threads":
+            c.worker, c.retries, c.lost_workers = str(note.get("worker", "")), int(note.get("retries", 0)), \
+                list(note.get("lost_workers", []))
         fig = pipeline.bench_figures(reports)
         attempt.figures = fig
         if fig:
@@ -319,19 +400,19 @@ def _sizes(sizes: Any) -> str:
 
 
 def _apply(result: NodeOptimization, best: _Attempt | None, sdfg: Any, state: Any, node: Any, ctx: Any,
-           gate: float | None, provider: str, session: Any) -> None:
+           gate: float | None, provider: str, session: Any, changes: _Changes) -> None:
     """Place the winner's tasklet, or keep the native expansion (gate, or nothing passed)."""
     from dace_ai.expansion import pipeline
     from dace_ai.expansion.fallback import native_implementation
-    from dace_ai.expansion.tasklet import make_tasklet, place_tasklet
+    from dace_ai.expansion.tasklet import make_tasklet
 
     native = native_implementation(node)
     if best is None:
         result.reason = "no candidate passed its checks"
         if native is not None:
-            node.implementation = native
+            changes.set_implementation(node, native)
             result.outcome, result.reason = "native kept", result.reason + f"; node set to {native!r}"
-        _summarize(session, result, None)
+        changes.summarize(session, result, None)
         return
     c = best.candidate
     if gate is not None and c.speedup is not None and c.speedup < gate and native:
@@ -340,11 +421,11 @@ def _apply(result: NodeOptimization, best: _Attempt | None, sdfg: Any, state: An
                 other.status, other.stage = "refused", "bench"
                 other.reason = (f"speedup {other.speedup:.2f}x over the native expansion is below min_speedup "
                                 f"{gate:.2f} (bench=gate)" if other.speedup is not None else "not timed (bench=gate)")
-        node.implementation = native
+        changes.set_implementation(node, native)
         result.outcome = "native kept"
         result.reason = (f"every candidate was slower than required: best {c.speedup:.2f}x < min_speedup {gate:.2f}; "
                          f"node set to {native!r}")
-        _summarize(session, result, None)
+        changes.summarize(session, result, None)
         return
     c.winner = True
     for other in result.candidates:
@@ -357,9 +438,9 @@ def _apply(result: NodeOptimization, best: _Attempt | None, sdfg: Any, state: An
                   "session": f"ai-sessions/{session.folder.name}/round-{c.session_round}",
                   "bench": pipeline.bench_provenance(best.figures), "optimize": f"r{c.round}s{c.sample}",
                   "verification": c.verification}  # last: the level may contain spaces
-    place_tasklet(state, node, make_tasklet(node, best.answer, ctx, provenance, environments))
+    changes.place(state, node, make_tasklet(node, best.answer, ctx, provenance, environments))
     result.outcome = "optimized"
-    _summarize(session, result, c.session_round)
+    changes.summarize(session, result, c.session_round)
 
 
 def _summarize(session: Any, result: NodeOptimization, current: int | None) -> None:

@@ -38,6 +38,9 @@ class Candidate:
     check_seconds: float = 0.0  #: time its checks took (compile, verify, bench: its own build and runs)
     verification: str = ""  #: verification level of a candidate that passed (e.g. ``verified (3 seeds)``)
     winner: bool = False
+    worker: str = ""  #: the executor's worker that ran its checks ("" in this process)
+    retries: int = 0  #: times its check job was started again after its worker was lost
+    lost_workers: list[str] = field(default_factory=list)
 
 
     def speedup_text(self) -> str:
@@ -96,9 +99,12 @@ class NodeOptimization:
                             for c in self.candidates if c.reason and not c.winner)
         win = self.winner
         chosen = f"winner r{win.round}s{win.sample} {self.speedup_text()}" if win else "no winner"
+        restarted = ", ".join(f"r{c.round}s{c.sample} ({c.retries}x, lost {', '.join(c.lost_workers) or 'a worker'})"
+                              for c in self.candidates if c.retries)
         return (f"{self.name} ({self.node_type}): {self.outcome}{' - ' + self.reason if self.reason else ''}; "
                 f"{len(self.candidates)} candidate(s), {len(self.refused)} refused; {chosen}"
-                + (f"; refused: {refused}" if refused else ""))
+                + (f"; refused: {refused}" if refused else "")
+                + (f"; checks restarted after a lost worker: {restarted}" if restarted else ""))
 
 
 def _short(text: str, limit: int = 140) -> str:
@@ -117,6 +123,9 @@ class OptimizeReport:
     seconds: float = 0.0
     #: Nodes expanded first because their expansion creates AI nodes (``A @ B`` -> Gemm).
     expanded: int = 0
+    #: The executor that ran the checks, and where their time went (``DispatchStats``).
+    executor: str = ""
+    stats: Any = None
 
     def node(self, name: str) -> NodeOptimization:
         for item in self.nodes:

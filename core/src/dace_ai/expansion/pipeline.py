@@ -407,10 +407,14 @@ def _warn_inconclusive(ctx: NodeContext, reports: Sequence[Any], session: Any) -
                   "Set on_inconclusive=reject to refuse such answers.", InconclusiveCheckWarning, stacklevel=3)
 
 
-def check_answer(answer: Answer, ctx: NodeContext, settings: AISettings) -> tuple[list[Any], set[str]]:
+def check_answer(answer: Answer, ctx: NodeContext, settings: AISettings,
+                 run: Any = None) -> tuple[list[Any], set[str]]:
     """The check reports of ``answer`` and, when it passed, the environment class paths it resolved to.
 
-    Refused environment requests go back to the model like a failed check.
+    Refused environment requests go back to the model like a failed check. ``run``
+    (``run(answer, ctx, settings, environments) -> reports``) runs the checks elsewhere,
+    e.g. :meth:`dace_ai.expansion.dispatch.CheckDispatcher.check` on an executor; the
+    environments are resolved here either way.
     """
     from dace_ai.checking.stages import failed
 
@@ -419,7 +423,10 @@ def check_answer(answer: Answer, ctx: NodeContext, settings: AISettings) -> tupl
         from dace_ai.checking.api import CheckReport
 
         return [CheckReport("environments", "failed", "\n".join(resolution.problems))], set()
-    reports = _check(answer, ctx, settings, resolution.paths)
+    if run is not None and settings.compile_check:
+        reports = run(answer, ctx, settings, set(resolution.paths))
+    else:
+        reports = _check(answer, ctx, settings, resolution.paths)
     return reports, (set() if failed(reports) else set(resolution.paths))
 
 

@@ -1,32 +1,50 @@
 """Executor ``dask``: run dace-ai jobs on a dask.distributed cluster.
 
 ``--scheduler tcp://host:8786`` uses a running cluster; without it a
-:class:`~distributed.LocalCluster` of worker processes (``--workers``, default 2,
-one thread each) is started for the run. Placement uses dask's worker resources:
+:class:`~distributed.LocalCluster` of worker processes (``--workers``, default 2) is
+started for the run, its workers declaring what this machine offers
+(:func:`dace_ai.plugin.machine_resources`). Placement uses dask's worker resources:
 
-* a job that takes timings asks for one ``bench`` slot; start workers that may time
-  with ``--resources bench=1`` (one per set of dedicated cores), so no two timings
-  share cores and checks-only workers never time;
-* a job for a target other than the host asks for ``target-<name>`` (``target-sve``,
-  ``target-cuda``); workers that can run such code advertise it
-  (``--resources "bench=1 target-sve=1"``). A job nobody can take fails at once with
-  that reason instead of waiting forever.
+* a job for target ``T`` asks for resource ``T`` (``x86-avx512``, ``sve``, ``cuda``):
+  workers that can run such code declare it with as many slots as they run jobs
+  (``--nthreads 4 --resources "sve=4 bench=1 cores=4"``);
+* a job that takes timings asks for the worker's ``bench`` slot and all of its ``cores``,
+  so no two timed runs share cores; other jobs take one core each and pack. Resources no
+  worker declares are not asked for (a plain ``dask worker`` runs one job per thread);
+* :meth:`DaskRunner.missing` names the resources of a job no worker offers: drivers then
+  send the job without its target (compile stage only, and say so); :meth:`DaskRunner.run`
+  fails such a job at once with that reason instead of waiting forever.
 
 When a worker dies, the scheduler runs its jobs again on another worker; the result
 says how many times a job was started again and which workers were lost. A job that
 keeps killing workers (dask's ``KilledWorker``) is resubmitted up to ``MAX_RETRIES``.
+A scheduler that goes away raises :class:`~dace_ai.plugin.ExecutorUnavailable`.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from dace_ai.plugin import Executor, ExecutorOptions, Job, JobResult, hookimpl, run_job
+from dace_ai.plugin import (
+    BENCH_RESOURCE,
+    CORES_RESOURCE,
+    Executor,
+    ExecutorOptions,
+    ExecutorUnavailable,
+    Job,
+    JobResult,
+    hookimpl,
+    machine_resources,
+    run_job,
+)
 
 MAX_RETRIES = 3
 DEFAULT_WORKERS = 2
+#: Seconds to reach a scheduler given by address before giving up with a short error.
+CONNECT_TIMEOUT = 10
 _serial = itertools.count()
 
 
@@ -40,80 +58,139 @@ class DaskRunner:
         self.options = options or ExecutorOptions()
         self.cluster: Any = None
         self.client: Any = None
+        self.address = self.options.scheduler or ""
 
     def __enter__(self) -> DaskRunner:  # noqa: PYI034
         from distributed import Client, LocalCluster
 
         if self.options.scheduler:
-            self.client = Client(self.options.scheduler)
+            try:
+                self.client = Client(self.options.scheduler,
+                                     timeout=self.options.extra.get("connect_timeout", CONNECT_TIMEOUT))
+            except (OSError, TimeoutError) as exc:
+                raise ExecutorUnavailable(f"no dask scheduler answers at {self.options.scheduler}: "
+                                          f"{type(exc).__name__}: {exc}") from None
         else:
             workers = self.options.workers or DEFAULT_WORKERS
-            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                        resources={"bench": 1}, dashboard_address=None)
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+            threads = int(self.options.extra.get("threads") or max(1, cores // workers))
+            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True,
+                                        resources=machine_resources(threads), dashboard_address=None)
             self.client = Client(self.cluster)
+            self.address = self.cluster.scheduler_address
         return self
 
     def __exit__(self, *exc: object) -> None:
+        lost = self.client is not None and self.client.status not in ("running", "newly-created")
         if self.client is not None:
-            self.client.close()
+            self.client.close(timeout=CONNECT_TIMEOUT) if lost else self.client.close()
         if self.cluster is not None:
-            self.cluster.close()
+            self.cluster.close(timeout=CONNECT_TIMEOUT) if lost else self.cluster.close()
 
     def _workers(self) -> dict[str, dict[str, Any]]:
-        return self.client.scheduler_info(n_workers=-1)["workers"]
+        try:
+            return self.client.scheduler_info(n_workers=-1)["workers"]
+        except TypeError:  # older distributed: no n_workers argument
+            return self.client.scheduler_info()["workers"]
+
+    def capacity(self) -> int:
+        """Jobs the cluster runs at once (its workers' threads)."""
+        return max(1, sum(int(info.get("nthreads", 1)) for info in self._workers().values()))
+
+    def _resources(self, job: Job, workers: dict[str, dict[str, Any]]) -> dict[str, float]:
+        """What ``job`` asks the scheduler for, given what the workers declare."""
+        declared = {name for info in workers.values() for name in (info.get("resources") or {})}
+        needed: dict[str, float] = {k: v for k, v in job.resources().items() if k != BENCH_RESOURCE or k in declared}
+        if CORES_RESOURCE in declared:
+            if job.stage == "bench":  # a timing job takes every core of its worker
+                fits = [(info.get("resources") or {}) for info in workers.values()]
+                fits = [have for have in fits if all(have.get(k, 0) >= v for k, v in needed.items())]
+                needed[CORES_RESOURCE] = min((have.get(CORES_RESOURCE, 1) for have in fits), default=1) or 1
+            else:
+                needed[CORES_RESOURCE] = 1
+        return needed
+
+    def missing(self, job: Job) -> list[str]:
+        """Resources ``job`` needs that no worker of the cluster offers (at their amounts)."""
+        workers = self._workers()
+        needed = self._resources(job, workers)
+        offered: dict[str, float] = {}
+        for info in workers.values():
+            for name, amount in (info.get("resources") or {}).items():
+                offered[name] = max(offered.get(name, 0), amount)
+        return sorted(name for name, amount in needed.items() if offered.get(name, 0) < amount)
 
     def _unplaceable(self, job: Job, workers: dict[str, dict[str, Any]]) -> str | None:
-        needed = job.resources()
+        needed = self._resources(job, workers)
         for info in workers.values():
             have = info.get("resources") or {}
             if all(have.get(name, 0) >= amount for name, amount in needed.items()):
                 return None
         return (f"no worker of the dask cluster offers the resources {needed} this job needs; start workers with "
-                f"--resources \"{' '.join(f'{k}={v}' for k, v in needed.items())}\"")
+                f"--resources \"{' '.join(f'{k}={v:g}' for k, v in needed.items())}\"")
 
-    def _submit(self, job: Job) -> Any:
+    def _submit(self, job: Job, resources: dict[str, float]) -> Any:
         return self.client.submit(run_job, job, key=f"dace-ai-{job.id}-{next(_serial)}", pure=False,
-                                  resources=job.resources() or None)
+                                  resources=resources or None)
+
+    def _gone(self, exc: BaseException) -> ExecutorUnavailable | None:
+        """An ExecutorUnavailable when the client lost its scheduler (not just a worker)."""
+        if self.client.status in ("running", "newly-created"):
+            return None
+        return ExecutorUnavailable(f"the dask scheduler at {self.address or 'its address'} went away "
+                                   f"({type(exc).__name__}); the run stops here")
 
     def run(self, jobs: Iterable[Job]) -> Iterator[JobResult]:
         from distributed import as_completed
         from distributed.client import FutureCancelledError
         from distributed.scheduler import KilledWorker
 
-        self.client.wait_for_workers(1)
-        known = set(self._workers())
+        try:
+            self.client.wait_for_workers(1, timeout=self.options.extra.get("connect_timeout", CONNECT_TIMEOUT) * 6)
+            workers = self._workers()
+        except (OSError, TimeoutError) as exc:
+            raise ExecutorUnavailable(f"the dask cluster at {self.address} has no worker or does not answer: "
+                                      f"{type(exc).__name__}: {exc}") from None
+        known = set(workers)
         departed: set[str] = set()
-        by_key: dict[str, Job] = {}
+        by_key: dict[str, tuple[Job, dict[str, float]]] = {}
         retries: dict[str, int] = {}
         lost: dict[str, list[str]] = {}
         futures = []
         for job in jobs:
-            reason = self._unplaceable(job, self._workers())
+            reason = self._unplaceable(job, workers)
             if reason:
                 yield JobResult(job.id, error=reason)
                 continue
-            future = self._submit(job)
-            by_key[future.key] = job
+            resources = self._resources(job, workers)
+            future = self._submit(job, resources)
+            by_key[future.key] = (job, resources)
             retries[job.id], lost[job.id] = 0, []
             futures.append(future)
         pending = as_completed(futures)
         for future in pending:
-            job = by_key[future.key]
-            now = set(self._workers())
+            job, resources = by_key[future.key]
+            try:
+                now = set(self._workers())
+            except (OSError, TimeoutError) as exc:
+                raise self._gone(exc) or ExecutorUnavailable(f"the dask scheduler at {self.address} does not answer")
             departed |= known - now
             known = now
             gone = sorted(departed)
             try:
                 out = future.result()
             except (KilledWorker, FutureCancelledError, OSError) as exc:
+                unavailable = self._gone(exc)
+                if unavailable is not None:
+                    raise unavailable from None
                 retries[job.id] += 1
                 lost[job.id] += gone or [f"a worker ({type(exc).__name__})"]
                 if retries[job.id] > MAX_RETRIES:
                     yield JobResult(job.id, error=f"lost its worker {retries[job.id]} times: {exc}",
                                     retries=retries[job.id], lost_workers=lost[job.id])
                     continue
-                again = self._submit(job)
-                by_key[again.key] = job
+                again = self._submit(job, resources)
+                by_key[again.key] = (job, resources)
                 pending.add(again)
                 continue
             starts = _starts(self.client.story(future.key, on_error="ignore") or [])

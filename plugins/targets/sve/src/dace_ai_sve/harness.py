@@ -15,7 +15,15 @@ import re
 from dataclasses import dataclass
 
 import sympy
-from dace_ai.plugin import TASKLET_FUNCTION, Answer, ConnectorInfo, NodeContext, host_unit, scope_parameters
+from dace_ai.plugin import (
+    TASKLET_FUNCTION,
+    Answer,
+    ConnectorInfo,
+    NodeContext,
+    host_unit,
+    init_symbols,
+    scope_parameters,
+)
 
 #: Values given to the node's symbols, by sorted name; primes so that no vector length divides them.
 SYMBOL_VALUES = (37, 41, 43, 29, 31, 23, 19, 17, 13, 11)
@@ -109,9 +117,9 @@ def harness_source(answer: Answer, node: NodeContext, prelude: str) -> str:
             body.append(f"    {buf.ctype} {var} = {_value(buf, i, '0')};")
         args.append(var)
     syms = list(node.symbols)
-    body.append(f"    dace_ai_init({', '.join(['__state', *syms])});")
+    body.append(f"    dace_ai_init({', '.join(['__state', *init_symbols(node)])});")
     body.append(f"    {TASKLET_FUNCTION}({', '.join(['__state', *syms, *scope_parameters(node), *args])});")
-    body.append(f"    dace_ai_exit({', '.join(['__state', *syms])});")
+    body.append("    dace_ai_exit(__state);")
     for i, buf in enumerate(bufs):
         if buf.conn.direction != "out":
             continue
