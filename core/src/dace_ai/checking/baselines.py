@@ -91,13 +91,45 @@ def _environment_paths(expansion: Any) -> tuple[str, ...]:
     return tuple(paths)
 
 
+def _library_implementations(node_class: type) -> dict[str, Any]:
+    """The implementations of the other node classes of ``node_class``'s library (``dace.libraries.blas.nodes``).
+
+    A node that only specializes (MatMul) becomes one of them (Gemm, Gemv, BatchedMatMul),
+    so their library implementations are its baselines; the first class (by name) that has
+    an implementation of a name gives its expansion (environments). Native ones are skipped.
+    """
+    import importlib
+    import inspect
+
+    from dace.sdfg import nodes
+
+    from dace_ai.checking.reference import _specializes
+
+    package = node_class.__module__.rsplit(".", 1)[0]
+    try:
+        module = importlib.import_module(package)
+    except ImportError:
+        return {}
+    found: dict[str, Any] = {}
+    for _name, cls in sorted(inspect.getmembers(module, inspect.isclass), key=lambda item: item[0]):
+        if cls is node_class or not issubclass(cls, nodes.LibraryNode) or _specializes(cls):
+            continue
+        default = getattr(cls, "default_implementation", None)
+        for name, expansion in (getattr(cls, "implementations", None) or {}).items():
+            if name not in (default, "pure", "specialize") and name not in found:
+                found[name] = expansion
+    return found
+
+
 def node_baselines(node: Any, target_kind: str = "cpu") -> NodeBaselines:
     """The baselines of library node ``node`` on this machine for a ``target_kind`` ("cpu"/"gpu") target."""
-    from dace_ai.checking.reference import native_implementation
+    from dace_ai.checking.reference import _specializes, native_implementation
     from dace_ai.environments.installed import environment_infos
 
     implementations = dict(getattr(type(node), "implementations", None) or {})
     native = native_implementation(node)
+    if _specializes(type(node)):  # MatMul: the implementations of the nodes it becomes (Gemm's OpenBLAS, ...)
+        implementations = {**_library_implementations(type(node)), **implementations}
     available: list[Baseline] = []
     unavailable: list[Unavailable] = []
     if native is not None:

@@ -143,12 +143,17 @@ def reference_sdfg(request: Any, implementation: str | None = None) -> tuple[Any
     implementation = implementation or native_implementation(live_node)
     if implementation is None:
         raise LookupError(f"{type(live_node).__name__} has no native implementation")
+    own = implementation
     if implementation not in (getattr(type(live_node), "implementations", None) or {}):
-        raise LookupError(f"{type(live_node).__name__} has no implementation {implementation!r}")
+        # a node that only specializes (MatMul -> Gemm, Gemv, ...): its own native expansion,
+        # then the library implementation for the nodes it becomes (see _expand_natively)
+        if not _specializes(type(live_node)):
+            raise LookupError(f"{type(live_node).__name__} has no implementation {implementation!r}")
+        own = native_implementation(live_node)
 
     def place(state: Any) -> Any:
         node = copy.deepcopy(live_node)
-        node.implementation = implementation
+        node.implementation = own
         state.add_node(node)
         return node
 
@@ -156,10 +161,18 @@ def reference_sdfg(request: Any, implementation: str | None = None) -> tuple[Any
     return sdfg, implementation
 
 
-def _expand_natively(sdfg: Any, top: str | None = None) -> None:
+def _specializes(node_class: type) -> bool:
+    """True for a node class whose only implementations are its native one (and 'ai'): it becomes other nodes."""
+    names = set(getattr(node_class, "implementations", None) or {}) - {"ai"}
+    return len(names) <= 1
+
+
+def _expand_natively(sdfg: Any, top: str | None = None, nested: bool = False) -> None:
     """Expand every library node with a native implementation, nested ones too (never 'ai').
 
-    ``top``: the implementation of the program's own node (a baseline's library expansion).
+    ``top``: the implementation of the program's own node (a baseline's library expansion);
+    with ``nested``, also of every node it becomes that has one of that name (a MatMul's
+    Gemm, for a baseline of a node that only specializes).
     """
     from dace.sdfg import nodes
 
@@ -171,7 +184,8 @@ def _expand_natively(sdfg: Any, top: str | None = None) -> None:
         if not pending:
             return
         for state, node in pending:
-            own = top and state.sdfg is sdfg and top in (getattr(type(node), "implementations", None) or {})
+            own = top and (nested or state.sdfg is sdfg) and top in (getattr(type(node), "implementations", None)
+                                                                      or {})
             choice = top if own else native_implementation(node)
             if choice is None:
                 raise LookupError(f"{type(node).__name__} (inside the reference) has no native implementation")
@@ -206,6 +220,7 @@ def build_native_reference(request: Any, implementation: str | None = None) -> N
     from dace_ai.storage.files import ai_folder, lock_for
     from dace_ai.targets.build_flags import build_command
 
+    baseline = implementation is not None  # another of DaCe's implementations: nested nodes take it too
     sdfg, implementation = reference_sdfg(request, implementation)
     key = json.dumps(["spec 2", _without_ids(sdfg.to_json()), implementation, dace.__version__,
                       build_command(request.node.target)], sort_keys=True,
@@ -221,7 +236,7 @@ def build_native_reference(request: Any, implementation: str | None = None) -> N
             if Path(spec["library"]).is_file():
                 return NativeReference(Path(spec["library"]), spec["name"], [tuple(a) for a in spec["init"]],
                                        [tuple(a) for a in spec["args"]], implementation, 0.0)
-        _expand_natively(sdfg, top=implementation)
+        _expand_natively(sdfg, top=implementation, nested=baseline)
         sdfg.build_folder = str(folder / "program")
         with debugprint_off():
             library = compile_without_loading(sdfg)
