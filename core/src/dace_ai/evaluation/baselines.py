@@ -60,6 +60,9 @@ def task_baseline_sides(suite: str, task: Any, digest: str, arguments: dict[str,
         found = node_baselines(node)
         left_out.update({u.name: u.reason for u in found.unavailable})
         for baseline in found.others:
+            if baseline.implementation not in (getattr(type(node), "implementations", None) or {}):
+                left_out[baseline.name] = f"an implementation of the nodes {type(node).__name__} becomes, not of it"
+                continue
             safe = re.sub(r"\W", "_", baseline.name)
             program, _st, lib_node = program_sdfg(suite, task, f"bench_{task.id}_{safe}_{digest}")
             lib_node.implementation = baseline.implementation
