@@ -73,7 +73,8 @@ def describe(fig: dict[str, Any]) -> str:
     named = "".join(f"{seconds / candidate:.2f}x vs {label}{' (strongest)' if label == fig.get('strongest') else ''}; "
                     for label, seconds in sorted((fig.get("baselines") or {}).items(), key=lambda item: item[1])
                     if label != native and candidate > 0)  # each figure names its baseline, fastest first
-    reused = " (native timed by an earlier candidate of the node)" if fig.get("native_reused") else ""
+    earlier = [w for w, on in (("native", fig.get("native_reused")), ("baselines", fig.get("baselines_reused"))) if on]
+    reused = f" ({' and '.join(earlier)} timed by an earlier candidate of the node)" if earlier else ""
     return (f"{named}speedup {fig['speedup']:.2f}x ({low:.2f}-{high:.2f}) over {native or 'the native expansion'}: "
             f"{format_seconds(fig['candidate_median'])} vs {format_seconds(fig['native_median'])} per call, "
             f"median of {fig['repeats']} at sizes {_sizes(fig.get('sizes'))}{reused}")

@@ -647,7 +647,7 @@ def run_case(case: dict[str, Any], candidate: Any, native: dict[str, np.ndarray]
 REUSE_NATIVE_SECONDS = 0.02
 
 
-def _known_native(bench: dict[str, Any]) -> dict[str, Any] | None:
+def _known_native(bench: dict[str, Any], min_seconds: float = REUSE_NATIVE_SECONDS) -> dict[str, Any] | None:
     """The native reference's samples an earlier candidate measured, when it is slow enough to be worth reusing."""
     path = bench.get("native_timing")
     if not path or not os.path.isfile(path):
@@ -658,7 +658,7 @@ def _known_native(bench: dict[str, Any]) -> dict[str, Any] | None:
         samples = [float(x) for x in known["samples"]]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if not samples or sorted(samples)[len(samples) // 2] < REUSE_NATIVE_SECONDS:
+    if not samples or sorted(samples)[len(samples) // 2] < min_seconds:
         return None
     return {"samples": samples, "batch": int(known.get("batch") or 1)}
 
@@ -825,8 +825,13 @@ class PythonBaseline:
 
 
 def _known_timing(path: str | None) -> dict[str, Any] | None:
-    """Samples of a slow side an earlier candidate measured (see :data:`REUSE_NATIVE_SECONDS`), else None."""
-    return _known_native({"native_timing": path})
+    """A baseline's samples an earlier candidate of the node measured at this case and thread count, else None.
+
+    Reused whatever their speed: a library baseline (OpenBLAS) does not change between
+    candidates, and loading it starts its thread pool, whose spinning threads would
+    cost every later candidate time and disturb its own samples.
+    """
+    return _known_native({"native_timing": path}, min_seconds=0.0)
 
 
 def _baseline_sides(bench: dict[str, Any], phase: Phase, threads: Threads,

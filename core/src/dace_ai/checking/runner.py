@@ -153,8 +153,8 @@ def baseline_timing_file(library: str | Path, case: dict[str, Any], threads: int
     """Where a baseline's timing at a bench case is kept for the node's next candidates (next to its library).
 
     The baseline's folder is keyed like the native reference's (node, implementation, DaCe
-    version, compiler), so the file holds that very program's samples; reused only when slow
-    (:data:`dace_ai.checking.child.REUSE_NATIVE_SECONDS`), as for the native reference.
+    version, compiler), so the file holds that very program's samples: the node's first
+    candidate times the baseline interleaved with itself, the next ones reuse its samples.
     """
     return str(Path(library).with_name(f"timing-{case_key(case)}-{threads}threads.json"))
 
