@@ -112,6 +112,10 @@ def _request(ctx: Any, settings: Any, answer: Answer) -> CheckRequest:
     return CheckRequest(answer, ctx, settings, check_workdir(ctx, answer), make_tasklet=factory)
 
 
+#: The bench stage's line for the last candidate of each node (names every baseline timed).
+BENCH_LINES: dict[str, str] = {}
+
+
 def time_default_checks(ctx: Any, settings: Any, answers: list[Answer]) -> tuple[dict[str, list[float]], list[str]]:
     """Seconds per candidate of the default checkers of every stage: per stage (checkers' sum) and wall."""
     per_stage: dict[str, list[float]] = defaultdict(list)
@@ -125,6 +129,7 @@ def time_default_checks(ctx: Any, settings: Any, answers: list[Answer]) -> tuple
         if bad:
             sys.exit("a default check failed: " + "; ".join(f"{r.checker}: {r.diagnostics}" for r in bad))
         names = [f"{r.checker} ({r.details.get('stage')}, {r.status})" for r in reports]
+        BENCH_LINES[ctx.name] = next((r.diagnostics for r in reports if r.checker == "bench"), "")
         for stage in STAGES:
             mine = [r.seconds for r in reports if r.details.get("stage") == stage]
             if mine:
@@ -182,6 +187,8 @@ def main(argv: list[str] | None = None) -> None:
               "each distinct")
         for label, ctx, cold, checks, names, faithful, goal in rows:
             print(f"\n{label} ({ctx.node_type} {ctx.name!r}); ran: {', '.join(names)}")
+            if BENCH_LINES.get(ctx.name):
+                print(f"  bench stage (last candidate): {BENCH_LINES[ctx.name][:400]}")
             print(f"  {'seconds per candidate':<34} {'median':>7} {'min':>7} {'max':>7}")
             table = [("first candidate of the node, all", cold["wall"])]
             table += [(f"warm, {stage} stage", checks[stage]) for stage in STAGES if stage in checks]

@@ -82,8 +82,13 @@ def test_bench_times_the_library_verify_linked_and_no_candidate_is_built_by_dace
         assert len(bench.details["candidate_seconds"]) == 3 and bench.details["sizes"] == {"N": 40, "K": 30, "M": 50}
         assert "and at the bench sizes N=40, K=30, M=50" in verify.diagnostics
         assert verify.details["threads"]["runs"] == [] and "no OpenMP in the code" in verify.diagnostics
-    # DaCe built the node's native reference once, for both candidates, and never a candidate.
-    assert len(dace_builds) == 1 and dace_builds[0].startswith("ai_reference_"), dace_builds
+    # DaCe built the node's native reference once, for both candidates, and never a candidate;
+    # besides it only the node's library baselines (DaCe's OpenBLAS, ...), each once as well.
+    bench = reports[0][1]
+    baselines = [label for label in bench.details.get("baselines") or {} if label != bench.details.get("native")]
+    assert len(dace_builds) == 1 + len(baselines), (dace_builds, baselines)
+    assert len(set(dace_builds)) == len(dace_builds) and all(b.startswith("ai_reference_") for b in dace_builds)
+    assert reports[1][1].details.get("baselines", {}).keys() == bench.details.get("baselines", {}).keys()
     # The reference's outputs are cached per case next to it: the second candidate ran no reference.
     outputs = list((requests[0].workdir.parent / "reference").glob("*/outputs/*.npy"))
     assert outputs, "reference outputs were not cached"
@@ -188,6 +193,10 @@ def test_the_task_run_of_the_evaluation_harness_uses_the_same_child(monkeypatch)
     assert result["candidate_compiled"] and result["correct"] and result["baseline_correct"], result
     assert result["speedup"] > 0 and result["repeats"] == 3
     assert [j["candidate"]["kind"] for j in jobs] == ["program"] and jobs[0]["reference"]["kind"] == "program"
+    # the task's NumPy reference is timed in that same child run, next to candidate and native program
+    numpy_side = jobs[0]["bench"]["baselines"][-1]
+    assert numpy_side["kind"] == "python" and numpy_side["function"].startswith("dace_ai.evaluation.suites.")
+    assert result["baselines_seconds"]["NumPy"] > 0, result
     wrong = run_task({**spec, "answer": {"code": "for (long i = 0; i < N; ++i) _out[i] = _x[i] + _y[i];"},
                       "time": False})
     assert wrong["candidate_compiled"] and not wrong["correct"] and "seed 0" in wrong["candidate_mismatch"]

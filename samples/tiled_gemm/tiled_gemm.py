@@ -162,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
             print(generated_code(sdfg))
         programs[sdfg.name] = sdfg.compile()
 
+    openblas = openblas_matmul()
+
     n = args.size
     rng = np.random.default_rng(0)
     A = rng.random((n, n), dtype=np.float32)
@@ -183,10 +185,50 @@ def main(argv: list[str] | None = None) -> int:
                                                    args.repeat),
         "NumPy A @ B": best_time(lambda: A @ B, args.repeat),
     }
+    if openblas is not None:
+        np.testing.assert_allclose(openblas(A=A, B=B, M=n, N=n, K=n), reference, rtol=1e-3, atol=1e-3 * n)
+        timings[OPENBLAS] = best_time(lambda: openblas(A=A, B=B, M=n, N=n, K=n), args.repeat)
     print(f"\nTimes for {n}x{n} float32 (best of {args.repeat}):")
     for name, seconds in timings.items():
         print(f"  {name:32s} {seconds * 1e3:9.2f} ms  {flops / seconds / 1e9:7.1f} GFLOP/s")
+    print()
+    for line in against_baselines(timings["matmul (A @ B, Gemm via 'ai')"], timings):
+        print(line)
     return 0
+
+
+OPENBLAS = "A @ B, DaCe 'OpenBLAS'"
+
+
+def openblas_matmul():
+    """``matmul`` built with DaCe's own OpenBLAS implementation when its environment is installed, else None."""
+    from dace.libraries import blas
+    from dace_ai.checking.baselines import node_baselines
+
+    available = {b.implementation for b in node_baselines(blas.Gemm("probe")).available}
+    if "OpenBLAS" not in available:
+        print("\n(DaCe's OpenBLAS implementation is not installed here: no comparison with it; on Debian "
+              "apt-get install libopenblas-dev liblapacke-dev)")
+        return None
+    previous, blas.default_implementation = blas.default_implementation, "OpenBLAS"
+    try:
+        sdfg = matmul.to_sdfg()
+        sdfg.name = "matmul_openblas"
+        return sdfg.compile()
+    finally:
+        blas.default_implementation = previous
+
+
+def against_baselines(ai_seconds: float, timings: dict) -> list:
+    """The 'ai' A @ B against NumPy and DaCe's OpenBLAS, each figure naming its baseline; says when it is slower."""
+    lines = []
+    for name, label in (("NumPy A @ B", "NumPy"), (OPENBLAS, "OpenBLAS (DaCe 'OpenBLAS')")):
+        if name not in timings:
+            continue
+        ratio = timings[name] / ai_seconds
+        verdict = "" if ratio >= 1 else f"  <- the shipped answer is slower than {label}"
+        lines.append(f"A @ B via 'ai': {ratio:.2f}x vs {label}{verdict}")
+    return lines
 
 
 if __name__ == "__main__":

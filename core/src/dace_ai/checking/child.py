@@ -429,9 +429,10 @@ def interleaved(calls: dict[str, Any], repeats: int, phase: Any, warm: dict[str,
     resolution = time.get_clock_info("perf_counter").resolution
     batch: dict[str, int] = {}
     once: dict[str, float] = {}
-    who = {"native": "reference"}  # a fault while the native side runs is the reference's, not the candidate's
+    # a fault while the native side or a baseline runs is theirs, not the candidate's
+    who = {"native": "reference", **{label: "baseline" for label in calls if label.startswith("baseline:")}}
     for label, call in calls.items():
-        phase(who=who.get(label, label), step="time")
+        phase(who=who.get(label, label), step="time", label=label)
         if warm and label in warm:
             once[label] = max(warm[label], resolution)
         else:
@@ -445,7 +446,7 @@ def interleaved(calls: dict[str, Any], repeats: int, phase: Any, warm: dict[str,
     samples: dict[str, list[float]] = {label: [] for label in calls}
     for _ in range(repeats):
         for label, call in calls.items():
-            phase(who=who.get(label, label), step="time")
+            phase(who=who.get(label, label), step="time", label=label)
             n = batch[label]
             t0 = clock()
             for _ in range(n):
@@ -646,7 +647,7 @@ def run_case(case: dict[str, Any], candidate: Any, native: dict[str, np.ndarray]
 REUSE_NATIVE_SECONDS = 0.02
 
 
-def _known_native(bench: dict[str, Any]) -> dict[str, Any] | None:
+def _known_native(bench: dict[str, Any], min_seconds: float = REUSE_NATIVE_SECONDS) -> dict[str, Any] | None:
     """The native reference's samples an earlier candidate measured, when it is slow enough to be worth reusing."""
     path = bench.get("native_timing")
     if not path or not os.path.isfile(path):
@@ -657,7 +658,7 @@ def _known_native(bench: dict[str, Any]) -> dict[str, Any] | None:
         samples = [float(x) for x in known["samples"]]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if not samples or sorted(samples)[len(samples) // 2] < REUSE_NATIVE_SECONDS:
+    if not samples or sorted(samples)[len(samples) // 2] < min_seconds:
         return None
     return {"samples": samples, "batch": int(known.get("batch") or 1)}
 
@@ -740,6 +741,10 @@ def run_bench(job: dict[str, Any], candidate: Any, reference: Any, natives: list
         known = _known_native(bench)
         if known is not None:  # a slow native reference timed by an earlier candidate of the node
             calls.pop("native", None)
+        sides = _baseline_sides(bench, phase, threads, job)
+        for side in sides:  # the same inputs, interleaved with the candidate, the same threads
+            if "program" in side:
+                calls[f"baseline:{side['label']}"] = (lambda s=side: s["program"].call(s["prepared"]))
         threads.use(None)
         with _bench_lock(bench.get("lock")):
             # the thread runs just called the candidate on these buffers, the last one with all cores
@@ -758,8 +763,28 @@ def run_bench(job: dict[str, Any], candidate: Any, reference: Any, natives: list
                 _save_json(bench["native_timing"], {"samples": native_samples, "batch": timed["batch"]["native"]})
             except OSError:
                 pass
+        baselines: dict[str, list[float]] = {}
+        reused: list[str] = []
+        for side in sides:
+            label = side["label"]
+            if "known" in side:
+                baselines[label] = side["known"]["samples"]
+                timed["batch"][label] = side["known"]["batch"]
+                reused.append(label)
+                continue
+            samples = timed["samples"].pop(f"baseline:{label}")
+            baselines[label] = samples
+            timed["batch"][label] = timed["batch"].pop(f"baseline:{label}")
+            side["program"].finish(side["prepared"])
+            _free(side["buffers"])
+            if side.get("timing"):
+                try:
+                    _save_json(side["timing"], {"samples": samples, "batch": timed["batch"][label]})
+                except OSError:
+                    pass
         result.update(candidate=timed["samples"]["candidate"], native=native_samples,
-                      batch=timed["batch"], timer_resolution=timed["timer_resolution"])
+                      batch=timed["batch"], timer_resolution=timed["timer_resolution"],
+                      baselines=baselines, baselines_reused=reused)
         if ref_held is not None:
             reference.finish(ref_held[1])
             _free(ref_held[0])
@@ -768,6 +793,79 @@ def run_bench(job: dict[str, Any], candidate: Any, reference: Any, natives: list
         _free(kept[0])
     result["seconds"] = time.perf_counter() - began
     return result, records
+
+
+class PythonBaseline:
+    """A trusted project function timed as a baseline: a task's NumPy reference, imported by module path.
+
+    The parent names it (``"module:function"`` of the suite's own module), never model
+    text. It is called on NumPy views of the case's buffers (``arrays``: name -> shape)
+    plus the scalars and sizes the task's reference takes.
+    """
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        import importlib
+
+        module, _, attribute = spec["function"].partition(":")
+        function: Any = importlib.import_module(module)
+        for part in attribute.split("."):
+            function = getattr(function, part)
+        self.function = function
+        self.spec = spec
+
+    def prepare(self, case: dict[str, Any], buffers: dict[str, GuardedBuffer]) -> Any:
+        arrays = {name: buffers[name].array.reshape(shape) for name, shape in self.spec["arrays"].items()}
+        return {**arrays, **self.spec.get("scalars", {})}
+
+    def call(self, prepared: Any) -> None:
+        self.function(**prepared)
+
+    def finish(self, prepared: Any) -> None:
+        return None
+
+
+def _known_timing(path: str | None) -> dict[str, Any] | None:
+    """A baseline's samples an earlier candidate of the node measured at this case and thread count, else None.
+
+    Reused whatever their speed: a library baseline (OpenBLAS) does not change between
+    candidates, and loading it starts its thread pool, whose spinning threads would
+    cost every later candidate time and disturb its own samples.
+    """
+    return _known_native({"native_timing": path}, min_seconds=0.0)
+
+
+def _baseline_sides(bench: dict[str, Any], phase: Phase, threads: Threads,
+                    job: dict[str, Any]) -> list[dict[str, Any]]:
+    """Load and prepare the bench section's baselines (DaCe's library implementations, a NumPy reference).
+
+    Each gets its own buffers holding the first bench case's inputs (the candidate's
+    and the reference's very inputs), is called once there (its outputs saved for the
+    parent with ``save_outputs``: a baseline that computes something else is left
+    out there), and is then timed with the other sides. A baseline whose samples an
+    earlier candidate measured and that is slow is not timed again (``known``).
+    """
+    case = bench["cases"][0]
+    sides = []
+    for index, spec in enumerate(bench.get("baselines") or []):
+        label = spec["label"]
+        known = _known_timing(spec.get("timing"))
+        if known is not None:
+            sides.append({"label": label, "known": known})
+            continue
+        phase(who="baseline", label=label, step="load")
+        program = PythonBaseline(spec) if spec.get("kind") == "python" else Reference(spec["program"])
+        threads.use(None)
+        buffers = _allocate(case, _inputs(case))
+        prepared = program.prepare(case, buffers)
+        phase(who="baseline", label=label, step="run", seed=case["seed"], sizes=case["sizes"])
+        program.call(prepared)
+        if job.get("save_outputs") and spec.get("kind") != "python":
+            for name in _output_containers(case):
+                _save(os.path.join(job["save_outputs"], f"{case.get('id', 0)}-baseline{index}-{name}.npy"),
+                      buffers[name].array)
+        sides.append({"label": label, "program": program, "prepared": prepared, "buffers": buffers,
+                      "timing": spec.get("timing")})
+    return sides
 
 
 def _program(spec: dict[str, Any], fault_fd: int) -> Any:

@@ -336,6 +336,9 @@ def describe_outcome(outcome: ChildOutcome, cases: list[dict[str, Any]], limits:
         reason, text = "harness", f"could not be run: {outcome.output.strip()[-1500:]}"
     if who == "reference":
         return "inconclusive", "reference failed", f"The node's reference program {text}; nothing is known about the candidate."
+    if who == "baseline":  # one of DaCe's own library implementations, timed next to the candidate
+        return ("inconclusive", "baseline failed",
+                f"The baseline {phase.get('label', '?')} {text}; nothing is known about the candidate.")
     if who == "loader" and outcome.status == "error":
         step = phase.get("step", "candidate")
         if step == "reference":
@@ -367,6 +370,7 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
     """
     from dace_ai.checking.runner import (
         all_cores,
+        baseline_timing_file,
         cache_reference_outputs,
         native_timing_file,
         plan_threads,
@@ -454,6 +458,9 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
                                          "connectors": [c.name for c in request.node.connectors]},
                            "reference": None, "cases": cases,
                            "bench": bench.job(bench_cases) if bench is not None else None}
+    if bench_cases and job["bench"]["baselines"]:
+        for side in job["bench"]["baselines"]:  # slow ones timed once per node, like the native reference
+            side["timing"] = baseline_timing_file(side["program"]["library"], bench_cases[0], count)
     if kind == "native":
         from dace_ai.checking.reference import build_native_reference
 
@@ -493,7 +500,8 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
         return done("failed", reason, message)
     if bench is not None:
         result["bench"] = {**(outcome.result.get("bench") or {}), "sizes": bench.sizes,
-                           "timed": bool(job["bench"]["time"]), "library": str(library)}
+                           "timed": bool(job["bench"]["time"]), "library": str(library),
+                           "native_label": bench.native_label, "baselines_left_out": dict(bench.baselines_left_out)}
     if mode in ("time", "bench"):
         return done("passed", None, "")
     skipped = f"; not run: {'; '.join(map(str, result['skipped']))}" if result["skipped"] else ""

@@ -128,21 +128,32 @@ def _as_array(desc: Any) -> Any:
                            total_size=desc.total_size, start_offset=desc.start_offset, alignment=desc.alignment)
 
 
-def reference_sdfg(request: Any) -> tuple[Any, str]:
-    """(program holding a copy of the node wired like the original, native implementation name)."""
+def reference_sdfg(request: Any, implementation: str | None = None) -> tuple[Any, str]:
+    """(program holding a copy of the node wired like the original, implementation name).
+
+    ``implementation`` defaults to the native one; another name (``'OpenBLAS'``) builds
+    a baseline (:mod:`dace_ai.checking.baselines`) the same way.
+    """
     from dace_ai.checking.one_node import one_node_program
 
     node_ctx = request.node
     live_node, live_sdfg = implemented_node(node_ctx), (node_ctx.live or {}).get("sdfg")
     if live_node is None or live_sdfg is None:
         raise LookupError("the node is not available in this process")
-    implementation = native_implementation(live_node)
+    implementation = implementation or native_implementation(live_node)
     if implementation is None:
         raise LookupError(f"{type(live_node).__name__} has no native implementation")
+    own = implementation
+    if implementation not in (getattr(type(live_node), "implementations", None) or {}):
+        # a node that only specializes (MatMul -> Gemm, Gemv, ...): its own native expansion,
+        # then the library implementation for the nodes it becomes (see _expand_natively)
+        if not _specializes(type(live_node)):
+            raise LookupError(f"{type(live_node).__name__} has no implementation {implementation!r}")
+        own = native_implementation(live_node)
 
     def place(state: Any) -> Any:
         node = copy.deepcopy(live_node)
-        node.implementation = implementation
+        node.implementation = own
         state.add_node(node)
         return node
 
@@ -150,8 +161,19 @@ def reference_sdfg(request: Any) -> tuple[Any, str]:
     return sdfg, implementation
 
 
-def _expand_natively(sdfg: Any) -> None:
-    """Expand every library node with a native implementation, nested ones too (never 'ai')."""
+def _specializes(node_class: type) -> bool:
+    """True for a node class whose only implementations are its native one (and 'ai'): it becomes other nodes."""
+    names = set(getattr(node_class, "implementations", None) or {}) - {"ai"}
+    return len(names) <= 1
+
+
+def _expand_natively(sdfg: Any, top: str | None = None, nested: bool = False) -> None:
+    """Expand every library node with a native implementation, nested ones too (never 'ai').
+
+    ``top``: the implementation of the program's own node (a baseline's library expansion);
+    with ``nested``, also of every node it becomes that has one of that name (a MatMul's
+    Gemm, for a baseline of a node that only specializes).
+    """
     from dace.sdfg import nodes
 
     from dace_ai.compat import expand_with
@@ -162,7 +184,9 @@ def _expand_natively(sdfg: Any) -> None:
         if not pending:
             return
         for state, node in pending:
-            choice = native_implementation(node)
+            own = top and (nested or state.sdfg is sdfg) and top in (getattr(type(node), "implementations", None)
+                                                                      or {})
+            choice = top if own else native_implementation(node)
             if choice is None:
                 raise LookupError(f"{type(node).__name__} (inside the reference) has no native implementation")
             expand_with(state.sdfg, state, node, choice)
@@ -182,8 +206,12 @@ def _ctype_name(dtype: Any) -> str:
     return dtype.as_ctypes().__name__
 
 
-def build_native_reference(request: Any) -> NativeReference:
-    """The node's native program, built once per node (content-hashed folder, cross-process lock)."""
+def build_native_reference(request: Any, implementation: str | None = None) -> NativeReference:
+    """The node's native program, built once per node (content-hashed folder, cross-process lock).
+
+    ``implementation`` names another of DaCe's implementations of the node (a baseline,
+    see :mod:`dace_ai.checking.baselines`); its program is built and cached the same way.
+    """
     import time
 
     import dace
@@ -192,7 +220,8 @@ def build_native_reference(request: Any) -> NativeReference:
     from dace_ai.storage.files import ai_folder, lock_for
     from dace_ai.targets.build_flags import build_command
 
-    sdfg, implementation = reference_sdfg(request)
+    baseline = implementation is not None  # another of DaCe's implementations: nested nodes take it too
+    sdfg, implementation = reference_sdfg(request, implementation)
     key = json.dumps(["spec 2", _without_ids(sdfg.to_json()), implementation, dace.__version__,
                       build_command(request.node.target)], sort_keys=True,
                      default=str)
@@ -207,7 +236,7 @@ def build_native_reference(request: Any) -> NativeReference:
             if Path(spec["library"]).is_file():
                 return NativeReference(Path(spec["library"]), spec["name"], [tuple(a) for a in spec["init"]],
                                        [tuple(a) for a in spec["args"]], implementation, 0.0)
-        _expand_natively(sdfg)
+        _expand_natively(sdfg, top=implementation, nested=baseline)
         sdfg.build_folder = str(folder / "program")
         with debugprint_off():
             library = compile_without_loading(sdfg)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -95,9 +95,17 @@ class BenchPlan:
     seeds: tuple[int, ...] = BENCH_SEEDS
     lock: str | None = None
     bytes: int | None = None
+    #: More sides timed with the candidate and the native reference (same inputs, interleaved, same
+    #: threads): ``{"label", "kind": "program", "program": <program spec>}`` per DaCe library
+    #: implementation of the node (:func:`dace_ai.checking.baselines.bench_programs`).
+    baselines: list[dict[str, Any]] = field(default_factory=list)
+    #: How figures name the native reference (``DaCe pure``), and the baselines not timed with their reason.
+    native_label: str | None = None
+    baselines_left_out: dict[str, str] = field(default_factory=dict)
 
     def job(self, cases: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"cases": cases, "time": self.time, "repeats": self.repeats, "lock": self.lock, "bytes": self.bytes}
+        return {"cases": cases, "time": self.time, "repeats": self.repeats, "lock": self.lock, "bytes": self.bytes,
+                "baselines": [dict(b) for b in self.baselines] if self.time else []}
 
 
 def bench_plan(request: CheckRequest, *, native: bool, sizes: dict[str, int] | None = None) -> BenchPlan:
@@ -139,6 +147,16 @@ def cache_reference_outputs(cases: list[dict[str, Any]], library: Path) -> None:
         key = case_key(case)
         case["reference_cache"] = {c["name"]: str(folder / f"{key}-{c['name']}.npy")
                                    for c in case["containers"] if c["output"]}
+
+
+def baseline_timing_file(library: str | Path, case: dict[str, Any], threads: int) -> str:
+    """Where a baseline's timing at a bench case is kept for the node's next candidates (next to its library).
+
+    The baseline's folder is keyed like the native reference's (node, implementation, DaCe
+    version, compiler), so the file holds that very program's samples: the node's first
+    candidate times the baseline interleaved with itself, the next ones reuse its samples.
+    """
+    return str(Path(library).with_name(f"timing-{case_key(case)}-{threads}threads.json"))
 
 
 def native_timing_file(case: dict[str, Any], threads: int) -> str | None:

@@ -4,8 +4,10 @@
     dace-ai bench --provider anthropic --model claude-sonnet-4-5 --samples 4 --record answers/
     dace-ai bench --offline answers/ --executor dask --scheduler tcp://head:8786
 
-Writes ``results.json`` (every attempt), ``report.md`` and ``report.png`` under
-``--out``; rerunning with the same ``--out`` skips finished attempts.
+Writes ``results.json`` (every attempt), ``report.md`` and ``report.png`` (with
+matplotlib: ``pip install 'dace-ai[bench]'``) under ``--out``; rerunning with the same
+``--out`` skips finished attempts. Exit status 0 when the harness ran, whatever the
+attempts scored; 1 with a short message when it could not.
 """
 
 from __future__ import annotations
@@ -94,17 +96,18 @@ def main(args: argparse.Namespace) -> int:
     def progress(a: dict[str, Any]) -> None:
         if args.quiet:
             return
-        if a.get("skipped"):
-            state = f"skipped: {a['skipped']}"
-        else:
-            speed = f", {a['speedup']:.2f}x" if a.get("speedup") else ""
-            state = ("correct" if a["correct"] else "built, wrong" if a["compiled"] else "did not build") + speed
+        from dace_ai.evaluation.report import attempt_verdict
+
+        state = attempt_verdict(a)
         retry = f" (retried {a['retries']}x)" if a.get("retries") else ""
         print(f"{a['configuration']}  {a['task']}#{a['sample']}: {state}{retry}", file=sys.stderr)
 
-    data = run_bench(plan, progress)
-    md, png = write_reports(data, args.out)
-    print(f"results: {args.out / 'results.json'}\nreport: {md}\nplot: {png}")
+    try:
+        data = run_bench(plan, progress)
+        md, png, hint = write_reports(data, args.out)
+    except OSError as exc:  # an output or build folder that cannot be written: a short message, no traceback
+        raise SettingsError(f"bench: {exc.strerror or exc}: {exc.filename or args.out}") from None
+    print(f"results: {args.out / 'results.json'}\nreport: {md}\nplot: {png if png else hint}")
     if args.export_jsonl:
         count = export_jsonl(data, args.export_jsonl, weights)
         print(f"exported {count} attempt(s) to {args.export_jsonl}")

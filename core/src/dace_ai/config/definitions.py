@@ -43,6 +43,12 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef("bench", "str", "report", "Time candidates against the native expansion: off, report or gate"),
     SettingDef("min_speedup", "float", 1.03, "With bench=gate, the speedup over native a candidate must reach",
                (("gt", 0),)),
+    SettingDef("bench_baselines", "bool", True,
+               "Bench stage: also time the node's other DaCe implementations installed here (OpenBLAS, MKL, "
+               "OpenMP, ...), each built once per node, and report the speedup over the strongest one"),
+    SettingDef("gate_baseline", "str", "native",
+               "With bench=gate, what min_speedup is measured against: native (the node's own expansion) or "
+               "strongest (the fastest baseline timed: DaCe's library implementations such as OpenBLAS)"),
     SettingDef("bench_sizes", "str", None, "Symbol values for timing runs, e.g. 'N=4096,M=512'; empty picks them"),
     SettingDef("bench_repeats", "int", 7, "Timed runs of each side per bench (after a warm-up)", (("ge", 1),)),
     SettingDef("check_concurrency", "int", 0, "Candidates checked at once; 0 means the number of cores",

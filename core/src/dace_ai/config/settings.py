@@ -72,6 +72,8 @@ class AISettings(BaseModel):
     checkers: tuple[str, ...] | None = _field("checkers")
     bench: Literal["off", "report", "gate"] = _field("bench")
     min_speedup: float = _field("min_speedup")
+    bench_baselines: bool = _field("bench_baselines")
+    gate_baseline: Literal["native", "strongest"] = _field("gate_baseline")
     bench_sizes: str | None = _field("bench_sizes")
     bench_repeats: int = _field("bench_repeats")
     check_concurrency: int = _field("check_concurrency")

@@ -1,4 +1,4 @@
-"""One attempt of the harness: a task, a configuration, a sample and its answer -> outcomes.
+"""One attempt of the harness: a task, a configuration, a sample and its answer -> one verdict.
 
 :func:`evaluate_attempt` is the job function every executor runs (picklable by
 reference; its payload is plain JSON). It rebuilds the task's SDFG from the suite,
@@ -6,9 +6,15 @@ renders the node's prompt (hashed; the text goes back for the JSONL export), run
 whatever checkers are installed at each stage through the stage runner, then runs
 the task itself in a sandboxed child: the whole program with the candidate's
 tasklet at the task's sizes, compared with the task's NumPy reference and timed
-against the native baseline. Outcomes of each stage are read from the reports; the
-task run fills in correctness and speed where no verify or bench checker ran (and
-stands next to them where one did).
+against every baseline (the native program, DaCe's installed library
+implementations, NumPy) in the same child, interleaved.
+
+One verdict per attempt: the first stage that refused it (including the bench
+stage's anti-deception rules) makes it not correct and not fast, and no speed
+figure is kept. A task the machine cannot run (a missing library, compiler or
+target) is *skipped* with its reason, not failed. ``speedup`` is against the
+strongest baseline (the fastest one timed), ``speedup_native`` against the native
+expansion, each with the baseline's name.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import time
 import warnings
 from typing import Any
 
-from dace_ai.errors import AnswerError
+from dace_ai.errors import AnswerError, DaceAIError
 
 
 def prompt_hash(system: str, user: str) -> str:
@@ -60,15 +66,21 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     dace.Config.set("default_build_folder", value=payload["build_root"])
     suite, task = payload["suite"], find_task(payload["suite"], payload["task"])
     out: dict[str, Any] = {"compile": "not run", "verify": "not run", "bench": "not run", "task_run": "not run",
-                           "compiled": False, "correct": False, "speedup": None, "skipped": None, "checks": []}
+                           "compiled": False, "correct": False, "speedup": None, "speedup_native": None,
+                           "strongest": None, "skipped": None, "checks": []}
     missing = missing_requirements(task)
     if missing:
-        out["skipped"] = (f"needs environment generator(s) {', '.join(missing)}, not installed here "
-                          f"(install the pack that provides them)")
+        out["skipped"] = "needs " + "; ".join(missing)
         return out
-    settings = resolve_settings(stage_settings(task, payload.get("settings") or {}, payload.get("repeats", 5)))
-    _sdfg, state, node = program_sdfg(suite, task, f"bench_{task.id}_{task_digest(suite, task)}_ctx")
-    ctx = node_context(state.sdfg, state, node, settings)
+    try:
+        settings = resolve_settings(stage_settings(task, payload.get("settings") or {}, payload.get("repeats", 5)))
+        _sdfg, state, node = program_sdfg(suite, task, f"bench_{task.id}_{task_digest(suite, task)}_ctx")
+        ctx = node_context(state.sdfg, state, node, settings)
+    except DaceAIError as exc:  # an unknown or unusable target: skipped, not failed
+        if not payload.get("target"):
+            raise
+        out["skipped"] = f"target {payload['target']!r} is not available here: {str(exc).splitlines()[0][:200]}"
+        return out
     prompt = render_prompt(ctx, settings)
     out["prompt_hash"] = prompt_hash(prompt.system, prompt.user)
     if payload.get("want_prompt"):
@@ -76,38 +88,47 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     try:
         answer = parse_answer(payload["answer_text"], origin=f"answer for task {task.id!r}")
     except AnswerError as exc:
-        out.update(compile="failed", error=str(exc))
-        return out
+        out.update(compile="failed", error=str(exc), refused_by="compile", refusal=str(exc)[:500])
+        return finish_verdict(out, start)
 
     with warnings.catch_warnings():  # "not verified" and the like are recorded per attempt, not printed
         warnings.simplefilter("ignore")
         reports, _ = check_answer(answer, ctx, settings)  # as an expansion checks it (environments resolved)
     out["checks"] = [{"checker": r.checker, "stage": r.details.get("stage"), "status": r.status,
                       "seconds": round(r.seconds, 4), "diagnostics": r.diagnostics[-2000:],
-                      **({"speedup": r.details["speedup"]} if "speedup" in r.details else {})} for r in reports]
+                      **{k: r.details[k] for k in BENCH_KEYS if k in r.details}} for r in reports]
     for stage in ("compile", "verify", "bench"):
         out[stage] = _stage_status(reports, stage)
-    # A bench stage that refused the candidate (a gate, an implausible timing) says so; its figure is not used.
-    out["node_speedup"] = _bench_speedup(reports) if out["bench"] == "passed" else None
+    skip = _machine_missing(reports, out)
+    if skip:
+        out["skipped"] = skip
+        return finish_verdict(out, start)
+    # The bench stage's node figures (node vs its native expansion and DaCe's library implementations).
+    # The bench stage's node figures stay in its check record; the attempt's figures come from one place (below).
+    node_speedup = _bench_speedup(reports) if out["bench"] == "passed" else None
     out["accepted"] = not any(r.status == "failed" for r in reports)
+    for stage in ("compile", "verify", "bench"):
+        if out[stage] == "failed":  # the first stage that refused the attempt decides it
+            out["refused_by"] = stage
+            out["refusal"] = " ".join(r.diagnostics.strip() for r in reports
+                                      if r.status == "failed" and r.details.get("stage") == stage)[:500]
+            break
     if out["bench"] == "failed":
-        out["bench_refusal"] = " ".join(r.diagnostics for r in reports
-                                        if r.status == "failed" and r.details.get("stage") == "bench")[:500]
+        out["bench_refusal"] = out["refusal"] if out.get("refused_by") == "bench" else None
 
-    if out["compile"] == "failed" or out["verify"] == "failed":
-        out["seconds"] = time.perf_counter() - start
-        return out
-    staged = out["verify"] == "passed" and out["node_speedup"] is not None
+    if out.get("refused_by"):
+        out["compiled"] = out["compile"] != "failed"
+        return finish_verdict(out, start)
     run: dict[str, Any] = {}
-    if staged:
-        out["task_run"] = "not needed: verified and timed by the checker stages"
-    elif payload.get("target"):
+    if payload.get("target"):
         out["task_run"] = f"not run: the whole program runs on the host only, not on target {payload['target']!r}"
+    elif out["verify"] == "passed" and not payload.get("time", True):
+        out["task_run"] = "not needed: verified by the checker stages, timing off"
     else:
         run = run_task({"suite": suite, "task": task.id, "answer": answer.model_dump(mode="json"),
                         "build_root": payload["build_root"], "settings": payload.get("settings") or {},
                         "seeds": payload.get("seeds", [0, 1]), "repeats": payload.get("repeats", 5),
-                        "time": payload.get("time", True) and out["node_speedup"] is None})
+                        "time": payload.get("time", True), "baselines": payload.get("baselines", True)})
         out["run"] = run
         if "error" in run:
             out["task_run"] = "failed"
@@ -125,13 +146,85 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     out["compiled"] = out["compile"] != "failed" and program_built
     ran_correct = out["task_run"] == "passed" if run else out["verify"] == "passed"
     out["correct"] = out["compiled"] and out["verify"] != "failed" and ran_correct
-    if out["node_speedup"] is not None:
-        speedup, out["speedup_source"] = out["node_speedup"], "bench stage (node vs its native expansion)"
-    else:
-        speedup, out["speedup_source"] = run.get("speedup"), "task run (program vs native baseline)"
-    out["speedup"] = float(speedup) if out["correct"] and speedup else None
+    if run.get("speedup") is not None:
+        out["speedup_source"] = "task run (the whole program vs each baseline, same child, interleaved)"
+        out.update(speedups(run))
+    elif node_speedup is not None:
+        out["speedup_source"] = "bench stage (the node vs its baselines)"
+        out.update(_node_figures(reports))
+    return finish_verdict(out, start)
+
+
+#: The bench stage's figures copied into an attempt's check records.
+BENCH_KEYS = ("speedup", "native", "strongest", "speedup_strongest", "speedup_native", "baselines",
+              "baselines_left_out")
+
+
+def _machine_missing(reports: list[Any], out: dict[str, Any]) -> str | None:
+    """Why the attempt cannot be judged on this machine (a compiler or a library is missing), or None.
+
+    A compile stage that is inconclusive while no stage failed means the machine could not
+    build the code at all: the task is skipped, not failed.
+    """
+    if any(r.status == "failed" for r in reports) or out["compile"] != "inconclusive":
+        return None
+    texts = [r.diagnostics.strip() for r in reports if r.details.get("stage") == "compile" and r.status == "inconclusive"]
+    first = next((t.splitlines()[0] for t in texts if t), "the compile stage could not run")
+    return f"cannot be built on this machine: {first[:200]}"
+
+
+def speedups(run: dict[str, Any]) -> dict[str, Any]:
+    """An attempt's speed figures from its task run: vs the strongest baseline (headline) and vs native."""
+    from dace_ai.checking.baselines import compare_times
+
+    native = run.get("native_label") or "native"
+    times = {native: run["baseline_seconds"], **(run.get("baselines_seconds") or {})}
+    comparison = compare_times(run["candidate_seconds"], times, native).as_dict()
+    return {"speedup": comparison["speedup_strongest"], "speedup_native": comparison["speedup_native"],
+            "strongest": comparison["strongest"], "native_baseline": native,
+            "baseline_seconds": comparison["baselines"], "candidate_seconds": run["candidate_seconds"],
+            "baselines_left_out": run.get("baselines_left_out") or {}}
+
+
+def _node_figures(reports: list[Any]) -> dict[str, Any]:
+    for report in reports:
+        d = report.details
+        if d.get("stage") == "bench" and isinstance(d.get("speedup"), (int, float)):
+            strongest = d.get("speedup_strongest", d["speedup"])
+            return {"speedup": strongest, "speedup_native": d["speedup"],
+                    "strongest": d.get("strongest") or d.get("native"), "native_baseline": d.get("native"),
+                    "baseline_seconds": d.get("baselines") or {}, "candidate_seconds": d.get("candidate_median"),
+                    "baselines_left_out": d.get("baselines_left_out") or {}}
+    return {}
+
+
+def finish_verdict(out: dict[str, Any], start: float) -> dict[str, Any]:
+    """One verdict per attempt: refused or wrong means not correct and no speed figure at all."""
+    if out.get("refused_by") or out.get("skipped"):
+        out["correct"] = False
+    if out.get("refused_by") and out["refused_by"] == "compile":
+        out["compiled"] = False
+    if not out.get("correct"):
+        for key in ("speedup", "speedup_native", "strongest"):
+            out[key] = None
+    out["verdict"] = verdict(out)
     out["seconds"] = time.perf_counter() - start
     return out
+
+
+def verdict(a: dict[str, Any]) -> str:
+    """The attempt's one verdict in words (the report's row says the same)."""
+    if a.get("skipped"):
+        return f"skipped: {a['skipped']}"
+    if a.get("refused_by"):
+        return f"refused by the {a['refused_by']} stage: {(a.get('refusal') or a.get('error') or '').strip()[:200]}"
+    if not a.get("compiled"):
+        return f"did not build: {str(a.get('error') or '').strip()[:200]}"
+    if not a.get("correct"):
+        return f"wrong: {str(a.get('error') or '').strip()[:200]}"
+    if a.get("speedup") is None:
+        return "correct, not timed"
+    return f"correct, {a['speedup']:.2f}x vs {a.get('strongest')}"
 
 
 def stage_settings(task: Any, settings: dict[str, Any], repeats: int) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """``--export-jsonl``: one line per attempt for training and reward modelling.
 
 Each line: the prompt (system and user text), the answer text, compile / correct /
-speedup outcomes and a reward. The reward follows Makora/DICE-style shaping from
+speedup outcomes (``speedup`` against the strongest baseline, named in ``strongest``;
+``speedup_native`` against the native expansion), the attempt's verdict and a reward. The reward follows Makora/DICE-style shaping from
 compile, correctness and measured speedup, with weights the user sets
 (``--reward compile=0.1,correct=0.5,speedup=0.4``)::
 
@@ -57,7 +58,8 @@ def export_jsonl(data: dict[str, Any], path: Path, weights: dict[str, float]) ->
             "id": a["id"], "configuration": a["configuration"], "task": a["task"], "sample": a["sample"],
             "prompt_hash": a.get("prompt_hash"), "prompt": a.get("prompt"), "answer": a["answer_text"],
             "compile": bool(a["compiled"]), "correct": bool(a["correct"]), "speedup": a.get("speedup"),
-            "reward": reward(a, weights)}))
+            "strongest": a.get("strongest"), "speedup_native": a.get("speedup_native"),
+            "verdict": a.get("verdict"), "reward": reward(a, weights)}))
     from dace_ai.storage.files import atomic_write
 
     atomic_write(Path(path), "\n".join(lines) + ("\n" if lines else ""))

@@ -216,7 +216,9 @@ def _finish(record: dict[str, Any], result: JobResult) -> dict[str, Any]:
     attempt.update(worker=result.worker, retries=result.retries, lost_workers=result.lost_workers)
     if result.error is not None:
         attempt.update(compile="not run", verify="not run", bench="not run", task_run="not run", compiled=False,
-                       correct=False, speedup=None, skipped=None, error=f"the job failed: {result.error}")
+                       correct=False, speedup=None, speedup_native=None, strongest=None, skipped=None,
+                       error=f"the job failed: {result.error}")
+        attempt["verdict"] = f"not judged: {attempt['error'][:200]}"
         return attempt
     attempt.update(result.value or {})
     return attempt

@@ -1,14 +1,22 @@
 """Scores of a benchmark run, from ``results.json`` alone: ``report.md`` and ``report.png``.
 
-Per configuration, over the attempts that were not skipped (a task whose
-environment is missing is listed, not scored):
+Per configuration, over the attempts that were not skipped (a task whose library,
+compiler or target is missing here is listed with its reason, not scored):
 
 * compile rate: attempts whose code built (the compile stage and the whole program);
-* correct rate: attempts that also matched the reference (verify stage and task run);
-* fast_p (KernelBench): attempts correct *and* faster than the native baseline by more
-  than ``p`` (speedup > p), for p = 0, 1, 2;
-* geometric-mean speedup over native, over the correct attempts with a measured speedup;
+* correct rate: attempts that also matched the reference and that no stage refused
+  (one verdict per attempt: a refusal, e.g. by the anti-deception rules, is not correct);
+* fast_p (KernelBench's convention): attempts correct *and* faster than the
+  **strongest** baseline timed (the fastest of the native expansion, DaCe's installed
+  library implementations such as OpenBLAS, and NumPy) by more than ``p``, for
+  p = 0, 1, 2; the same against the native expansion alone (``DaCe pure``) as a
+  second column;
+* geometric-mean speedups over the strongest baseline and over native, over the correct
+  attempts with a measured speedup;
 * tokens and cost per correct kernel: everything spent (all attempts) / correct attempts.
+
+The plot needs matplotlib (``pip install 'dace-ai[bench]'``); without it the report and
+results are written and the plot is skipped with a one-line hint.
 """
 
 from __future__ import annotations
@@ -19,16 +27,26 @@ from pathlib import Path
 from typing import Any
 
 FAST_P = (0.0, 1.0, 2.0)
+#: The one line shown when the plot cannot be drawn.
+PLOT_HINT = "report.png not written: matplotlib is not installed (pip install 'dace-ai[bench]')"
+
+
+class PlotUnavailable(RuntimeError):
+    """matplotlib is missing: the plot is skipped, the rest of the report is written."""
 
 
 def scored(attempts: Sequence[dict[str, Any]], configuration: str) -> list[dict[str, Any]]:
     return [a for a in attempts if a["configuration"] == configuration and not a.get("skipped")]
 
 
-def fast_p(attempts: Sequence[dict[str, Any]], p: float) -> float:
+def fast_p(attempts: Sequence[dict[str, Any]], p: float, key: str = "speedup") -> float:
+    """Share of ``attempts`` correct and faster than the baseline of ``key`` by more than ``p``.
+
+    ``key="speedup"``: the strongest baseline; ``"speedup_native"``: the native expansion.
+    """
     if not attempts:
         return 0.0
-    return sum(1 for a in attempts if a["correct"] and a.get("speedup") is not None and a["speedup"] > p) / len(attempts)
+    return sum(1 for a in attempts if a["correct"] and a.get(key) is not None and a[key] > p) / len(attempts)
 
 
 def _total(attempts: Sequence[dict[str, Any]], keys: Sequence[str]) -> float | None:
@@ -36,11 +54,14 @@ def _total(attempts: Sequence[dict[str, Any]], keys: Sequence[str]) -> float | N
     return float(sum(values)) if values else None
 
 
+def _geomean(values: Sequence[float]) -> float | None:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
 def summary(attempts: Sequence[dict[str, Any]], configuration: str) -> dict[str, Any]:
     mine = scored(attempts, configuration)
     n = len(mine)
     correct = [a for a in mine if a["correct"]]
-    speedups = [a["speedup"] for a in correct if a.get("speedup")]
     tokens = _total(mine, ("input_tokens", "output_tokens"))
     cost = _total(mine, ("cost_usd",))
     return {
@@ -50,7 +71,9 @@ def summary(attempts: Sequence[dict[str, Any]], configuration: str) -> dict[str,
         "compile_rate": sum(1 for a in mine if a["compiled"]) / n if n else 0.0,
         "correct_rate": len(correct) / n if n else 0.0,
         **{f"fast_{int(p)}": fast_p(mine, p) for p in FAST_P},
-        "geomean_speedup": math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None,
+        **{f"fast_{int(p)}_native": fast_p(mine, p, "speedup_native") for p in FAST_P},
+        "geomean_speedup": _geomean([a["speedup"] for a in correct if a.get("speedup")]),
+        "geomean_speedup_native": _geomean([a["speedup_native"] for a in correct if a.get("speedup_native")]),
         "tokens_per_correct": tokens / len(correct) if tokens is not None and correct else None,
         "cost_per_correct": cost / len(correct) if cost is not None and correct else None,
         "retried": sum(1 for a in mine if a.get("retries")),
@@ -65,32 +88,50 @@ def _opt(value: float | None, fmt: str) -> str:
     return "n/a" if value is None else fmt.format(value)
 
 
-SUMMARY_COLUMNS = ("configuration", "attempts", "skipped", "compile rate", "correct rate", "fast_0", "fast_1",
-                   "fast_2", "geomean speedup", "tokens / correct", "cost / correct (USD)", "retried")
+SUMMARY_COLUMNS = ("configuration", "attempts", "skipped", "compile rate", "correct rate",
+                   "fast_0 (strongest)", "fast_1 (strongest)", "fast_2 (strongest)", "geomean vs strongest",
+                   "fast_1 (native)", "geomean vs native", "tokens / correct", "cost / correct (USD)", "retried")
 
 
 def summary_row(s: dict[str, Any]) -> list[str]:
     return [s["configuration"], str(s["attempts"]), str(s["skipped"]), _pct(s["compile_rate"]),
             _pct(s["correct_rate"]), _pct(s["fast_0"]), _pct(s["fast_1"]), _pct(s["fast_2"]),
-            _opt(s["geomean_speedup"], "{:.2f}x"), _opt(s["tokens_per_correct"], "{:.0f}"),
+            _opt(s["geomean_speedup"], "{:.2f}x"), _pct(s["fast_1_native"]),
+            _opt(s["geomean_speedup_native"], "{:.2f}x"), _opt(s["tokens_per_correct"], "{:.0f}"),
             _opt(s["cost_per_correct"], "{:.4f}"), str(s["retried"])]
 
 
-TASK_COLUMNS = ("task", "sample", "compile", "verify", "bench", "task run", "correct", "speedup", "notes")
+TASK_COLUMNS = ("task", "sample", "compile", "verify", "bench", "task run", "correct", "vs strongest",
+                "vs native", "verdict")
+
+
+def _named(value: float | None, baseline: str | None) -> str:
+    """``1.12x vs OpenBLAS (DaCe 'OpenBLAS')``: every figure names its baseline."""
+    if value is None:
+        return "-"
+    return f"{value:.2f}x vs {baseline}" if baseline else f"{value:.2f}x"
+
+
+def attempt_verdict(a: dict[str, Any]) -> str:
+    """The attempt's verdict as recorded, or derived from its fields (results of older runs)."""
+    if a.get("verdict"):
+        return str(a["verdict"])
+    from dace_ai.evaluation.attempt import verdict
+
+    return verdict(a)
 
 
 def task_row(a: dict[str, Any]) -> list[str]:
-    notes = a.get("skipped") or ""
+    notes = attempt_verdict(a)
     if a.get("retries"):
-        notes = (notes + "; " if notes else "") + f"retried {a['retries']}x after losing {', '.join(a['lost_workers'])}"
-    if a.get("bench_refusal"):
-        notes = (notes + "; " if notes else "") + "bench stage: " + a["bench_refusal"].splitlines()[0][:160]
-    if not a.get("skipped") and not a["correct"] and a.get("error"):
-        first = str(a["error"]).strip().splitlines()[0] if str(a["error"]).strip() else ""
-        notes = (notes + "; " if notes else "") + first[:120]
+        notes += f"; retried {a['retries']}x after losing {', '.join(a['lost_workers'])}"
     task_run = a.get("task_run", "not run")
+    correct = bool(a["correct"]) and not a.get("skipped")
+    strongest = _named(a.get("speedup"), a.get("strongest")) if correct else "-"
+    native = _named(a.get("speedup_native"), a.get("native_baseline")) if correct else "-"
     return [a["task"], str(a["sample"]), a["compile"], a["verify"], a["bench"], task_run.split(":")[0],
-            "yes" if a["correct"] else "no", _opt(a.get("speedup"), "{:.2f}x"), notes.replace("|", "/")]
+            "skipped" if a.get("skipped") else "yes" if correct else "no", strongest, native,
+            " ".join(notes.split()).replace("|", "/")[:240]]
 
 
 def _table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -103,12 +144,18 @@ def render_markdown(data: dict[str, Any]) -> str:
     attempts = data["attempts"]
     configurations = sorted({a["configuration"] for a in attempts})
     parts = [f"# dace-ai bench: suite `{data.get('suite', '?')}`", "",
-             ("Speedup: native time / candidate time (medians, same inputs, same child process), from the bench "
-              "stage (the node against its native expansion) when it measured one, else from the task run "
-              "(the whole program against the native baseline program, at the task's sizes). "
-              "fast_p: share of attempts correct and faster than native by more than p. "
-              "Rates are over attempts not skipped."), "", "## Summary", "",
+             ("Speedup: baseline time / candidate time (medians, same inputs, interleaved samples, same threads, "
+              "in one sandboxed child). Every figure names its baseline. *vs strongest*: against the fastest "
+              "baseline timed on this machine (the native expansion, DaCe's installed library implementations "
+              "such as OpenBLAS, and the task's NumPy reference); fast_p (KernelBench's convention) uses it. "
+              "*vs native*: against the node's own native expansion (DaCe pure) or the task's native program. "
+              "One verdict per attempt: an attempt any stage refused (including the anti-deception rules) is "
+              "not correct and has no speedup. Rates are over attempts not skipped; a task whose library, "
+              "compiler or target is missing here is skipped with its reason."), "", "## Summary", "",
              _table(SUMMARY_COLUMNS, [summary_row(summary(attempts, c)) for c in configurations])]
+    skipped = sorted({(a["task"], str(a["skipped"])) for a in attempts if a.get("skipped")})
+    parts += ["", "## Skipped", ""]
+    parts += [f"- `{task}`: {reason}" for task, reason in skipped] or ["No task was skipped."]
     retried = [a for a in attempts if a.get("retries")]
     parts += ["", "## Workers", ""]
     if retried:
@@ -125,8 +172,14 @@ def render_markdown(data: dict[str, Any]) -> str:
 
 
 def render_png(data: dict[str, Any], path: Path) -> Path:
-    """Speedup distribution per configuration and the fast_p curve, side by side."""
-    import matplotlib
+    """Speedup over the strongest baseline per configuration and the fast_p curves, side by side.
+
+    Raises :class:`PlotUnavailable` when matplotlib is not installed.
+    """
+    try:
+        import matplotlib
+    except ImportError:
+        raise PlotUnavailable(PLOT_HINT) from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -143,13 +196,16 @@ def render_png(data: dict[str, Any], path: Path) -> Path:
     left.set_xticks(list(positions), configurations, rotation=15, ha="right", fontsize=8)
     left.set_yscale("log")
     left.axhline(1.0, color="grey", linestyle="--", linewidth=1)
-    left.set_ylabel("speedup over native (log)")
-    left.set_title("Speedup of correct attempts")
-    top = max([v for values in series for v in values] + [2.0])
+    left.set_ylabel("speedup over the strongest baseline (log)")
+    left.set_title("Speedup of correct attempts (vs strongest)")
+    natives = [a["speedup_native"] for a in attempts if a["correct"] and a.get("speedup_native")]
+    top = max([v for values in series for v in values] + natives + [2.0])
     ps = [top * i / 200 for i in range(201)]
     for c in configurations:
         mine = scored(attempts, c)
-        right.plot(ps, [fast_p(mine, p) for p in ps], label=c)
+        line, = right.plot(ps, [fast_p(mine, p) for p in ps], label=f"{c} vs strongest")
+        right.plot(ps, [fast_p(mine, p, "speedup_native") for p in ps], linestyle="--", color=line.get_color(),
+                   label=f"{c} vs native")
     right.set_xscale("symlog", linthresh=1.0)
     right.set_xlabel("p (speedup threshold)")
     right.set_ylabel("fast_p")
@@ -162,8 +218,12 @@ def render_png(data: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def write_reports(data: dict[str, Any], out: Path) -> tuple[Path, Path]:
+def write_reports(data: dict[str, Any], out: Path) -> tuple[Path, Path | None, str | None]:
+    """Write report.md and report.png; (md path, png path or None, the hint when the plot was skipped)."""
     from dace_ai.storage.files import atomic_write
 
     md = atomic_write(out / "report.md", render_markdown(data))
-    return md, render_png(data, out / "report.png")
+    try:
+        return md, render_png(data, out / "report.png"), None
+    except PlotUnavailable as exc:
+        return md, None, str(exc)

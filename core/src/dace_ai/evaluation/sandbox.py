@@ -7,7 +7,9 @@ per task under a lock). It runs both in one run of the sandbox child
 same limits, fault attribution and machine-wide timing lock as the verify and
 bench stages) on the task's inputs for each seed, and compares their outputs
 with the task's NumPy reference here. When timed, the child times the two
-interleaved on the first seed's inputs. The result is the plain dict the
+interleaved on the first seed's inputs, and with them the task's baselines
+(:mod:`dace_ai.evaluation.baselines`: DaCe's installed library implementations and
+the task's NumPy reference, which the child imports from the suite's own module). The result is the plain dict the
 harness records (``candidate_compiled``, ``correct``, ``baseline_correct``,
 ``*_mismatch``, ``baseline_seconds``, ``candidate_seconds``, ``speedup``, ...), or
 ``{"error": ...}`` saying how the run ended.
@@ -131,16 +133,25 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
         outputs.mkdir()
         job: dict[str, Any] = {"mode": "verify", "candidate": candidate, "reference": baseline,
                                "cases": list(cases), "save_outputs": str(outputs), "bench": None}
+        sides: list[dict[str, Any]] = []
         if timed and cases:
             bench_case = {**cases[0], "id": "timed"}
+            if spec.get("baselines", True):  # the strongest implementations here, timed in the same child
+                from dace_ai.evaluation.baselines import native_label, task_baseline_sides
+
+                result["native_label"] = native_label(suite, task)
+                sides, result["baselines_left_out"] = task_baseline_sides(
+                    suite, task, digest, arguments[0], lambda program: _built(program, build_root))
             job["bench"] = {"cases": [bench_case], "time": True, "repeats": int(spec.get("repeats", 5)),
-                            "lock": str(ai_folder("ai-check") / "bench.lock"), "bytes": None}
+                            "lock": str(ai_folder("ai-check") / "bench.lock"), "bytes": None,
+                            "baselines": [{k: v for k, v in side.items() if k != "name"} for side in sides]}
         limits = SandboxLimits(cpu_seconds=CPU_SECONDS, wall_seconds=wall_seconds, memory_bytes=MEMORY_BYTES)
         threads = int(os.environ.get("OMP_NUM_THREADS", "1") or 1)  # single-threaded unless the user says
         job["threads"] = threads
         outcome = run_child(job, folder / "run", limits, threads=threads)
         if outcome.status != "finished":
-            who = {"reference": "the native baseline", "candidate": "the candidate"}.get(outcome.who, "the child")
+            who = {"reference": "the native baseline", "candidate": "the candidate",
+                   "baseline": f"the baseline {outcome.phase.get('label', '?')}"}.get(outcome.who, "the child")
             how = {"timeout": f"timed out after {wall_seconds:.0f} s (wall)", "cpu_time": "ran out of CPU time",
                    "memory": "ran out of memory",
                    "crashed": f"died of {outcome.signal}"}.get(outcome.status, "could not run")
@@ -156,6 +167,16 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
                 if problem is not None:
                     result["correct" if which == "candidate" else "baseline_correct"] = False
                     result.setdefault(f"{which}_mismatch", f"seed {case['seed']}, sizes {task.sizes}: {problem}")
+            if case is cases[0] and job["bench"] is not None:  # DaCe's library implementations: same answer?
+                for index, side in enumerate(sides):
+                    files = {name: outputs / f"timed-baseline{index}-{name}.npy" for name in task.outputs}
+                    if side["kind"] != "program" or not all(f.is_file() for f in files.values()):
+                        continue
+                    got = {name: np.load(f).reshape(args[name].shape) for name, f in files.items()}
+                    problem = compare(task, got, expected)
+                    if problem is not None:
+                        result.setdefault("baselines_left_out", {})[side["name"]] = (
+                            f"its outputs differ from the reference: {problem}"[:300])
         bench = (outcome.result or {}).get("bench") or {}
     if not result["correct"] or not timed or not bench.get("candidate"):
         return result
@@ -165,4 +186,8 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
                   baseline_spread=[min(base_times), max(base_times)],
                   candidate_spread=[min(cand_times), max(cand_times)], repeats=len(cand_times),
                   calls_per_sample=[bench["batch"].get("native"), bench["batch"].get("candidate")])
+    wrong = {side["label"] for side in sides if side.get("name") in (result.get("baselines_left_out") or {})}
+    result["baselines_seconds"] = {label: statistics.median(times)
+                                   for label, times in (bench.get("baselines") or {}).items()
+                                   if times and label not in wrong}
     return result

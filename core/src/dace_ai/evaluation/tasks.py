@@ -103,13 +103,26 @@ def suite_member(suite: str, attribute: str) -> Any:
 
 
 def missing_requirements(task: Task) -> list[str]:
-    """Environment generators the task needs that are not installed here."""
+    """What the task needs that this machine lacks, each with its reason ([] when nothing is missing).
+
+    An environment generator counts only when its pack is installed *and* its library
+    is detected (headers and shared library found).
+    """
     if not task.requires:
         return []
+    from dace_ai.environments.resolve import detect_generator
     from dace_ai.plugins.manager import get_plugin_manager
 
     installed = get_plugin_manager().environment_generators()
-    return [name for name in task.requires if name not in installed]
+    missing = []
+    for name in task.requires:
+        if name not in installed:
+            missing.append(f"environment generator {name!r}, not installed here (install the pack that provides it)")
+            continue
+        found = detect_generator(installed[name])
+        if not found.matched:
+            missing.append(f"the {name} library, not found on this machine ({found.reason})")
+    return missing
 
 
 def recorded_answers(folder: Path, task_id: str) -> list[dict[str, Any]]:

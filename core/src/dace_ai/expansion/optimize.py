@@ -314,6 +314,7 @@ class _Runner:
         attempt.figures = fig
         if fig:
             c.speedup, c.speedup_range = fig.get("speedup"), fig.get("speedup_range")
+            c.native, c.strongest, c.speedup_strongest = fig.get("native"), fig.get("strongest"), fig.get("speedup_strongest")
             c.seconds_per_call, c.native_seconds_per_call = fig.get("candidate_median"), fig.get("native_median")
         if failed(reports):
             first = next(r for r in reports if r.failed)

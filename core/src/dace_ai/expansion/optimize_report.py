@@ -25,6 +25,9 @@ class Candidate:
     stage: str = ""  #: the stage that refused it (compile, verify, bench, answer)
     speedup: float | None = None  #: over the native expansion (median of the runs)
     speedup_range: list[float] | None = None
+    native: str | None = None  #: the native expansion's name in figures ("DaCe pure")
+    strongest: str | None = None  #: the fastest baseline timed ("OpenBLAS (DaCe 'OpenBLAS')"), see checking.baselines
+    speedup_strongest: float | None = None  #: over the strongest baseline
     seconds_per_call: float | None = None
     native_seconds_per_call: float | None = None
     input_tokens: int = 0
@@ -38,6 +41,17 @@ class Candidate:
     worker: str = ""  #: the executor's worker that ran its checks ("" in this process)
     retries: int = 0  #: times its check job was started again after its worker was lost
     lost_workers: list[str] = field(default_factory=list)
+
+
+    def speedup_text(self) -> str:
+        """``0.65x vs OpenBLAS (DaCe 'OpenBLAS'); 61.00x (58.10-63.20) vs DaCe pure``: each figure names its baseline."""
+        if self.speedup is None:
+            return ""
+        low, high = self.speedup_range or (self.speedup, self.speedup)
+        native = f"{self.speedup:.2f}x ({low:.2f}-{high:.2f}) vs {self.native or 'native'}"
+        if self.speedup_strongest is None or not self.strongest or self.strongest == self.native:
+            return native
+        return f"{self.speedup_strongest:.2f}x vs {self.strongest}; {native}"
 
 
 @dataclass
@@ -78,8 +92,7 @@ class NodeOptimization:
         best = self.winner
         if best is None or best.speedup is None:
             return "-" if best is None or best.seconds_per_call is None else format_seconds(best.seconds_per_call)
-        low, high = best.speedup_range or (best.speedup, best.speedup)
-        return f"{best.speedup:.2f}x ({low:.2f}-{high:.2f})"
+        return best.speedup_text()
 
     def __str__(self) -> str:
         refused = "; ".join(f"r{c.round}s{c.sample} {c.stage or c.status}: {_short(c.reason)}"
@@ -141,15 +154,14 @@ class OptimizeReport:
         from rich.table import Table
 
         table = Table(title=f"dace_ai.optimize ({self.provider}, {self.samples} samples, {self.rounds} rounds)")
-        for column in ("node", "cand.", "status", "speedup vs native", "time/call", "why refused", "tokens"):
+        for column in ("node", "cand.", "status", "speedup vs strongest; vs native", "time/call", "why refused", "tokens"):
             table.add_column(column)
         for node in self.nodes:
             table.add_row(f"[bold]{node.name}[/] ({node.node_type})", "", node.outcome, node.speedup_text(), "",
                           node.reason, f"{node.input_tokens}/{node.output_tokens}"
                           + (f" ${node.cost_usd:.4f}" if node.cost_usd is not None else ""))
             for c in node.candidates:
-                speed = "" if c.speedup is None else f"{c.speedup:.2f}x" + (
-                    f" ({c.speedup_range[0]:.2f}-{c.speedup_range[1]:.2f})" if c.speedup_range else "")
+                speed = c.speedup_text()
                 table.add_row("", f"r{c.round}s{c.sample}" + (" *" if c.winner else ""),
                               c.status if not c.stage or c.status == "passed" else f"{c.status} ({c.stage})",
                               speed, format_seconds(c.seconds_per_call) if c.seconds_per_call else "",
