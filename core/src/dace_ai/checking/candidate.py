@@ -21,6 +21,8 @@ environments' libraries). The library is only ever loaded by the child.
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -126,8 +128,13 @@ def candidate_library(request: CheckRequest) -> tuple[Path | None, CandidateBuil
     libs += [lib for env in envs for lib in (env.cmake_libraries or []) if "/" in lib]
     libs += [f"-l{lib}" for req in request.answer.environments for lib in req.libraries]
     library = folder / LIBRARY
-    argv = [*build.compiler, *build.flags, "-shared", str(build.object), "-o", str(library), *libs]
+    # Linked under a private name and renamed into place: identical answers share this folder, and a
+    # child loading candidate.so must never see a half-written file (nor one a killed linker left).
+    partial = folder / f".{LIBRARY}.{os.getpid()}.{threading.get_ident()}"
+    argv = [*build.compiler, *build.flags, "-shared", str(build.object), "-o", str(partial), *libs]
     result = run_tool(argv, cwd=folder, timeout=300, env={"LC_ALL": "C"})
     if not result.ok:
+        partial.unlink(missing_ok=True)
         return None, build, result
+    os.replace(partial, library)
     return library, build, result
