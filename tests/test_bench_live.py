@@ -44,7 +44,11 @@ def test_live_run_is_recorded_and_replays(fake_llm_server, monkeypatch, tmp_path
     md = (out / "report.md").read_text()
     row = next(line for line in md.splitlines() if line.startswith("| openai/gpt-test"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[3:5] == ["100.0%", "50.0%"] and cells[9] == "2200"  # 4 x 1100 tokens / 2 correct kernels
+    from dace_ai.evaluation.report import SUMMARY_COLUMNS
+
+    column = dict(zip(SUMMARY_COLUMNS, cells))
+    assert [column["compile rate"], column["correct rate"]] == ["100.0%", "50.0%"]
+    assert column["tokens / correct"] == "2200"  # 4 x 1100 tokens / 2 correct kernels
     assert SECRET not in "".join(p.read_text() for p in [*record.iterdir(), *out.glob("*.json")])
 
     replay = tmp_path / "replay"
