@@ -51,21 +51,6 @@ def offline_run(tmp_path_factory, shared_build):
     return out, json.loads((out / "results.json").read_text()), jsonl
 
 
-def _table(md: str, header_start: str) -> list[list[str]]:
-    lines = md.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("| " + header_start))
-    rows = []
-    for line in lines[start + 2:]:
-        if not line.startswith("|"):
-            break
-        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
-    return rows
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
-
-
 def test_offline_suite_report_is_recomputed_from_results(offline_run):
     out, data, _ = offline_run
     attempts = data["attempts"]

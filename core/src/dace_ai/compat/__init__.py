@@ -9,6 +9,7 @@ chosen once, at import, from ``dace.__version__``.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import dace
@@ -296,18 +297,24 @@ def compile_without_loading(sdfg: Any) -> str:
     ``SDFG.compile`` is not used: with DaCe's compiler cache on (``compiler.use_cache``)
     it loads a library already in the build folder, and on a code-generation error it
     writes ``_dacegraphs/failing.sdfgz`` into the current folder. These are its
-    remaining steps (deep copy, scope connectors, code generation, CMake build).
+    remaining steps (deep copy, scope connectors, code generation, CMake build). DaCe's
+    code generation keeps global state, so it runs under a lock; the C++ compiler (the
+    slow part) runs outside it, so several programs build at once.
     """
     import copy
 
     from dace.codegen import codegen, compiler
 
-    generated = copy.deepcopy(sdfg)
-    generated.build_folder = sdfg.build_folder
-    generated.fill_scope_connectors()
-    program_objects = codegen.generate_code(generated, validate=True)
-    program_folder = compiler.generate_program_folder(generated, program_objects, sdfg.build_folder)
+    with _CODEGEN_LOCK:
+        generated = copy.deepcopy(sdfg)
+        generated.build_folder = sdfg.build_folder
+        generated.fill_scope_connectors()
+        program_objects = codegen.generate_code(generated, validate=True)
+        program_folder = compiler.generate_program_folder(generated, program_objects, sdfg.build_folder)
     return compiler.configure_and_compile(program_folder, generated.name)
+
+
+_CODEGEN_LOCK = threading.Lock()
 
 
 def init_symbols(sdfg: Any) -> list[str]:
@@ -708,29 +715,6 @@ def program_layout(folder: str, sizes: dict[str, int]) -> dict[str, Any]:
                          "value": sizes.get(name, 0)})
     return {"library": os.path.join(folder, "build", f"lib{sdfg.name}.{suffix}"), "name": sdfg.name,
             "args": args, "init": [a["name"] for a in args if a["name"] in free]}
-
-
-_CODEGEN_LOCK = __import__("threading").Lock()
-
-
-def build_in_folder(sdfg: Any, validate: bool = True) -> str:
-    """Generate and compile ``sdfg`` in its build folder, never loading it; return the library path.
-
-    DaCe's code generation keeps global state, so it runs under a lock; the C++
-    compiler (the slow part) runs outside it, so several candidates build at once.
-    Unlike ``SDFG.compile``, a library left by an earlier build is never loaded here.
-    """
-    import copy
-
-    from dace.codegen import codegen, compiler
-
-    with _CODEGEN_LOCK:
-        generated = copy.deepcopy(sdfg)
-        generated.build_folder = sdfg.build_folder
-        generated.fill_scope_connectors()
-        objects = codegen.generate_code(generated, validate=validate)
-        folder = compiler.generate_program_folder(generated, objects, sdfg.build_folder)
-    return compiler.configure_and_compile(folder, generated.name)
 
 
 def library_node_from_json(data: dict[str, Any], sdfg: Any, state: Any) -> Any:
