@@ -36,7 +36,7 @@ def _find(sdfg: Any, task: Task) -> tuple[Any, Any] | None:
 
 
 def program_sdfg(suite: str, task: Task, name: str) -> tuple[Any, Any, Any]:
-    """``(sdfg, state, node)``: the task's program with its node found (library nodes set to 'ai')."""
+    """``(sdfg, state, node)``: the task's program with its node found (library nodes set to dace-ai's implementation)."""
     import dace.library  # noqa: F401 - the library node classes register on import
     from dace.sdfg import nodes
 
@@ -47,7 +47,9 @@ def program_sdfg(suite: str, task: Task, name: str) -> tuple[Any, Any, Any]:
         if found is not None:
             node, state = found
             if task.kind == "library":
-                node.implementation = "ai"
+                from dace_ai.expansion.takeover import CHARGE
+
+                node.implementation = CHARGE.implementation  # 'ai', or 'dace-ai' when DaCe's own library keeps 'ai'
             return sdfg, state, node
         others = [(n, p) for n, p in sdfg.all_nodes_recursive()
                   if isinstance(n, nodes.LibraryNode) and type(n).__name__ != task.node]
