@@ -34,6 +34,8 @@ from dace_ai.expansion.pipeline import node_context, pending_nodes
 from dace_ai.prompt.answer import Answer
 from dace_ai.targets.select import TargetInfo
 
+from tests.dace_versions import DACE2, only_dace1
+
 N, M, K, L = (dace.symbol(s) for s in "NMKL")
 
 
@@ -213,6 +215,8 @@ def test_loop_is_checked_at_points_of_its_range():
     assert [c.point_words for c in ladder.cases()][:2] == ["loop point t=1", "loop point t=3"]
 
 
+@only_dace1("the frontend copies A[i + 1] into a transient scalar inside the map, so the node's own connector "
+            "never reaches outside its container")
 def test_sizes_the_program_never_allows_are_skipped_and_said(tmp_path):
     req = request(ladder_shifted)
     ladder = build_ladder(req)
@@ -296,7 +300,8 @@ def test_wrong_answer_is_refused_naming_the_size_or_map_point(shared_root, progr
     (failed,) = [r for r in reports if r.status == "failed"]
     assert failed.checker == "verify", failed.diagnostics
     assert rung in failed.diagnostics and f"sizes {sizes}" in failed.diagnostics, failed.diagnostics
-    assert failed.details["reason"] in ("mismatch", "unwritten")
+    # DaCe 2 passes a row A[i, :] as a view of its own N elements: reading past it faults at the guard page.
+    assert failed.details["reason"] in ("mismatch", "unwritten") + (("outside_buffer",) if DACE2 else ())
     assert not [r for r in reports if r.checker == "bench"]  # nothing timed after a refusal
 
 
