@@ -32,7 +32,7 @@ from dace_ai.errors import CheckFailed, SettingsError
 from dace_ai.plugins.manager import PluginManager, get_plugin_manager
 from dace_ai.plugins.registrations import STAGES, Checker
 from dace_ai.prompt.answer import Answer
-from dace_ai.storage.files import ai_folder, build_root
+from dace_ai.storage.files import ai_folder, build_root, lock_for
 
 
 def check_workdir(node_ctx: NodeContext, answer: Answer) -> Path:
@@ -133,11 +133,14 @@ def run_checks(request: CheckRequest, manager: PluginManager | None = None) -> l
         return []
     checkers, reports = select_checkers(request.node, request.settings, manager)
     Path(request.workdir).mkdir(parents=True, exist_ok=True)
-    for stage in STAGES:
-        stage_reports = [r for r in (_run_one(c, request) for c in checkers if c.stage == stage) if r is not None]
-        reports.extend(stage_reports)
-        if any(r.failed for r in stage_reports):
-            break
+    # Identical answers for one node share this folder (reruns reuse it), whether they come from
+    # threads, worker processes or cluster jobs: their checks run one at a time.
+    with lock_for(request.workdir, timeout=3600.0):
+        for stage in STAGES:
+            stage_reports = [r for r in (_run_one(c, request) for c in checkers if c.stage == stage) if r is not None]
+            reports.extend(stage_reports)
+            if any(r.failed for r in stage_reports):
+                break
     return reports
 
 
