@@ -21,12 +21,12 @@ from dace_ai.config.settings import resolve_settings
 from dace_ai.expansion.pipeline import node_context, pending_nodes
 from dace_ai.prompt.answer import Answer
 
-from tests.test_verify import MATMUL
-
 pytestmark = pytest.mark.slow
 
 N, M, K = (dace.symbol(s) for s in "NMK")
 
+MATMUL = ("for (int i = 0; i < N; ++i) for (int j = 0; j < M; ++j) { double acc = 0;"
+          " for (int k = 0; k < K; ++k) acc += _a[i * K + k] * _b[k * M + j]; _c[i * M + j] = acc; }")
 RACY_SUM = ("double total = 0.0;\n#pragma omp parallel for\n"
             "for (int i = 0; i < N; ++i) total += _a[i];\n_s = total;")
 REDUCED_SUM = ("double total = 0.0;\n#pragma omp parallel for reduction(+: total)\n"
