@@ -40,10 +40,9 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import dace
-
     import dace_ai
     from dace_ai.checking.timing import parse_sizes
+    from dace_ai.cli.generate import load_sdfg
 
     path = Path(args.file)
     if not path.is_file():
@@ -52,11 +51,7 @@ def run(args: argparse.Namespace) -> int:
         sizes = parse_sizes(args.sizes)
     except ValueError as exc:
         raise AIUsageError(f"dace-ai optimize --sizes {args.sizes!r}: {exc}") from None
-    try:
-        sdfg = dace.SDFG.from_file(str(path))
-    except Exception as exc:  # noqa: BLE001 - any parse failure is the file's problem
-        raise AIUsageError(f"dace-ai optimize: {str(path)!r} is not a readable SDFG file: "
-                           f"{type(exc).__name__}: {exc}") from None
+    sdfg = load_sdfg(path, "optimize")
     report = dace_ai.optimize(sdfg, args.node, samples=args.samples, rounds=args.rounds, sizes=sizes or None,
                               executor=args.executor, scheduler=args.scheduler, workers=args.workers)
     output = Path(args.output) if args.output else path.with_name(path.name.split(".")[0] + ".optimized.sdfg")
