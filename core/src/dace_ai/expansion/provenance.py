@@ -4,8 +4,10 @@ The comment is part of the tasklet's code, so it survives ``sdfg.save()`` and
 ``SDFG.from_file()`` in another process and shows in generated C++. Its fields:
 ``node`` (the library node it replaced), ``provider``, ``model``, ``source``,
 ``cache_key``, ``session=ai-sessions/<session id>/round-<n>`` (the session and the
-round whose answer this is) and, when set, ``pinned=true``. Values never contain
-spaces.
+round whose answer this is), when set ``pinned=true``, and ``verification``, the
+level the checks reached. Values never contain spaces, except the level
+(``verified (3 seeds, 5 sizes, ...)``), which is therefore always written last and
+read to the end of the line.
 
 :func:`is_pinned` is the one question every code path that changes tasklets
 asks first (build repairs, refine, optimize): a pinned tasklet is left alone.
@@ -33,12 +35,23 @@ def provenance(tasklet: Any) -> dict[str, str] | None:
     m = _PROVENANCE.match(first_line)
     if not m:
         return None
-    return dict(part.split("=", 1) for part in m.group("fields").split() if "=" in part)
+    text, found, level = m.group("fields").partition(f" {LAST_FIELD}=")
+    fields = dict(part.split("=", 1) for part in text.split() if "=" in part)
+    if found:
+        fields[LAST_FIELD] = level.strip()
+    return fields
+
+
+#: The one field whose value may contain spaces: written last, read to the end of the line.
+LAST_FIELD = "verification"
 
 
 def comment(fields: dict[str, Any]) -> str:
-    """The provenance line for ``fields`` (empty values left out)."""
-    text = " ".join(f"{k}={v}" for k, v in fields.items() if v not in (None, ""))
+    """The provenance line for ``fields`` (empty values left out; the level last, see :data:`LAST_FIELD`)."""
+    ordered = [(k, v) for k, v in fields.items() if k != LAST_FIELD]
+    if LAST_FIELD in fields:
+        ordered.append((LAST_FIELD, fields[LAST_FIELD]))
+    text = " ".join(f"{k}={v}" for k, v in ordered if v not in (None, ""))
     return f"// dace-ai: {text}\n"
 
 
