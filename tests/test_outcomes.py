@@ -170,6 +170,16 @@ def _r(checker, status, stage, **details):
 def test_verification_level_from_reports():
     assert verification_level([_r("probe", "passed", "compile"), _r("verify", "passed", "verify", seeds=3)]) \
         == "verified (3 seeds)"
+    varied = _r("verify", "passed", "verify", seeds=3, sizes=[{"N": 13}, {"N": 67}], bench_sizes={"N": 65536},
+                threads={"runs": [{"threads": [1, 2, 2]}]},
+                distributions={"ran": {"unit": [], "large": [1e4], "zeros": []}})
+    assert verification_level([_r("probe", "passed", "compile"), varied]) \
+        == "verified (3 seeds, 3 sizes, 2 thread counts, 3 distributions)"
+    assert verification_level([varied, _r("sanitizers", "passed", "verify", sanitizers=["address"])]) \
+        == "verified (3 seeds, 3 sizes, 2 thread counts, 3 distributions, sanitizers)"
+    assert verification_level([varied, _r("sanitizers", "inconclusive", "verify", sanitizers=[],
+                                          reason="clang missing")]) \
+        == "verified (3 seeds, 3 sizes, 2 thread counts, 3 distributions, no sanitizers: clang missing)"
     assert verification_level([_r("probe", "passed", "compile"),
                                _r("verify", "inconclusive", "verify", reason="no reference")]) \
         == "unverified: no reference"
@@ -359,7 +369,7 @@ def test_a_verified_answer_is_marked_verified_in_its_provenance(provider):
     [tasklet] = [n for n, _ in sdfg.all_nodes_recursive()
                  if isinstance(n, dace.nodes.Tasklet) and "dace-ai:" in n.code.as_string]
     level = level_from_code(tasklet.code.as_string)
-    assert level is not None and level.startswith("verified (") and level.endswith(" seeds)"), level
+    assert level is not None and level.startswith("verified (3 seeds, ") and " distributions" in level, level
     [entry] = cache_entries()
     assert json.loads(entry.read_text())["verification"] == level
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-CANARY = 0xA5  #: byte that fills output buffers (and the slack around buffers of non-float elements)
+CANARY = 0xA5  #: byte that fills non-float output buffers (and the slack around buffers of non-float elements)
 #: Byte of the slack around floating-point buffers: 0xFF... is a NaN, so a read outside a buffer
 #: shows as a NaN in the outputs (the poison the bench's read rule looks for).
 POISON = 0xFF
@@ -42,11 +42,26 @@ GUARD = max(PAGE, 1 << 20)  #: inaccessible bytes after each buffer: overruns up
 _PROT_NONE, _PROT_RW = 0, 3
 _MAP_PRIVATE, _MAP_ANONYMOUS = 0x02, 0x20
 
+#: What fills floating-point outputs before every call: a *signalling* NaN with a recognisable payload,
+#: per element size in bytes. An element never written keeps these exact bits; any arithmetic on it
+#: (``C += ...`` on an output never zeroed) gives the *quiet* NaN with the same payload, so "never
+#: written" and "read before written" are told apart (:func:`fill_derived`). Integer outputs hold the
+#: large pattern 0xA5A5... (-1.5e9 as int32), so an integer accumulated into it is far off too.
+OUTPUT_NAN = {2: 0x7DA5, 4: 0x7FA5A5A5, 8: 0x7FF5A5A5A5A5A5A5}
+_QUIET_BIT = {2: 1 << 9, 4: 1 << 22, 8: 1 << 51}
+_SIGN_BIT = {2: 1 << 15, 4: 1 << 31, 8: 1 << 63}
 
 # ----------------------------------------------------------------------------- inputs (shared with the parent)
-def random_values(rng: np.random.Generator, dtype: np.dtype, count: int) -> np.ndarray:
-    """Values that exercise arithmetic without overflow: [-1, 1) for floats, small integers otherwise."""
-    dtype = np.dtype(dtype)
+#: Input distributions, by name (``case["distribution"]``; ``unit`` when absent). Each rung runs
+#: ``unit``; the parent adds cases with the others (:mod:`dace_ai.checking.distributions`).
+#: ``magnitude`` scales ``large`` and bounds ``heavy``. Integer inputs take ``zeros``, ``ties`` and
+#: ``edge``; under the float-only ones (``small``, ``large``, ``heavy``) they keep ``unit`` values.
+DISTRIBUTIONS = ("unit", "small", "large", "zeros", "ties", "heavy", "edge")
+_STREAM = {name: index for index, name in enumerate(DISTRIBUTIONS)}
+
+
+def _unit(rng: np.random.Generator, dtype: np.dtype, count: int) -> np.ndarray:
+    """[-1, 1) for floats (both parts of complex), small integers otherwise."""
     if dtype.kind == "f":
         return rng.uniform(-1.0, 1.0, count).astype(dtype)
     if dtype.kind == "c":
@@ -58,16 +73,73 @@ def random_values(rng: np.random.Generator, dtype: np.dtype, count: int) -> np.n
     return rng.integers(-10, 11, count).astype(dtype)
 
 
+def _edges(dtype: np.dtype) -> np.ndarray:
+    """An integer type's extreme values and the values next to them and to zero."""
+    info = np.iinfo(dtype)
+    values = {info.min, info.min + 1, info.max - 1, info.max, 0, 1} | ({-1} if info.min < 0 else set())
+    return np.array(sorted(values), dtype=dtype)
+
+
+def random_values(rng: np.random.Generator, dtype: np.dtype, count: int, distribution: str = "unit",
+                  magnitude: float = 1.0) -> np.ndarray:
+    """Values of one input container drawn from ``distribution`` (see :data:`DISTRIBUTIONS`)."""
+    dtype = np.dtype(dtype)
+    unit = _unit(rng, dtype, count)
+    floating = dtype.kind in "fc"
+    if distribution == "unit" or dtype.kind == "b" and distribution != "zeros":
+        return unit
+    if distribution == "zeros":  # half the elements exactly zero (some of them -0.0), the rest unit values
+        zero = rng.random(count) < 0.5
+        out = np.where(zero, np.zeros(1, dtype), unit).astype(dtype)
+        if floating:
+            out[zero & (rng.random(count) < 0.3)] *= -1  # 0.0 * -1 = -0.0
+        return out
+    if distribution == "ties":  # every element one of four values: equal keys, equal maxima
+        return rng.choice(unit[:4] if count >= 4 else unit, count).astype(dtype)
+    if distribution == "edge":
+        return rng.choice(_edges(dtype), count).astype(dtype) if dtype.kind in "iu" else unit
+    if not floating:
+        return unit
+    if distribution == "small":
+        return (unit * 1e-3).astype(dtype)
+    if distribution == "large":
+        return (unit * magnitude).astype(dtype)
+    if distribution == "heavy":  # Cauchy: most values near 1, a few up to the bound
+        draw = rng.standard_cauchy(count)
+        if dtype.kind == "c":
+            draw = draw + 1j * rng.standard_cauchy(count)
+            return (np.clip(draw.real, -magnitude, magnitude) + 1j * np.clip(draw.imag, -magnitude, magnitude)
+                    ).astype(dtype)
+        return np.clip(draw, -magnitude, magnitude).astype(dtype)
+    raise ValueError(f"unknown input distribution {distribution!r}")
+
+
+def fill_values(dtype: np.dtype, count: int) -> np.ndarray:
+    """``count`` elements of the fill pattern outputs hold before every call (:data:`OUTPUT_NAN`, or 0xA5 bytes)."""
+    dtype = np.dtype(dtype)
+    half = dtype.itemsize // 2 if dtype.kind == "c" else dtype.itemsize
+    if dtype.kind in "fc" and half in OUTPUT_NAN:
+        words = np.full(count * (2 if dtype.kind == "c" else 1), OUTPUT_NAN[half], dtype=_WORDS[half])
+        return words.view(dtype).copy()
+    return np.frombuffer(bytes([CANARY]) * (dtype.itemsize * count), dtype=dtype).copy()
+
+
 def case_inputs(case: dict[str, Any]) -> dict[str, np.ndarray]:
-    """The initial contents of every container of a case, flat, from its seed (inputs random)."""
-    rng = np.random.default_rng(case["seed"])
+    """The initial contents of every container of a case, flat: inputs drawn from its seed and distribution.
+
+    ``unit`` cases draw from the seed alone (the same inputs as ever); the other
+    distributions from a stream of their own per seed. Outputs hold the fill pattern.
+    """
+    distribution = case.get("distribution") or "unit"
+    stream = case["seed"] if distribution == "unit" else [case["seed"], _STREAM[distribution]]
+    rng = np.random.default_rng(stream)
+    magnitude = float(case.get("magnitude") or 1.0)
     data = {}
     for cont in case["containers"]:
         if cont["input"]:
-            data[cont["name"]] = random_values(rng, cont["dtype"], cont["elements"])
+            data[cont["name"]] = random_values(rng, cont["dtype"], cont["elements"], distribution, magnitude)
         else:
-            data[cont["name"]] = np.frombuffer(bytes([CANARY]) * (np.dtype(cont["dtype"]).itemsize * cont["elements"]),
-                                               dtype=cont["dtype"]).copy()
+            data[cont["name"]] = fill_values(cont["dtype"], cont["elements"])
     return data
 
 
@@ -226,11 +298,62 @@ def _words(values: np.ndarray) -> np.ndarray:
     return flat.view(np.uint8).reshape(values.shape + (flat.dtype.itemsize,))
 
 
-def _is_canary(values: np.ndarray) -> np.ndarray:
+def _halves(values: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """The bits of each float (each part of a complex) as unsigned words, last axis the parts; None for others."""
+    kind, size = values.dtype.kind, values.dtype.itemsize
+    half = size // 2 if kind == "c" else size
+    if kind not in "fc" or half not in OUTPUT_NAN:
+        return None
+    words = np.ascontiguousarray(values).view(_WORDS[half]).reshape(values.shape + ((2,) if kind == "c" else (1,)))
+    return words, half
+
+
+def is_fill(values: np.ndarray) -> np.ndarray:
+    """Elements that still hold the exact fill pattern of :func:`fill_values` (never written)."""
+    split = _halves(values)
+    if split is not None:
+        words, half = split
+        return np.all(words == words.dtype.type(OUTPUT_NAN[half]), axis=-1)
     words = _words(values)
     if words.ndim == values.ndim:
         return words == words.dtype.type(int.from_bytes(bytes([CANARY]) * words.dtype.itemsize, "little"))
     return np.all(words == CANARY, axis=-1)
+
+
+def fill_derived(values: np.ndarray) -> np.ndarray:
+    """Float elements holding a NaN computed from the fill pattern: its payload, quieted or negated.
+
+    Arithmetic on a NaN returns it quieted with its payload (x86, Arm), so an output read
+    before it was written shows the pattern's payload with the quiet (or sign) bit set.
+    """
+    split = _halves(values)
+    if split is None:
+        return np.zeros(values.shape, bool)
+    words, half = split
+    keep = words.dtype.type(~(_QUIET_BIT[half] | _SIGN_BIT[half]) & ((1 << (8 * half)) - 1))
+    pattern = words.dtype.type(OUTPUT_NAN[half])
+    derived = ((words & keep) == (pattern & keep)) & (words != pattern)
+    return np.any(derived, axis=-1)
+
+
+def slack_derived(values: np.ndarray) -> np.ndarray:
+    """Float elements holding the NaN of the slack around buffers (0xFF...): read from outside a buffer."""
+    split = _halves(values)
+    if split is None:
+        return np.zeros(values.shape, bool)
+    words, half = split
+    return np.any(words == words.dtype.type((1 << (8 * half)) - 1), axis=-1)
+
+
+def _integer_read_first(expected: np.ndarray, got: np.ndarray, wrong: np.ndarray) -> bool:
+    """Whether every wrong integer element is the right value plus the fill pattern (accumulated into it)."""
+    if got.dtype.kind not in "iu" or expected.dtype != got.dtype or not np.any(wrong):
+        return False
+    word = _WORDS[got.dtype.itemsize]
+    fill = word(int.from_bytes(bytes([CANARY]) * got.dtype.itemsize, "little"))
+    with np.errstate(over="ignore"):
+        offset = np.ascontiguousarray(got).view(word) - np.ascontiguousarray(expected).view(word)
+    return bool(np.all(offset.reshape(got.shape)[wrong] == fill))
 
 
 def _changed(now: np.ndarray, before: np.ndarray) -> np.ndarray:
@@ -249,20 +372,37 @@ def _scalar(value: Any) -> Any:
 
 
 def compare(conn: dict[str, Any], expected: np.ndarray, got: np.ndarray, rtol: float) -> dict[str, Any] | None:
-    """The first problem between ``expected`` and ``got`` of one output connector, or None."""
+    """The first problem between ``expected`` and ``got`` of one output connector, or None.
+
+    Kinds: ``unwritten`` (still the fill pattern), ``read_before_write`` (a NaN computed
+    from the fill pattern, or integers offset by it, where the reference has a value),
+    ``mismatch`` (beyond the relative tolerance, or NaN/infinite where the reference is finite).
+    """
     if expected.dtype == got.dtype and np.array_equal(expected, got):  # the common case, without temporaries
         return None
-    expected_canary = _is_canary(expected) if expected.dtype == got.dtype else np.zeros(expected.shape, bool)
-    got_canary = _is_canary(got)
-    unwritten = got_canary & ~expected_canary
+    expected_fill = is_fill(expected) if expected.dtype == got.dtype else np.zeros(expected.shape, bool)
+    got_fill = is_fill(got)
+    unwritten = got_fill & ~expected_fill
     if np.any(unwritten):
         index = np.argwhere(unwritten)[0] if got.ndim else []
         return {"kind": "unwritten", "connector": conn["name"], "index": [int(i) for i in index],
                 "count": int(np.count_nonzero(unwritten)), "elements": int(got.size),
                 "expected": _scalar(expected[tuple(index)])}
-    check = ~expected_canary
+    check = ~expected_fill
     kind = np.dtype(got.dtype).kind
     if kind in "fc":
+        read_first = check & fill_derived(got) & ~np.isnan(expected)
+        if np.any(read_first):
+            index = np.argwhere(read_first)[0] if got.ndim else []
+            return {"kind": "read_before_write", "connector": conn["name"], "index": [int(i) for i in index],
+                    "count": int(np.count_nonzero(read_first)), "elements": int(got.size),
+                    "expected": _scalar(expected[tuple(index)])}
+        outside = check & slack_derived(got) & ~np.isnan(expected)
+        if np.any(outside):
+            index = np.argwhere(outside)[0] if got.ndim else []
+            return {"kind": "read_outside", "connector": conn["name"], "index": [int(i) for i in index],
+                    "count": int(np.count_nonzero(outside)), "elements": int(got.size),
+                    "expected": _scalar(expected[tuple(index)])}
         exp = expected.astype(np.complex128 if kind == "c" else np.float64)
         val = got.astype(exp.dtype)
         both_nan = np.isnan(exp) & np.isnan(val)
@@ -277,15 +417,25 @@ def compare(conn: dict[str, Any], expected: np.ndarray, got: np.ndarray, rtol: f
         max_error = float(np.max(np.where(check, error, 0.0), initial=0.0))
     else:
         wrong = check & (expected != got)
+        if _integer_read_first(expected, got, wrong):
+            index = np.argwhere(wrong)[0] if got.ndim else []
+            return {"kind": "read_before_write", "connector": conn["name"], "index": [int(i) for i in index],
+                    "count": int(np.count_nonzero(wrong)), "elements": int(got.size),
+                    "expected": _scalar(expected[tuple(index)])}
         max_error = float(np.max(np.abs(expected.astype(np.float64) - got.astype(np.float64)), initial=0.0)) \
             if kind != "b" else float(np.count_nonzero(wrong))
     if not np.any(wrong):
         return None
     index = np.argwhere(wrong)[0] if got.ndim else []
     key = tuple(int(i) for i in index)
-    return {"kind": "mismatch", "connector": conn["name"], "index": list(key), "count": int(np.count_nonzero(wrong)),
-            "elements": int(got.size), "expected": _scalar(expected[key]), "got": _scalar(got[key]),
-            "max_error": max_error if np.isfinite(max_error) else str(max_error), "rtol": rtol}
+    problem = {"kind": "mismatch", "connector": conn["name"], "index": list(key),
+               "count": int(np.count_nonzero(wrong)), "elements": int(got.size), "expected": _scalar(expected[key]),
+               "got": _scalar(got[key]), "max_error": max_error if np.isfinite(max_error) else str(max_error),
+               "rtol": rtol}
+    if kind in "fc":
+        problem["not_finite"] = int(np.count_nonzero(check & np.isfinite(expected) & ~np.isfinite(got)))
+        problem["scale"] = scale
+    return problem
 
 
 def _outside_problem(case: dict[str, Any], buffers: dict[str, GuardedBuffer], initial: dict[str, np.ndarray],
@@ -552,12 +702,78 @@ def _nan_reads(case: dict[str, Any], outs: dict[str, np.ndarray], native: dict[s
     return found
 
 
+def _outputs_now(case: dict[str, Any], buffers: dict[str, GuardedBuffer]) -> dict[str, np.ndarray]:
+    """A copy of every output container, taken the moment the call returned: what is judged."""
+    return {name: buffers[name].array.copy() for name in _output_containers(case)}
+
+
+def _written_late(buffers: dict[str, GuardedBuffer], returned: dict[str, np.ndarray],
+                  wait: float = 0.0) -> dict[str, Any] | None:
+    """An output container that changed after the call had returned: work left running (a detached thread)."""
+    if wait:
+        time.sleep(wait)
+    for name, before in returned.items():
+        changed = _changed(buffers[name].array, before)
+        if np.any(changed):
+            return {"kind": "late_write", "container": name, "count": int(np.count_nonzero(changed)),
+                    "element": int(np.argwhere(changed)[0][0])}
+    return None
+
+
+def _connector_views(case: dict[str, Any], containers: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {c["name"]: np.array(view(containers[c["container"]], c)) for c in case["connectors"]
+            if c["direction"] == "out"}
+
+
+def _against_reference(case: dict[str, Any], outs: dict[str, np.ndarray],
+                       native: dict[str, np.ndarray] | None) -> dict[str, Any] | None:
+    """The first output connector of ``case`` that differs from the reference, as a problem."""
+    for conn in case["connectors"]:
+        if conn["direction"] != "out":
+            continue
+        expected = _expected(case, conn, native)
+        if expected is None:
+            continue
+        problem = compare(conn, np.asarray(expected), outs[conn["name"]], case["rtol"][conn["name"]])
+        if problem is not None:
+            return problem
+    return None
+
+
+def _call_again(case: dict[str, Any], candidate: Any, prepared: Any, buffers: dict[str, GuardedBuffer],
+                native: dict[str, np.ndarray] | None, phase: Phase) -> dict[str, Any] | None:
+    """A second call on the same buffers and state with other inputs (``case["again"]``), judged like the first.
+
+    Results kept from an earlier call (a static cache keyed on the size or the
+    addresses) come out as the first call's outputs and are refused here.
+    """
+    again = case["again"]
+    data = _inputs(again)
+    for name, buf in buffers.items():
+        buf.array[:] = data[name]
+    phase(who="candidate", step="run", seed=again["seed"], sizes=again["sizes"], again=True,
+          buffers=[b.layout() for b in buffers.values()])
+    candidate.call(prepared)
+    returned = _outputs_now(again, buffers)
+    problem = _outside_problem(again, buffers, data, "candidate")
+    if problem is None:
+        problem = _against_reference(again, _connector_views(again, returned), native)
+    if problem is None:
+        return None
+    return {**problem, "again": True, "was": problem["kind"], "kind": "stale", "first_seed": case["seed"],
+            "seed": again["seed"]}
+
+
 def run_case(case: dict[str, Any], candidate: Any, native: dict[str, np.ndarray] | None, phase: Phase,
-             threads: Threads, job: dict[str, Any], keep: bool = False) -> tuple[dict[str, Any], Any]:
+             threads: Threads, job: dict[str, Any], keep: bool = False,
+             again_native: dict[str, np.ndarray] | None = None) -> tuple[dict[str, Any], Any]:
     """Run the candidate on one case (once per thread count of ``case["threads"]``) and judge it.
 
-    The first run is compared with the reference; every further run with the first
-    (a difference beyond the tolerance: the result depends on the threads' timing).
+    What is judged is what the outputs held the moment the call returned; an output
+    that changes afterwards is refused as work left running. The first run is
+    compared with the reference, then (``case["again"]``) called a second time on the
+    same buffers with other inputs; every further run is compared with the first (a
+    difference beyond the tolerance: the result depends on the threads' timing).
     Returns the record and, with ``keep``, the first run's buffers and prepared call
     (for timing).
     """
@@ -566,6 +782,7 @@ def run_case(case: dict[str, Any], candidate: Any, native: dict[str, np.ndarray]
     counts = case.get("threads") or [None]
     if threads.runtime is None:  # no OpenMP runtime loaded: the thread count changes nothing, run once
         counts = [None]
+    judge = case.get("judge", True)  # False: whole programs, whose outputs the parent judges
     first: dict[str, np.ndarray] = {}
     kept: Any = None
     previous: dict[str, GuardedBuffer] | None = None
@@ -581,23 +798,37 @@ def run_case(case: dict[str, Any], candidate: Any, native: dict[str, np.ndarray]
         start = time.perf_counter()
         candidate.call(prepared)
         record["call_seconds"].append(time.perf_counter() - start)
+        returned = _outputs_now(case, buffers)
         if job["mode"] == "time" and run == 0:
             record["candidate_seconds"] = _time(candidate, prepared, job)
+        problem = _outside_problem(case, buffers, data, "candidate") if judge else None
+        if problem is None and judge and job["mode"] != "time":
+            problem = _written_late(buffers, returned)
+        outs = _connector_views(case, returned)
+        if problem is None and judge and run == 0:
+            problem = _against_reference(case, outs, native)
+            if problem is not None and job["mode"] != "time":  # an answer that returns before its work is done
+                problem = _written_late(buffers, returned, wait=0.05) or problem
+            if problem is not None and problem["kind"] != "late_write":
+                problem = {**problem, "threads": count or threads.count}
+                if (count or threads.count) > 1 and threads.runtime is not None \
+                        and _right_with_one_thread(case, candidate, native, phase, threads, data):
+                    problem = {**problem, "kind": "nondeterministic", "was": problem["kind"],
+                               "threads": [count or threads.count, 1], "runs": 2, "single_ok": True}
+            if problem is None and case.get("again") and not keep:
+                problem = _call_again(case, candidate, prepared, buffers, again_native, phase)
         if not (keep and run == 0):
             candidate.finish(prepared)
         phase(who="candidate", step="done", seed=case["seed"], sizes=case["sizes"])
-        judge = case.get("judge", True)  # False: whole programs, whose outputs the parent judges
-        problem = _outside_problem(case, buffers, data, "candidate") if judge else None
-        outs = {c["name"]: np.array(view(buffers[c["container"]].array, c))
-                for c in case["connectors"] if c["direction"] == "out"}
         if run == 0 and job.get("save_outputs"):
             for name in _output_containers(case):
-                _save(os.path.join(job["save_outputs"], f"{case.get('id', 0)}-candidate-{name}.npy"),
-                      buffers[name].array)
+                _save(os.path.join(job["save_outputs"], f"{case.get('id', 0)}-candidate-{name}.npy"), returned[name])
         if keep and run == 0 and problem is None:
             kept = (buffers, prepared)
         else:
             previous = buffers
+        if run == 0:
+            record["returned"] = outs
         if problem is not None:
             record["problem"] = problem
             break
@@ -608,20 +839,6 @@ def run_case(case: dict[str, Any], candidate: Any, native: dict[str, np.ndarray]
             record["reads_outside"] = _nan_reads(case, outs, native)
             record["outputs"] = outs
             first = outs
-            for conn in case["connectors"]:
-                if conn["direction"] != "out":
-                    continue
-                expected = _expected(case, conn, native)
-                if expected is None:
-                    continue
-                problem = compare(conn, np.asarray(expected), outs[conn["name"]], case["rtol"][conn["name"]])
-                if problem is not None:
-                    record["problem"] = {**problem, "threads": count or threads.count}
-                    if (count or threads.count) > 1 and threads.runtime is not None \
-                            and _right_with_one_thread(case, candidate, native, phase, threads, data):
-                        record["problem"] = {**problem, "kind": "nondeterministic", "was": problem["kind"],
-                                             "threads": [count or threads.count, 1], "runs": 2, "single_ok": True}
-                    break
         else:
             for conn in case["connectors"]:
                 if conn["direction"] != "out":
@@ -706,6 +923,7 @@ def run_bench(job: dict[str, Any], candidate: Any, reference: Any, natives: list
     kept: Any = None
     for index, case in enumerate(bench["cases"]):
         record, held = run_case(case, candidate, natives[index], phase, threads, job, keep=index == 0)
+        record.pop("returned", None)
         records.append(record)
         if index == 0:
             kept = held
@@ -868,6 +1086,60 @@ def _baseline_sides(bench: dict[str, Any], phase: Phase, threads: Threads,
     return sides
 
 
+def _name_stale(record: dict[str, Any], case: dict[str, Any],
+                earlier: dict[str, tuple[int, dict[str, np.ndarray]]]) -> None:
+    """A wrong result that is bit for bit the candidate's result of an earlier case of the same shape: stale.
+
+    A static cache keyed on the sizes (or a result kept from the last call) returns
+    the earlier inputs' outputs for new inputs; the record's problem then says so.
+    """
+    returned = record.pop("returned", None)
+    if returned is None:
+        return
+    key = json.dumps([case["sizes"], case.get("point") or {}], sort_keys=True)
+    problem = record.get("problem")
+    before = earlier.get(key)
+    if problem is not None and problem["kind"] == "mismatch" and before is not None \
+            and _same_outputs(before[1], returned):
+        record["problem"] = {**problem, "kind": "stale", "was": "mismatch", "first_seed": before[0]}
+    earlier[key] = (case["seed"], returned)
+
+
+def _reference_for(reference: Any, case: dict[str, Any], job: dict[str, Any], phase: Phase,
+                   threads: Threads) -> dict[str, np.ndarray] | None:
+    """The native reference's outputs of a case (None when a reference function's files give them)."""
+    if reference is None or case.get("expected"):
+        return None
+    outputs = reference_outputs(reference, case, phase, threads)
+    if job.get("save_outputs"):
+        for name, value in outputs.items():
+            _save(os.path.join(job["save_outputs"], f"{case.get('id', 0)}-reference-{name}.npy"), value)
+    return outputs
+
+
+def _skip_reason(case: dict[str, Any], native: dict[str, np.ndarray] | None, settled: set[str]) -> str | None:
+    """Why a case of an input distribution other than ``unit`` is not run, or None to run it.
+
+    Its reference must be defined there: a reference that failed on those inputs
+    (``case["unfit"]``, said by the parent) or whose outputs are not all finite skips
+    the case, never fails the candidate. Of a magnitude group (the same distribution
+    at falling magnitudes) only the largest magnitude whose reference is finite runs.
+    """
+    if (case.get("distribution") or "unit") == "unit":
+        return None
+    if case.get("group") and case["group"] in settled:
+        return "settled"
+    if case.get("unfit"):
+        return str(case["unfit"])
+    for conn in case["connectors"]:
+        if conn["direction"] != "out":
+            continue
+        expected = _expected(case, conn, native)
+        if expected is not None and np.asarray(expected).dtype.kind in "fc" and not np.all(np.isfinite(expected)):
+            return "the reference is not finite there"
+    return None
+
+
 def _program(spec: dict[str, Any], fault_fd: int) -> Any:
     """The candidate side: the entry-point library of the one compile, or a program DaCe built."""
     return Reference(spec) if spec.get("kind") == "program" else Candidate(spec, fault_fd)
@@ -880,8 +1152,12 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     ``candidate`` and ``reference`` (library specs), ``cases`` (each may carry
     ``threads``: thread counts of its runs, ``reference_cache``: files of the
     reference's outputs, ``expected``: files of a reference function's outputs,
-    ``inputs``: files of its initial data), ``threads`` (the all-core count), ``bench``
-    (cases at the bench sizes, whether to time, repeats, lock file, bytes per call).
+    ``inputs``: files of its initial data, ``distribution`` and ``magnitude``: how its
+    inputs are drawn, ``group``: its magnitude group, ``unfit``: why its reference is not
+    defined there, ``again``: a case of other inputs for a second call on the same
+    buffers), ``threads`` (the all-core count), ``bench`` (cases at the bench sizes,
+    whether to time, repeats, lock file, bytes per call). Every case gets a record, in
+    order: a skipped one says why (``skipped``).
     """
     phase = Phase(job["phase_file"])
     fault_fd = os.open(job["fault_file"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -894,20 +1170,28 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     bench_cases = (job.get("bench") or {}).get("cases", [])
     natives: list[Any] = []
     for case in [*job["cases"], *bench_cases]:
-        natives.append(reference_outputs(reference, case, phase, threads)
-                       if reference is not None and not case.get("expected") else None)
-        if reference is not None and job.get("save_outputs") and natives[-1] is not None:
-            for name, value in natives[-1].items():
-                _save(os.path.join(job["save_outputs"], f"{case.get('id', 0)}-reference-{name}.npy"), value)
+        natives.append(_reference_for(reference, case, job, phase, threads))
+    again_natives = {index: _reference_for(reference, case["again"], job, phase, threads)
+                     for index, case in enumerate(job["cases"]) if case.get("again")}
     phase(who="loader", step="candidate")
     candidate = _program(job["candidate"], fault_fd)
     threads.attach()
     results: list[dict[str, Any]] = []
     out: dict[str, Any] = {"mode": job["mode"], "cases": results, "bench": None,
                            "threads": {"count": threads.count, "runtime": threads.runtime}}
+    settled: set[str] = set()  # magnitude groups whose largest finite magnitude has run
+    earlier: dict[str, tuple[int, dict[str, np.ndarray]]] = {}  # the candidate's last outputs per sizes, point
     for index, case in enumerate(job["cases"]):
-        record, _ = run_case(case, candidate, natives[index], phase, threads, job)
+        skip = _skip_reason(case, natives[index], settled)
+        if skip is not None:
+            results.append({"seed": case["seed"], "sizes": case["sizes"], "skipped": skip})
+            continue
+        if case.get("group"):
+            settled.add(case["group"])
+        record, _ = run_case(case, candidate, natives[index], phase, threads, job,
+                             again_native=again_natives.get(index))
         record.pop("outputs", None)
+        _name_stale(record, case, earlier)
         if job["mode"] == "time" and reference is not None and "problem" not in record:
             threads.use(None)
             buffers = _allocate(case, _inputs(case))

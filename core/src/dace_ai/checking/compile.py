@@ -10,6 +10,11 @@ request, so the second caller gets it for free.
 
 ``dace/dace.h`` is precompiled once per compiler and flags under
 ``<build root>/ai-check/pch/``, which makes a compile cost a fraction of a DaCe build.
+
+When the stage runner chose the ``sanitizers`` checker, the same unit's clang++
+sanitizer builds start in the background just before this compile
+(:func:`dace_ai.checking.sanitize.start_sanitizer_builds`), so two cores overlap them;
+a failed compile stops them.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pathlib import Path
 from dace_ai.checking.api import CheckRequest
 from dace_ai.checking.candidate import entry_points
 from dace_ai.checking.diagnostics import summarize_output
+from dace_ai.checking.sanitize import start_sanitizer_builds, stop_sanitizer_builds
 from dace_ai.checking.units import UNIT_FILE, ToolResult, environment_classes, host_unit, run_tool
 from dace_ai.targets.build_flags import build_command, builds_with_dace, compiler_identity, is_clang
 
@@ -153,7 +159,10 @@ def compile_candidate(request: CheckRequest) -> CandidateBuild:
             pch_args, pch_note = ["-include", "dace/dace.h"], "no pch for a cross compiler"
         command = [*compiler, *flags, "-I", dace_runtime_include(), *env_args, *pch_args, "-c", UNIT_FILE,
                    "-o", OBJECT_FILE]
+        start_sanitizer_builds(request, unit + entry_points(request.node), flags)  # beside this compile
         result = run_tool(command, cwd=folder, timeout=COMPILE_TIMEOUT, env={"LC_ALL": "C"})
+        if not result.ok:
+            stop_sanitizer_builds(request)
         build = CandidateBuild(compiler, flags, command, folder, result, pch_note)
     request.shared["compile"] = build
     return build

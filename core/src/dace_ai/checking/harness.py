@@ -41,13 +41,16 @@ from typing import Any
 
 import numpy as np
 
+from dace_ai.checking import distributions
 from dace_ai.checking.api import CheckRequest
-from dace_ai.checking.constraints import first_point
+from dace_ai.checking.constraints import first_point, point_text
 from dace_ai.checking.ladder import build_ladder, case_place
 from dace_ai.checking.sandbox import ChildOutcome, SandboxLimits, run_child
 
 DEFAULT_SEEDS = (0, 1, 2)
 _EPS = {"f": {2: 9.8e-4, 4: 1.2e-7, 8: 2.3e-16}, "c": {8: 1.2e-7, 16: 2.3e-16}}
+#: The largest relative tolerance of any element type but half precision (see :func:`tolerance`).
+MAX_RTOL = 1e-2
 
 
 # ----------------------------------------------------------------------------- sizes and cases
@@ -134,9 +137,15 @@ def _container_elements(desc: Any, values: Mapping[str, int]) -> int:
 
 
 def tolerance(dtype: np.dtype, reduction: int) -> float:
-    """Relative tolerance: 16 ulps of the element type per element of the longest input dimension."""
+    """Relative tolerance: 16 ulps of the element type per element of the longest input dimension, capped.
+
+    The cap (1 %, or 128 ulps for types coarser than that) keeps every tolerance far
+    below 1/2: the comparison's floor is the tolerance times the largest output, so
+    an all-zero answer, or zeros for tiny outputs, can never pass (a correct sum of
+    2**20 floats is off by about 1e-4 of the largest output, well inside it).
+    """
     eps = _EPS.get(dtype.kind, {}).get(dtype.itemsize)
-    return 0.0 if eps is None else 16 * eps * max(1, reduction)
+    return 0.0 if eps is None else min(16 * eps * max(1, reduction), max(MAX_RTOL, 128 * eps))
 
 
 def make_case(request: CheckRequest, seed: int, sizes: dict[str, int], point: Mapping[str, int] | None = None,
@@ -172,6 +181,47 @@ def make_case(request: CheckRequest, seed: int, sizes: dict[str, int], point: Ma
     return {"seed": seed, "sizes": dict(sizes), "values": values, "containers": list(containers.values()),
             "connectors": connectors, "rtol": rtol, "rung": rung, "point": dict(point or {}),
             "point_words": point_words}
+
+
+# ----------------------------------------------------------------------------- input distributions, second calls
+def distribution_cases(request: CheckRequest, ladder: Any, reference: str | None) -> list[dict[str, Any]]:
+    """The extra cases of :mod:`dace_ai.checking.distributions` for the rungs of ``ladder``.
+
+    Each runs at its rung's sizes with the rung's first seed, at the rung's map points
+    from the last one back; ``large`` and ``heavy`` come as a group per rung, one case
+    per magnitude from the top (the child runs the first the reference keeps finite).
+    """
+    if ladder is None:
+        return []
+    kinds = {_dtype(request, c).kind for c in request.node.connectors if c.direction == "in"}
+    extra = []
+    for rung in ladder.rungs:
+        for j, (name, magnitude) in enumerate(distributions.planned(rung.name, kinds, reference)):
+            point = rung.points[-1 - j % len(rung.points)]
+            case = make_case(request, rung.seeds[0], rung.sizes, point, rung.name,
+                             point_text(point, ladder.scope_kinds))
+            case["distribution"] = name
+            if magnitude is not None:
+                case.update(magnitude=magnitude, group=f"{rung.name}:{name}")
+            extra.append(case)
+    return extra
+
+
+#: The second call of :func:`add_second_call` uses inputs of this seed offset from its case's.
+SECOND_CALL_SEED = 1000
+
+
+def add_second_call(request: CheckRequest, cases: list[dict[str, Any]]) -> None:
+    """Give one case a second call on the same buffers and state with other inputs (``case["again"]``).
+
+    The first case of the vector rung (or the first case): a result kept from the
+    first call (a static cache keyed on the sizes or the addresses) is then wrong.
+    """
+    host = next((c for c in cases if c["rung"] == "vector"), cases[0] if cases else None)
+    if host is None:
+        return
+    host["again"] = make_case(request, host["seed"] + SECOND_CALL_SEED, host["sizes"], host["point"] or None,
+                              host["rung"], host["point_words"])
 
 
 # ----------------------------------------------------------------------------- references
@@ -247,6 +297,21 @@ def _connectors_of(case: dict[str, Any], container: str | None) -> str:
     return f" (connector {', '.join(names)})" if names else ""
 
 
+def _precision_hint(problem: dict[str, Any], case: dict[str, Any]) -> str:
+    """A sentence when a double output is off by about single-precision rounding: computed in float."""
+    dtype = next((c["dtype"] for c in case["containers"]
+                  for conn in case["connectors"] if conn["name"] == problem["connector"]
+                  and conn["container"] == c["name"]), None)
+    scale = problem.get("scale") or 0.0
+    if dtype is None or np.dtype(dtype) not in (np.dtype(np.float64), np.dtype(np.complex128)) or not scale:
+        return ""
+    relative = problem["max_error"] / scale
+    if 1e-9 < relative < 1e-4:
+        return (f" The error, {relative:.1g} of the largest output, is the size of single-precision rounding: "
+                f"compute in the output's precision (double), not in float.")
+    return ""
+
+
 def describe_problem(problem: dict[str, Any], case: dict[str, Any]) -> tuple[str, str]:
     """(reason, sentence for the model) for a problem the child found in one case."""
     where = case_place(case)
@@ -274,11 +339,47 @@ def describe_problem(problem: dict[str, Any], case: dict[str, Any]) -> tuple[str
             f"reduction whose order depends on the threads' timing.")
     if problem.get("threads") and isinstance(problem["threads"], int) and problem["threads"] == 1:
         where += ", 1 thread"
+    if kind == "stale":
+        how = ("called a second time on the same buffers and state with new inputs"
+               if problem.get("again") else "for new inputs the code returned its outputs of an earlier call")
+        return "stale", (
+            f"Results kept across calls ({where}): {how} (seed {problem.get('seed', case['seed'])} after seed "
+            f"{problem.get('first_seed')}), output {problem.get('connector', '?')} at index {problem.get('index')} "
+            f"is {problem.get('got', 'not written')}, expected {problem.get('expected')}. "
+            f"Every call must compute its outputs from the inputs it is given: no static cache keyed on the sizes "
+            f"or the addresses, no result kept from an earlier call.")
+    if kind == "late_write":
+        return "late_write", (
+            f"Work left running after the call returned ({where}): output container {problem['container']}"
+            f"{_connectors_of(case, problem['container'])} changed after the call had returned ({problem['count']} "
+            f"element(s), first at element {problem['element']}). Finish all work before returning: join every "
+            f"thread (no detached std::thread, no std::async left pending, no task not waited for).")
+    if kind == "read_before_write":
+        name = problem["connector"]
+        return "read_before_write", (
+            f"Output read before it is written ({where}): {name} at index {problem['index']} holds a NaN computed "
+            f"from the undefined contents the output had before the call (expected {problem['expected']}); "
+            f"{problem['count']} of {problem['elements']} elements. The code reads `{name}` before writing it: "
+            f"an output starts undefined, so zero it or write it first (e.g. `{name}[i] = sum` after accumulating "
+            f"in a local, not `{name}[i] += ...`).")
+    if kind == "read_outside":
+        return "read_outside", (
+            f"Read outside its data ({where}): output {problem['connector']} at index {problem['index']} holds the "
+            f"NaN that fills the memory just outside the buffers (expected {problem['expected']}); "
+            f"{problem['count']} of {problem['elements']} elements. The code reads past the end (or before the "
+            f"start) of an input or of the part of it its connector sees: check the loop bounds and the strides.")
+    if kind == "mismatch" and problem.get("not_finite"):
+        return "not_finite", (
+            f"Wrong result ({where}): output {problem['connector']} at index {problem['index']} is {problem['got']} "
+            f"where the reference is finite ({problem['expected']}); {problem['not_finite']} of "
+            f"{problem['elements']} elements are NaN or infinite. The computation overflows or is unstable at "
+            f"these inputs (e.g. exp of large values: subtract the maximum first; sums of squares: scale them).")
     if kind == "mismatch":
         return "mismatch", (
             f"Wrong result ({where}): output {problem['connector']} at index {problem['index']} is {problem['got']}, "
             f"expected {problem['expected']}; {problem['count']} of {problem['elements']} elements differ, "
             f"largest error {problem['max_error']:.3g} (tolerance {problem['rtol']:.2g} relative)."
+            + _precision_hint(problem, case)
             if isinstance(problem["max_error"], float) else
             f"Wrong result ({where}): output {problem['connector']} at index {problem['index']} is {problem['got']}, "
             f"expected {problem['expected']}; {problem['count']} of {problem['elements']} elements differ, "
@@ -425,10 +526,18 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
                     + "; ".join(map(str, result["skipped"])) + ".")
     if mode == "verify":
         plan_threads(cases, count)
+        try:
+            cases += distribution_cases(request, ladder, kind)
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+            return done("inconclusive", "sizes", f"Not verified: could not give the node's symbols values ({exc}).")
+        add_second_call(request, cases)
     if bench_cases:
         bench_cases[0]["threads"] = thread_counts(count)
     all_cases = [*cases, *bench_cases]
     for index, case in enumerate(all_cases):
+        case["id"] = index
+    agains = [c["again"] for c in all_cases if c.get("again")]
+    for index, case in enumerate(agains, start=len(all_cases)):
         case["id"] = index
     result["threads"]["runs"] = [{"sizes": c["sizes"], "seed": c["seed"], "threads": c["threads"]}
                                  for c in all_cases if c.get("threads")]
@@ -475,22 +584,27 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
         result["seconds"]["reference"] = time.perf_counter() - start
         result["reference"]["implementation"] = native.implementation
         job["reference"] = native.spec()
-        cache_reference_outputs(all_cases, native.library)
+        cache_reference_outputs([*all_cases, *agains], native.library)
         if bench_cases:
             job["bench"]["native_timing"] = native_timing_file(bench_cases[0], count)
     elif kind == "function":
-        try:
-            for case in all_cases:
-                case["expected"] = _expected_outputs(case, detail, folder, case["id"])
-        except Exception as exc:  # noqa: BLE001 - the user's reference failed: not the candidate's fault
-            return done("inconclusive", "reference failed",
-                        f"Not verified: the reference function raised {type(exc).__name__}: {exc}")
+        for case in [*all_cases, *agains]:
+            unit = (case.get("distribution") or "unit") == "unit"
+            try:
+                with np.errstate(all="ignore" if not unit else "warn"):
+                    case["expected"] = _expected_outputs(case, detail, folder, case["id"])
+            except Exception as exc:  # noqa: BLE001 - the user's reference failed: not the candidate's fault
+                if unit:
+                    return done("inconclusive", "reference failed",
+                                f"Not verified: the reference function raised {type(exc).__name__}: {exc}")
+                case["unfit"] = f"the reference raised {type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
     outcome = run_child(job, folder / "run", limits, threads=count)
     result["seconds"]["run"] = outcome.seconds
     if outcome.status != "finished":
         status, reason, message = describe_outcome(outcome, all_cases, limits)
         return done(status, reason, message)
     result["cases"] = outcome.result["cases"]
+    result["distributions"] = distributions.summary(all_cases, result["cases"])
     result["threads"]["runtime"] = (outcome.result.get("threads") or {}).get("runtime")
     for case, record in zip(all_cases, result["cases"]):  # the child runs the cases in order
         problem = record.get("problem")
@@ -511,7 +625,9 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
                 + (" and at the bench sizes " + ", ".join(f"{k}={v}" for k, v in bench.sizes.items())
                    if bench is not None else "")
                 + (f"; deterministic with 1 and {count} threads" if result["threads"]["runs"]
-                   else "; no OpenMP in the code: each case run once") + skipped)
+                   else "; no OpenMP in the code: each case run once")
+                + f"; {distributions.summary_words(result['distributions'])}"
+                + ("; a second call on the same buffers with new inputs" if agains else "") + skipped)
 
 
 def _scope_params(request: CheckRequest) -> list[str]:

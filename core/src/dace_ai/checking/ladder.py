@@ -54,6 +54,7 @@ from dace_ai.checking.constraints import (
     program_sizes,
     satisfy,
 )
+from dace_ai.checking.distributions import words as distribution_words
 
 #: Small rung: odd primes, a different one per symbol, so no size is a multiple of a vector width
 #: and swapped dimensions show.
@@ -411,4 +412,5 @@ def case_place(case: Mapping[str, Any]) -> str:
     point = case.get("point") or {}
     if point:
         text += f", at {case.get('point_words') or point_text(point)}"
-    return text
+    inputs = distribution_words(case)
+    return text + (f", {inputs}" if inputs else "")

@@ -1,7 +1,9 @@
 """How far an accepted answer was checked, in one short phrase that travels with the tasklet.
 
-``verified (3 seeds)``: a ``verify`` stage checker compared it with the node's
-reference on random inputs; ``compile-only``: it compiled as the real build
+``verified (3 seeds, 5 sizes, 2 thread counts, 6 distributions, sanitizers)``: a
+``verify`` stage checker compared it with the node's reference on random inputs,
+and the phrase says what was varied (seeds, sizes of the ladder, thread counts,
+input distributions) and whether the sanitizer runs passed; ``compile-only``: it compiled as the real build
 compiles, nothing compared its results; ``unverified: <reason>``: not even that
 could be decided (no reference, a checker crashed, a tool is missing, checks are
 off). The level is written into the tasklet's provenance comment, its session
@@ -35,10 +37,43 @@ def _reason(report: CheckReport) -> str:
     return " ".join(reason.split())[:200]
 
 
+def _supplements(report: CheckReport) -> bool:
+    """A verify-stage report that adds to the verify checker's comparison (the sanitizer runs)."""
+    return "sanitizers" in report.details
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' if count != 1 else ''}"
+
+
+def _varied(report: CheckReport, supplements: Sequence[CheckReport]) -> list[str]:
+    """What a passed verify report varied: seeds, sizes, thread counts, input distributions, sanitizers."""
+    details = report.details
+    parts = [_plural(int(details["seeds"]), "seed")]
+    sizes = [dict(s) for s in details.get("sizes") or []]
+    bench = details.get("bench_sizes")
+    if bench and dict(bench) not in sizes:
+        sizes.append(dict(bench))
+    if sizes:
+        parts.append(_plural(len(sizes), "size"))
+    counts = {int(n) for run in (details.get("threads") or {}).get("runs") or [] for n in run.get("threads") or []}
+    if len(counts) > 1:
+        parts.append(f"{len(counts)} thread counts")
+    ran = (details.get("distributions") or {}).get("ran")
+    if ran:
+        parts.append(_plural(len(ran), "distribution"))
+    for extra in supplements:
+        if extra.status == "passed":
+            parts.append("sanitizers")
+        elif extra.status == "inconclusive":
+            parts.append(f"no sanitizers: {_reason(extra)}")
+    return parts
+
+
 def verification_level(reports: Sequence[CheckReport]) -> str:
     """The level of an answer checked by ``reports`` (see the module docstring).
 
-    A passed ``verify`` report with ``details["seeds"]`` -> ``verified (N seeds)``;
+    A passed ``verify`` report with ``details["seeds"]`` -> ``verified (N seeds, ...)`` (see :func:`_varied`);
     an inconclusive ``verify`` report -> ``unverified: <details["reason"]>``; compile
     reports only, all passed -> ``compile-only``; no reports -> ``unverified: checks are off``.
     """
@@ -47,17 +82,17 @@ def verification_level(reports: Sequence[CheckReport]) -> str:
     failed = [r for r in reports if r.status == "failed"]
     if failed:
         return f"{UNVERIFIED}: failed {', '.join(r.checker for r in failed)}"
-    verify = [r for r in reports if _stage(r) == "verify"]
+    supplements = [r for r in reports if _stage(r) == "verify" and _supplements(r)]
+    verify = [r for r in reports if _stage(r) == "verify" and not _supplements(r)]
     inconclusive_verify = [r for r in verify if r.status == "inconclusive"]
     routed = [r for r in inconclusive_verify if r.details.get("compile_only")]
     if routed and any(r.status == "passed" for r in reports if _stage(r) == "compile"):
         return _reason(routed[0])  # "compile-only: no worker with resource 'cuda'" (an executor's routing)
     if inconclusive_verify:
         return f"{UNVERIFIED}: {_reason(inconclusive_verify[0])}"
-    seeds = [int(r.details["seeds"]) for r in verify if r.status == "passed" and r.details.get("seeds")]
-    if seeds:
-        n = min(seeds)
-        return f"verified ({n} seed{'s' if n != 1 else ''})"
+    passed = [r for r in verify if r.status == "passed" and r.details.get("seeds")]
+    if passed:
+        return f"verified ({', '.join(_varied(min(passed, key=lambda r: int(r.details['seeds'])), supplements))})"
     compile_reports = [r for r in reports if _stage(r) == "compile"]
     if any(r.status == "passed" for r in compile_reports):
         return "compile-only"

@@ -29,6 +29,8 @@ from dace_ai.checking.timing import connector_bytes, parse_sizes
 
 #: Cases with at least this many elements in their largest container get the thread runs.
 THREAD_RUN_ELEMENTS = 4096
+#: Names the outputs' fill pattern in the reference outputs' cache key (what unwritten elements hold).
+OUTPUT_FILL = "signalling-nan-a5"
 #: Seeds of the bench section's cases: two, so outputs that ignore the inputs show.
 BENCH_SEEDS = (1, 2)
 
@@ -125,8 +127,9 @@ def bench_plan(request: CheckRequest, *, native: bool, sizes: dict[str, int] | N
 
 # ----------------------------------------------------------------------------- reference outputs cache
 def case_key(case: dict[str, Any]) -> str:
-    """What determines a case's reference outputs: seed, symbol values, containers and views."""
+    """What determines a case's reference outputs: seed, inputs drawn, symbol values, containers, views, fill."""
     what = {k: case[k] for k in ("seed", "values", "containers", "connectors")}
+    what.update(distribution=case.get("distribution") or "unit", magnitude=case.get("magnitude"), fill=OUTPUT_FILL)
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:20]
 
 

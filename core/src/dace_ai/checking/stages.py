@@ -10,8 +10,14 @@ Checkers are plugins (``dace_ai_checkers``). Which ones run:
   is an error listing the installed ones; mixing both forms is an error too.
 
 Each checker's ``applies(request)`` may skip a candidate. Stages run in the order
-``compile`` -> ``verify`` -> ``bench``; after the first stage with a failure the
-later ones are skipped (there is no point timing code that does not build). A
+``compile`` -> ``verify`` -> ``bench``; within a stage checkers run by their ``order``
+(lower first; equal orders keep the selection's order: name order for the defaults,
+the setting's order for a list), so ``sanitizers`` (order 10) runs after ``verify``
+and reads its result. After the first stage with a failure the
+later ones are skipped (there is no point timing code that does not build). The
+names chosen are on ``request.shared[SELECTED]`` (so a compile can start work for a
+later checker beside it); work started in the background and registered under
+``request.shared[BACKGROUND]`` (objects with ``stop()``) is stopped when the checks end. A
 checker that raises becomes an ``inconclusive`` report naming its distribution:
 a broken plugin must never take the user's program down with it.
 """
@@ -33,6 +39,11 @@ from dace_ai.plugins.manager import PluginManager, get_plugin_manager
 from dace_ai.plugins.registrations import STAGES, Checker
 from dace_ai.prompt.answer import Answer
 from dace_ai.storage.files import ai_folder, build_root, lock_for
+
+#: ``request.shared`` key: names of the checkers chosen for the request, in run order.
+SELECTED = "selected_checkers"
+#: ``request.shared`` key: background work (objects with ``stop()``) stopped when the checks end.
+BACKGROUND = "background"
 
 
 def check_workdir(node_ctx: NodeContext, answer: Answer) -> Path:
@@ -88,7 +99,7 @@ def select_checkers(node: NodeContext, settings: Any,
             elif entry[0] == "-" and entry[1:] in names:
                 names.remove(entry[1:])
     chosen = [registered[name] for name in names]
-    return sorted(chosen, key=lambda c: STAGES.index(c.stage)), missing
+    return sorted(chosen, key=lambda c: (STAGES.index(c.stage), c.order)), missing
 
 
 def _stable_replacements(workdir: Path) -> dict[str, str]:
@@ -132,16 +143,30 @@ def run_checks(request: CheckRequest, manager: PluginManager | None = None) -> l
     if not request.settings.compile_check:
         return []
     checkers, reports = select_checkers(request.node, request.settings, manager)
+    request.shared[SELECTED] = [c.name for c in checkers]
     Path(request.workdir).mkdir(parents=True, exist_ok=True)
     # Identical answers for one node share this folder (reruns reuse it), whether they come from
     # threads, worker processes or cluster jobs: their checks run one at a time.
-    with lock_for(request.workdir, timeout=3600.0):
-        for stage in STAGES:
-            stage_reports = [r for r in (_run_one(c, request) for c in checkers if c.stage == stage) if r is not None]
-            reports.extend(stage_reports)
-            if any(r.failed for r in stage_reports):
-                break
+    try:
+        with lock_for(request.workdir, timeout=3600.0):
+            for stage in STAGES:
+                stage_reports = [r for r in (_run_one(c, request) for c in checkers if c.stage == stage)
+                                 if r is not None]
+                reports.extend(stage_reports)
+                if any(r.failed for r in stage_reports):
+                    break
+    finally:
+        stop_background(request)
     return reports
+
+
+def stop_background(request: CheckRequest) -> None:
+    """Stop the work checkers left running for the request (e.g. sanitizer builds a failure made useless)."""
+    for work in request.shared.pop(BACKGROUND, None) or ():
+        try:
+            work.stop()
+        except Exception:  # noqa: BLE001, S110 - stopping is best effort; a checker's bug must not hide the reports
+            pass
 
 
 def failed(reports: list[CheckReport]) -> bool:

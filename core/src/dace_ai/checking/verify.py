@@ -23,6 +23,7 @@ import warnings
 from typing import Any
 
 from dace_ai.checking.api import CheckReport, CheckRequest
+from dace_ai.checking.sanitize import checker as sanitizer_checker
 from dace_ai.errors import UnverifiedWarning
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Checker
@@ -71,7 +72,8 @@ def verify_check(request: CheckRequest) -> CheckReport:
     details: dict[str, Any] = {"seeds": len(result["seeds"]), "sizes": result["sizes"],
                                "reference": result["reference"], "timings": result["seconds"],
                                "threads": result["threads"], "ladder": result.get("ladder", []),
-                               "skipped": [s.as_dict() for s in result.get("skipped", [])]}
+                               "skipped": [s.as_dict() for s in result.get("skipped", [])],
+                               "distributions": result.get("distributions") or {}}
     if plan is not None:
         details["bench_sizes"] = plan.sizes
     if result["status"] != "passed":
@@ -87,3 +89,4 @@ def dace_ai_checkers():
     yield Checker(name="verify", stage="verify", check=verify_check, applies=applies, default=True,
                   description="Runs the code against the node's reference (native expansion or reference=) "
                               "on random inputs in a sandboxed child process")
+    yield sanitizer_checker()

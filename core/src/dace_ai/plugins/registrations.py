@@ -325,11 +325,17 @@ class Checker(Registration):
     applies: Callable[[CheckRequest], bool] | None = None
     #: Run by default (when the ``checkers`` setting does not list checkers explicitly).
     default: bool = True
+    #: Place within its stage: lower runs first; equal orders keep the selection's order (name order for
+    #: the defaults, the setting's order for a list). A checker that reads what another checker of its
+    #: stage left on ``request.shared`` takes a higher order (``sanitizers``, 10, reads ``verify``'s run).
+    order: int = 0
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.stage not in STAGES:
             raise ValueError(f"Checker({self.name!r}): stage must be one of {STAGES}, got {self.stage!r}")
+        if not isinstance(self.order, int) or isinstance(self.order, bool):
+            raise TypeError(f"Checker({self.name!r}): order must be an int, got {self.order!r}")
         _require_callable(self, "check", self.check)
         _require_callable(self, "applies", self.applies, optional=True)
 
