@@ -28,7 +28,7 @@ SECRET = "sk-cluster-test-0123456789abcdef"
 PASSWORD = "gatewaypassw0rd-xyz"
 
 #: The level of an answer the verify stage passed: what it varied (sanitizers where clang is installed).
-VERIFIED = re.compile(r"verified \(3 seeds, \d+ sizes, (\d thread counts, )?\d distributions"
+VERIFIED = re.compile(r"verified \(3 seeds, \d+ sizes?, (\d thread counts, )?\d distributions"
                       r"(, sanitizers|, no sanitizers: .+)?\)")
 
 
