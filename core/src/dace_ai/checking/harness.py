@@ -34,6 +34,8 @@ the rung and the map point of the failing case.
 
 from __future__ import annotations
 
+import copy
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -54,7 +56,9 @@ MAX_RTOL = 1e-2
 
 
 # ----------------------------------------------------------------------------- sizes and cases
+@functools.lru_cache(maxsize=4096)
 def _sym(expr: str) -> Any:
+    """A symbolic expression from its text, parsed once (every case evaluates the same few)."""
     from dace import symbolic
 
     return symbolic.pystr_to_symbolic(str(expr))
@@ -67,8 +71,15 @@ def evaluate(expr: Any, values: Mapping[str, Any]) -> int:
         missing = [str(s) for s in value.free_symbols if str(s) not in values]
         if missing:
             raise KeyError(", ".join(sorted(missing)))
-        value = value.subs({s: values[str(s)] for s in value.free_symbols})
+        return _substituted(value, tuple(sorted((str(s), values[str(s)]) for s in value.free_symbols)))
     return int(value)
+
+
+@functools.lru_cache(maxsize=16384)
+def _substituted(value: Any, items: tuple[tuple[str, Any], ...]) -> int:
+    """``value`` with its symbols replaced by ``items``: remembered, since every case asks the same few."""
+    named = dict(items)
+    return int(value.subs({s: named[str(s)] for s in value.free_symbols}))
 
 
 def size_cases(request: CheckRequest, sizes: Any = None, bench_sizes: Any = None) -> list[dict[str, int]]:
@@ -196,10 +207,13 @@ def distribution_cases(request: CheckRequest, ladder: Any, reference: str | None
     kinds = {_dtype(request, c).kind for c in request.node.connectors if c.direction == "in"}
     extra = []
     for rung in ladder.rungs:
+        made: dict[int, dict[str, Any]] = {}  # one case per map point, copied for each distribution
         for j, (name, magnitude) in enumerate(distributions.planned(rung.name, kinds, reference)):
-            point = rung.points[-1 - j % len(rung.points)]
-            case = make_case(request, rung.seeds[0], rung.sizes, point, rung.name,
-                             point_text(point, ladder.scope_kinds))
+            at = -1 - j % len(rung.points)
+            if at not in made:
+                made[at] = make_case(request, rung.seeds[0], rung.sizes, rung.points[at], rung.name,
+                                     point_text(rung.points[at], ladder.scope_kinds))
+            case = copy.deepcopy(made[at])
             case["distribution"] = name
             if magnitude is not None:
                 case.update(magnitude=magnitude, group=f"{rung.name}:{name}")
