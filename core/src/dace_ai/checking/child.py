@@ -380,29 +380,25 @@ def compare(conn: dict[str, Any], expected: np.ndarray, got: np.ndarray, rtol: f
     """
     if expected.dtype == got.dtype and np.array_equal(expected, got):  # the common case, without temporaries
         return None
+
+    def elements(kind: str, where: np.ndarray) -> dict[str, Any]:
+        """A problem of ``kind`` at the elements ``where`` (first index, count, the expected value there)."""
+        index = np.argwhere(where)[0] if got.ndim else []
+        return {"kind": kind, "connector": conn["name"], "index": [int(i) for i in index],
+                "count": int(np.count_nonzero(where)), "elements": int(got.size),
+                "expected": _scalar(expected[tuple(int(i) for i in index)])}
+
     expected_fill = is_fill(expected) if expected.dtype == got.dtype else np.zeros(expected.shape, bool)
-    got_fill = is_fill(got)
-    unwritten = got_fill & ~expected_fill
+    unwritten = is_fill(got) & ~expected_fill
     if np.any(unwritten):
-        index = np.argwhere(unwritten)[0] if got.ndim else []
-        return {"kind": "unwritten", "connector": conn["name"], "index": [int(i) for i in index],
-                "count": int(np.count_nonzero(unwritten)), "elements": int(got.size),
-                "expected": _scalar(expected[tuple(index)])}
+        return elements("unwritten", unwritten)
     check = ~expected_fill
     kind = np.dtype(got.dtype).kind
     if kind in "fc":
-        read_first = check & fill_derived(got) & ~np.isnan(expected)
-        if np.any(read_first):
-            index = np.argwhere(read_first)[0] if got.ndim else []
-            return {"kind": "read_before_write", "connector": conn["name"], "index": [int(i) for i in index],
-                    "count": int(np.count_nonzero(read_first)), "elements": int(got.size),
-                    "expected": _scalar(expected[tuple(index)])}
-        outside = check & slack_derived(got) & ~np.isnan(expected)
-        if np.any(outside):
-            index = np.argwhere(outside)[0] if got.ndim else []
-            return {"kind": "read_outside", "connector": conn["name"], "index": [int(i) for i in index],
-                    "count": int(np.count_nonzero(outside)), "elements": int(got.size),
-                    "expected": _scalar(expected[tuple(index)])}
+        for name, derived in (("read_before_write", fill_derived), ("read_outside", slack_derived)):
+            found = check & derived(got) & ~np.isnan(expected)
+            if np.any(found):
+                return elements(name, found)
         exp = expected.astype(np.complex128 if kind == "c" else np.float64)
         val = got.astype(exp.dtype)
         both_nan = np.isnan(exp) & np.isnan(val)
@@ -418,10 +414,7 @@ def compare(conn: dict[str, Any], expected: np.ndarray, got: np.ndarray, rtol: f
     else:
         wrong = check & (expected != got)
         if _integer_read_first(expected, got, wrong):
-            index = np.argwhere(wrong)[0] if got.ndim else []
-            return {"kind": "read_before_write", "connector": conn["name"], "index": [int(i) for i in index],
-                    "count": int(np.count_nonzero(wrong)), "elements": int(got.size),
-                    "expected": _scalar(expected[tuple(index)])}
+            return elements("read_before_write", wrong)
         max_error = float(np.max(np.abs(expected.astype(np.float64) - got.astype(np.float64)), initial=0.0)) \
             if kind != "b" else float(np.count_nonzero(wrong))
     if not np.any(wrong):
