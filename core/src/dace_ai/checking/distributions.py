@@ -94,7 +94,7 @@ def summary(cases: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, A
             skipped.append({"distribution": name, "rung": case.get("rung", ""), "magnitude": case.get("magnitude"),
                             "reason": reason})
     never = sorted({s["distribution"] for s in skipped} - set(ran))
-    return {"ran": {k: v for k, v in ran.items()}, "skipped": skipped, "never": never}
+    return {"ran": ran, "skipped": skipped, "never": never}
 
 
 def summary_words(found: Mapping[str, Any]) -> str:
