@@ -20,7 +20,7 @@ import dace_ai
 import numpy as np
 import pytest
 from dace_ai import compat
-from dace_ai.checking.levels import level_from_code
+from dace_ai.expansion.provenance import level_from_code
 from dace_ai.errors import AnswerError
 from dace_ai.prompt.answer import parse_answer
 

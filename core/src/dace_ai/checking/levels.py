@@ -12,15 +12,12 @@ and the summaries of ``dace_ai.generate``, ``read_prompt_responses`` and ``build
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from dace_ai.checking.api import CheckReport
 
 #: The prefix of every level that is neither verified nor compile-only.
 UNVERIFIED = "unverified"
-#: The level inside a provenance comment, where it is the last field (``... verification=compile-only``).
-LEVEL_IN_PROVENANCE = re.compile(r"\bverification=(?P<level>[^\n]+)$")
 
 
 def _stage(report: CheckReport) -> str:
@@ -101,8 +98,3 @@ def verification_level(reports: Sequence[CheckReport]) -> str:
         return f"{UNVERIFIED}: {_reason(inconclusive[0])}"
     return f"{UNVERIFIED}: no check applied"
 
-
-def level_from_code(code: str) -> str | None:
-    """The verification level recorded in a generated tasklet's provenance comment, or None."""
-    m = LEVEL_IN_PROVENANCE.search(code.split("\n", 1)[0] if code.startswith("// dace-ai:") else "")
-    return m.group("level") if m else None

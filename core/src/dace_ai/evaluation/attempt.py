@@ -54,6 +54,7 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     """Outcomes of one attempt (see the module docstring); never raises for the candidate's faults."""
     import dace
 
+    from dace_ai.checking.verdict import judge
     from dace_ai.config.settings import resolve_settings
     from dace_ai.evaluation.programs import program_sdfg, task_digest
     from dace_ai.evaluation.sandbox import run_task
@@ -106,13 +107,17 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     # The bench stage's node figures (node vs its native expansion and DaCe's library implementations).
     # The bench stage's node figures stay in its check record; the attempt's figures come from one place (below).
     node_speedup = _bench_speedup(reports) if out["bench"] == "passed" else None
-    out["accepted"] = not any(r.status == "failed" for r in reports)
+    verdict = judge(reports, settings)  # the rule the expansion applies (on_inconclusive included)
+    out["accepted"] = verdict.accepted
     for stage in ("compile", "verify", "bench"):
         if out[stage] == "failed":  # the first stage that refused the attempt decides it
             out["refused_by"] = stage
             out["refusal"] = " ".join(r.diagnostics.strip() for r in reports
                                       if r.status == "failed" and r.details.get("stage") == stage)[:500]
             break
+    if not verdict.accepted and not out.get("refused_by"):  # a check could not decide and on_inconclusive=reject
+        out["refused_by"] = str(verdict.inconclusive[0].details.get("stage") or "compile")
+        out["refusal"] = verdict.reason[:500]
     if out["bench"] == "failed":
         out["bench_refusal"] = out["refusal"] if out.get("refused_by") == "bench" else None
 

@@ -89,7 +89,7 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
     from dace_ai.config.settings import resolve_settings
     from dace_ai.evaluation.programs import baseline_sdfg, compare, program_sdfg, task_digest
     from dace_ai.evaluation.tasks import find_task, suite_member
-    from dace_ai.expansion.pipeline import _environments, node_context
+    from dace_ai.expansion.pipeline import answer_environments, node_context
     from dace_ai.expansion.tasklet import make_tasklet, place_tasklet
     from dace_ai.prompt.answer import Answer
     from dace_ai.storage.files import ai_folder
@@ -110,7 +110,7 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
     def place() -> None:
         settings = resolve_settings(spec.get("settings") or {})
         ctx = node_context(sdfg, state, node, settings)
-        resolution = _environments(answer, ctx)
+        resolution = answer_environments(answer, ctx)
         if resolution.problems:
             raise ValueError("; ".join(resolution.problems))
         tasklet = make_tasklet(node, answer, ctx, {"bench": task.id}, resolution.paths)

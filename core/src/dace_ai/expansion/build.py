@@ -152,7 +152,7 @@ def _conversation(folder: Path, number: int) -> tuple[str, list[tuple[str, str]]
 def repair_tasklet(entry: Blame, message: str, settings: AISettings) -> Any:
     """Ask the tasklet's provider again with its conversation plus ``message``; update the tasklet."""
     from dace_ai.expansion.pipeline import AnswerSource, request_for, request_record
-    from dace_ai.expansion.tasklet import provenance_comment
+    from dace_ai.expansion.provenance import Provenance, of
     from dace_ai.prompt.answer import parse_answer
     from dace_ai.providers.select import select_provider
     from dace_ai.storage.sessions import Session
@@ -187,10 +187,11 @@ def repair_tasklet(entry: Blame, message: str, settings: AISettings) -> Any:
                                answer=answer.model_dump(mode="json"), reports=[], status="accepted", source=source,
                                usage=reply.usage, reason="program build repair",
                                extra={"parent": number, "edited_by_hand": edited_code is not None})
-    fields.update({"provider": provider.name, "model": reply.model or "", "source": source, "cache_key": key[:16],
-                   "session": f"ai-sessions/{folder.name}/round-{rnd.number}"})
-    session.update_round(rnd.number, provenance=[[k, v] for k, v in fields.items()])
-    tasklet.code = compat_code(provenance_comment(fields) + answer.code)
+    written = (of(tasklet) or Provenance()).replace(
+        provider=provider.name, model=reply.model or "", source=source, cache_key=key[:16],
+        session=f"ai-sessions/{folder.name}/round-{rnd.number}")
+    session.update_round(rnd.number, provenance=written.pairs())
+    tasklet.code = compat_code(written.to_comment() + answer.code)
     tasklet.code_global = compat_code(answer.code_global)
     tasklet.code_init = compat_code(answer.code_init)
     tasklet.code_exit = compat_code(answer.code_exit)
@@ -321,7 +322,7 @@ def verification_summary(sdfg: Any) -> list[tuple[str, str]]:
     """(tasklet label, verification level) of every generated tasklet in ``sdfg``, nested SDFGs included."""
     from dace.sdfg import nodes
 
-    from dace_ai.checking.levels import level_from_code
+    from dace_ai.expansion.provenance import level_from_code
 
     found = []
     for node, _ in sdfg.all_nodes_recursive():

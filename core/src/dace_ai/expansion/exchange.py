@@ -206,7 +206,7 @@ def first_error(log: str) -> str:
 
 def tasklet_level(tasklet: Any) -> str:
     """The verification level in a generated tasklet's provenance; ``native fallback`` for None."""
-    from dace_ai.checking.levels import level_from_code
+    from dace_ai.expansion.provenance import level_from_code
 
     if tasklet is None:
         return "native fallback (no answer passed its checks)"

@@ -28,8 +28,10 @@ def expand_natively_or_raise(sdfg: Any, state: Any, node: Any, settings: AISetti
 
     Returns the implementation used.
     """
+    from dace_ai.checking.verdict import falls_back_natively
+
     native = native_implementation(node)
-    if settings.on_failure == "error" or native is None:
+    if not falls_back_natively(settings.on_failure, native is not None):
         if settings.on_failure == "native" and native is None:
             raise CheckFailed(f"{error} (on_failure=native, but {type(node).__name__} {node.name!r} has no native "
                               "implementation to fall back to)", node=error.node, session=error.session) from None

@@ -253,13 +253,16 @@ class _Answered:
     usage: Usage | None = None
     level: str = ""
     job: dict[str, Any] = field(default_factory=dict)  #: where the checks ran (``details["job"]``)
+    #: The verdict on an accepted answer and its node: checks that could not decide are warned about afterwards.
+    verdict: Any = None
+    ctx: Any = None
 
 
 def _answer(provider: Any, client: Any, job: _Job, cache: AnswerCache, settings: Any, dispatcher: Any,
             asks: threading.BoundedSemaphore) -> _Answered:
     """Ask for one distinct request; cache the reply only when it is a valid answer that passes its checks."""
-    from dace_ai.checking.levels import verification_level
-    from dace_ai.checking.stages import failed, repair_message
+    from dace_ai.checking.stages import repair_message
+    from dace_ai.checking.verdict import judge
     from dace_ai.execution.jobs import ExecutorUnavailable
     from dace_ai.expansion.dispatch import job_note
     from dace_ai.expansion.pipeline import ask_for_node, check_answer
@@ -277,19 +280,17 @@ def _answer(provider: Any, client: Any, job: _Job, cache: AnswerCache, settings:
     except Exception as exc:  # noqa: BLE001 - a provider plugin's bug must not take the other nodes down
         return _Answered("failed", f"{type(exc).__name__}: {exc}")
     where = job_note(reports)
-    undecided = [r.checker for r in reports if r.status == "inconclusive"]
-    if failed(reports):
+    verdict = judge(reports, settings)
+    if verdict.repairable:
         first = repair_message(reports).split("\n\n", 2)[1:2]
         return _Answered("failed", "refused by its checks, nothing cached (the expansion asks again with the "
                          "diagnostics): " + (first[0].splitlines()[0] if first else ""), reply.usage, "", where)
-    if undecided and settings.on_inconclusive == "reject":
-        return _Answered("failed", f"refused: check(s) {', '.join(undecided)} could not decide and "
-                         "on_inconclusive=reject; nothing cached", reply.usage, "", where)
-    level = verification_level(reports)
+    if not verdict.accepted:
+        return _Answered("failed", f"refused: {verdict.reason}; nothing cached", reply.usage, "", where)
     checks = [{"checker": r.checker, "status": r.status, "stage": r.details.get("stage", "")} for r in reports]
     cache.put(job.key, provider.name, reply.as_record(),
-              extra={"node": job.ctx.name, "via": "dace_ai.generate", "checks": checks, "verification": level})
-    return _Answered("generated", None, reply.usage, level, where)
+              extra={"node": job.ctx.name, "via": "dace_ai.generate", "checks": checks, "verification": verdict.level})
+    return _Answered("generated", None, reply.usage, verdict.level, where, verdict, job.ctx)
 
 
 def _run(jobs: Any, workers: int, work: Callable[[_Job], _Answered], bar: _Progress) -> None:
@@ -312,6 +313,8 @@ def _run(jobs: Any, workers: int, work: Callable[[_Job], _Answered], bar: _Progr
                     result.retries = int(out.job.get("retries", 0))
                     result.lost_workers = list(out.job.get("lost_workers", []))
                     result.seconds = time.perf_counter() - t0
+                if out.verdict is not None:  # said here, in the calling thread, where warning filters apply
+                    out.verdict.warn(out.ctx, stacklevel=3)
                 bar.advance(done=len(job.results) if out.status == "generated" else 0,
                             failed=len(job.results) if out.status == "failed" else 0)
     except BaseException:

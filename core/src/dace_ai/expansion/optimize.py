@@ -66,6 +66,7 @@ class _Attempt:
     reports: list[Any] | None = None
     environments: set[str] | None = None  #: class paths the answer's environments resolved to (when it passed)
     figures: dict[str, Any] | None = None
+    verdict: Any = None  #: :func:`dace_ai.checking.verdict.judge` on its reports
 
 
 class _Changes:
@@ -214,7 +215,7 @@ def _optimize_node(sdfg: Any, state: Any, node: Any, settings: Any, provider: An
             history = _refinement_history(best, attempts, ctx) if best else _retry_history(attempts)
     result.candidates = [a.candidate for a in attempts]
     best = _best(attempts)
-    _apply(result, best, sdfg, state, node, ctx, gate, provider.name, session, changes)
+    _apply(result, best, sdfg, state, node, ctx, gate, provider.name, session, changes, settings.on_failure)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -286,7 +287,7 @@ class _Runner:
             return
 
     def _check(self, attempt: _Attempt) -> None:
-        from dace_ai.checking.stages import failed
+        from dace_ai.checking.verdict import judge
         from dace_ai.execution.jobs import ExecutorUnavailable
         from dace_ai.expansion import pipeline
         from dace_ai.expansion.dispatch import CheckJobFailed, job_note
@@ -316,14 +317,15 @@ class _Runner:
             c.speedup, c.speedup_range = fig.get("speedup"), fig.get("speedup_range")
             c.native, c.strongest, c.speedup_strongest = fig.get("native"), fig.get("strongest"), fig.get("speedup_strongest")
             c.seconds_per_call, c.native_seconds_per_call = fig.get("candidate_median"), fig.get("native_median")
-        if failed(reports):
-            first = next(r for r in reports if r.failed)
+        verdict = attempt.verdict = judge(reports, self.settings)
+        if verdict.failed:
+            first = verdict.failed[0]
             c.status, c.stage, c.reason = "refused", first.details.get("stage", ""), first.diagnostics.strip()
+        elif not verdict.accepted:  # a check could not decide and on_inconclusive=reject
+            c.status, c.stage, c.reason = "refused", verdict.inconclusive[0].details.get("stage", ""), verdict.reason
         else:
-            from dace_ai.checking.levels import verification_level
-
             c.status = "passed"
-            c.verification = verification_level(reports)
+            c.verification = verdict.level
             self.answers.keep(attempt.key, attempt.reply, c.source, reports, c.verification)  # only what passed
         self._record(attempt, "passed" if c.status == "passed" else "rejected")
 
@@ -335,7 +337,7 @@ class _Runner:
         record["optimize"] = {"round": attempt.candidate.round, "sample": attempt.candidate.sample}
         with self._record_lock:
             rnd = self.session.record_round(
-                node=pipeline._node_record(self.ctx), system=request.system,
+                node=pipeline.node_record(self.ctx), system=request.system,
                 messages=[(m.role, m.content) for m in request.messages], request=record,
                 reply_text=attempt.reply.text if attempt.reply else None,
                 answer=attempt.answer.model_dump(mode="json") if attempt.answer is not None else None,
@@ -402,18 +404,23 @@ def _sizes(sizes: Any) -> str:
 
 
 def _apply(result: NodeOptimization, best: _Attempt | None, sdfg: Any, state: Any, node: Any, ctx: Any,
-           gate: float | None, provider: str, session: Any, changes: _Changes) -> None:
-    """Place the winner's tasklet, or keep the native expansion (gate, or nothing passed)."""
+           gate: float | None, provider: str, session: Any, changes: _Changes, on_failure: str | None = None) -> None:
+    """Place the winner's tasklet, or keep the native expansion (gate, or nothing passed and ``on_failure`` allows)."""
+    from dace_ai.checking.verdict import falls_back_natively
     from dace_ai.expansion import pipeline
     from dace_ai.expansion.fallback import native_implementation
+    from dace_ai.expansion.implementation import IMPLEMENTATION
+    from dace_ai.expansion.provenance import Provenance
     from dace_ai.expansion.tasklet import make_tasklet
 
     native = native_implementation(node)
     if best is None:
         result.reason = "no candidate passed its checks"
-        if native is not None:
+        if falls_back_natively(on_failure, native is not None):
             changes.set_implementation(node, native)
             result.outcome, result.reason = "native kept", result.reason + f"; node set to {native!r}"
+        elif native is not None:  # on_failure=error: no silent native code; the expansion asks again, or stops
+            result.reason += f"; on_failure=error, so the node keeps implementation {IMPLEMENTATION!r}"
         changes.summarize(session, result, None)
         return
     c = best.candidate
@@ -435,12 +442,15 @@ def _apply(result: NodeOptimization, best: _Attempt | None, sdfg: Any, state: An
             other.reason = (f"slower than the winner r{c.round}s{c.sample}: {format_seconds(other.seconds_per_call)} "
                             f"vs {format_seconds(c.seconds_per_call)} per call")
     environments = best.environments or set()
-    provenance = {"node": ctx.name, "provider": provider, "model": (best.reply.model if best.reply else "") or "",
-                  "source": c.source, "cache_key": getattr(best, "key", "")[:16],
-                  "session": f"ai-sessions/{session.folder.name}/round-{c.session_round}",
-                  "bench": pipeline.bench_provenance(best.figures), "optimize": f"r{c.round}s{c.sample}",
-                  "verification": c.verification}  # last: the level may contain spaces
+    provenance = Provenance.from_fields({
+        "node": ctx.name, "provider": provider, "model": (best.reply.model if best.reply else "") or "",
+        "source": c.source, "cache_key": getattr(best, "key", "")[:16],
+        "session": f"ai-sessions/{session.folder.name}/round-{c.session_round}",
+        "bench": pipeline.bench_provenance(best.figures), "optimize": f"r{c.round}s{c.sample}",
+        "verification": c.verification})
     changes.place(state, node, make_tasklet(node, best.answer, ctx, provenance, environments))
+    if best.verdict is not None:  # the winner is used: never silently while one of its checks could not decide
+        best.verdict.warn(ctx, session.folder, stacklevel=4)
     result.outcome = "optimized"
     changes.summarize(session, result, c.session_round)
 

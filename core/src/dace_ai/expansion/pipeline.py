@@ -28,7 +28,7 @@ from dace_ai.context.types import NodeContext
 from dace_ai.errors import AnswerError, MissingAnswer, NativeKept, ProviderError
 from dace_ai.expansion.implementation import IMPLEMENTATION
 from dace_ai.prompt.answer import Answer, answer_json_schema, parse_answer
-from dace_ai.providers.api import Message, ProviderReply, ProviderRequest, _cached_fallback, _current_node
+from dace_ai.providers.api import Message, ProviderReply, ProviderRequest, answering_for
 from dace_ai.storage.cache import AnswerCache, cache_key
 
 _pass = threading.local()
@@ -227,24 +227,27 @@ def request_record(provider: str, request: ProviderRequest, key: str) -> dict[st
             "base_url": redact(request.base_url), "schema_name": request.schema_name, "cache_key": key}
 
 
-def _node_record(ctx: NodeContext) -> dict[str, Any]:
+def node_record(ctx: NodeContext) -> dict[str, Any]:
     return {"key": ctx.key, "name": ctx.name, "type": ctx.node_type, "library": ctx.library, "sdfg": ctx.sdfg_name,
             "state": ctx.state_label, "target": ctx.target.name}
 
 
-def ask_for_node(provider: Any, client: Any, request: ProviderRequest, ctx: NodeContext) -> ProviderReply:
-    """Ask ``provider`` on behalf of node ``ctx`` (providers may name files after it)."""
+def ask_for_node(provider: Any, client: Any, request: ProviderRequest, ctx: NodeContext, *,
+                 cache_can_answer: bool = False) -> ProviderReply:
+    """Ask ``provider`` on behalf of node ``ctx`` (providers may name files after it).
+
+    ``cache_can_answer``: a missing answer will be served from the cache, so a provider
+    that would ask a person need not (:func:`~dace_ai.providers.api.cached_fallback`).
+    """
     from dace_ai.providers.select import ask
 
-    token = _current_node.set(ctx)
     try:
-        return ask(provider, client, request)
+        with answering_for(ctx, cache_can_answer=cache_can_answer):
+            return ask(provider, client, request)
     except ProviderError as exc:
         if isinstance(exc.__cause__, MissingAnswer):
             raise exc.__cause__ from None
         raise
-    finally:
-        _current_node.reset(token)
 
 
 class AnswerSource:
@@ -271,15 +274,13 @@ class AnswerSource:
             return ProviderReply.from_record(hit.record), "cache", key
         if self._client is None:
             self._client = make_client(self.provider, self.settings)
-        token = _cached_fallback.set(hit is not None)
         try:
-            return ask_for_node(self.provider, self._client, request, ctx), self.provider.name, key
+            return (ask_for_node(self.provider, self._client, request, ctx, cache_can_answer=hit is not None),
+                    self.provider.name, key)
         except MissingAnswer:
             if hit is None:
                 raise
             return ProviderReply.from_record(hit.record), "cache", key  # the response file is gone, its answer is not
-        finally:
-            _cached_fallback.reset(token)
 
     def keep(self, key: str, reply: ProviderReply, source: str, reports: Sequence[Any] = (),
              level: str = "") -> None:
@@ -331,48 +332,37 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
             answer = parse_answer(reply.text, origin=f"{source} answer for node {ctx.name!r} (session {session.folder})",
                                   max_tokens=request.max_tokens)
         except AnswerError as exc:
-            session.record_round(node=_node_record(ctx), system=request.system, messages=conversation,
+            session.record_round(node=node_record(ctx), system=request.system, messages=conversation,
                                  request=record, reply_text=reply.text, answer=None, reports=[], status="error",
                                  error=str(exc), source=source, node_json=node_json, usage=reply.usage,
                                  started=started)
             raise
         reports, environments = check_answer(answer, ctx, settings)
-        from dace_ai.checking.levels import verification_level
-        from dace_ai.checking.stages import failed, failure_error, inconclusive_error, repair_message
+        from dace_ai.checking.stages import failure_error, inconclusive_error, repair_message
+        from dace_ai.checking.verdict import judge
 
-        undecided = [r for r in reports if r.status == "inconclusive"]
-        rejected = bool(undecided) and settings.on_inconclusive == "reject" and not failed(reports)
-        ok = not failed(reports) and not rejected
-        level = verification_level(reports) if ok else ""
-        if not ok:
+        verdict = judge(reports, settings)
+        if not verdict.accepted:
             environments = set()
-        rnd = session.record_round(node=_node_record(ctx), system=request.system, messages=conversation,
+        rnd = session.record_round(node=node_record(ctx), system=request.system, messages=conversation,
                                    request=record, reply_text=reply.text, answer=answer.model_dump(mode="json"),
-                                   reports=reports, status="accepted" if ok else "rejected", source=source,
-                                   node_json=node_json, usage=reply.usage, started=started,
-                                   reason="expansion" if attempt == 0 else "repair", level=level)
-        if rejected:
-            raise inconclusive_error(ctx, undecided, session.folder)
-        if ok:
-            answers.keep(key, reply, source, reports, level)
-            untold = [r for r in undecided if "told" not in r.details]  # a checker that told the user itself
-            if untold:
-                _warn_inconclusive(ctx, untold, session.folder)
+                                   reports=reports, status="accepted" if verdict.accepted else "rejected",
+                                   source=source, node_json=node_json, usage=reply.usage, started=started,
+                                   reason="expansion" if attempt == 0 else "repair", level=verdict.level)
+        if verdict.accepted:
+            answers.keep(key, reply, source, reports, verdict.level)
+            verdict.warn(ctx, session.folder, stacklevel=2)
             return Outcome(answer, reply, provider.name, key, source, str(session.folder), rnd.number, environments,
-                           level, reports)
+                           verdict.level, reports)
+        if not verdict.repairable:  # no repair round can fix a check that cannot decide
+            raise inconclusive_error(ctx, list(verdict.inconclusive), session.folder)
         history += [Message("assistant", reply.text), Message("user", repair_message(reports))]
     error = failure_error(ctx, reports, attempts - 1, session.folder)
-    if only_too_slow(reports):
+    if verdict.too_slow:
         raise NativeKept(f"node {ctx.name!r}: every candidate was slower than the native expansion "
                          f"(bench=gate, min_speedup {settings.min_speedup}); keeping the native expansion. {error}",
                          node=ctx.name, session=str(session.folder))
     raise error
-
-
-def only_too_slow(reports: list[Any]) -> bool:
-    """True when the only failures are the bench gate's (the code works, it is just not faster)."""
-    failures = [r for r in reports if r.failed]
-    return bool(failures) and all(r.details.get("rule") == "gate" for r in failures)
 
 
 def bench_figures(reports: list[Any]) -> dict[str, Any] | None:
@@ -394,19 +384,6 @@ def bench_provenance(figures: dict[str, Any] | None) -> str:
     return f"{figures['candidate_median'] * 1e6:.1f}us_per_call"
 
 
-def _warn_inconclusive(ctx: NodeContext, reports: Sequence[Any], session: Any) -> None:
-    """Never accept silently: say which checks could not decide, for which node, and where the session is."""
-    import warnings
-
-    from dace_ai.errors import InconclusiveCheckWarning
-
-    what = "; ".join(f"{r.checker}: {(r.details.get('reason') or r.diagnostics.strip() or 'no reason given')}"
-                     .splitlines()[0] for r in reports)
-    warnings.warn(f"dace-ai: node {ctx.name!r} ({ctx.node_type}) in SDFG {ctx.sdfg_name!r} was accepted although "
-                  f"{len(reports)} check(s) could not decide ({what}); session: {session}. "
-                  "Set on_inconclusive=reject to refuse such answers.", InconclusiveCheckWarning, stacklevel=3)
-
-
 def check_answer(answer: Answer, ctx: NodeContext, settings: AISettings,
                  run: Any = None) -> tuple[list[Any], set[str]]:
     """The check reports of ``answer`` and, when it passed, the environment class paths it resolved to.
@@ -418,7 +395,7 @@ def check_answer(answer: Answer, ctx: NodeContext, settings: AISettings,
     """
     from dace_ai.checking.stages import failed
 
-    resolution = _environments(answer, ctx)
+    resolution = answer_environments(answer, ctx)
     if resolution.problems:
         from dace_ai.checking.api import CheckReport
 
@@ -426,11 +403,17 @@ def check_answer(answer: Answer, ctx: NodeContext, settings: AISettings,
     if run is not None and settings.compile_check:
         reports = run(answer, ctx, settings, set(resolution.paths))
     else:
-        reports = _check(answer, ctx, settings, resolution.paths)
+        reports = check_candidate(answer, ctx, settings, resolution.paths)
     return reports, (set() if failed(reports) else set(resolution.paths))
 
 
-def _check(answer: Answer, ctx: NodeContext, settings: AISettings, environments: set[str] | None = None) -> list[Any]:
+def check_candidate(answer: Answer, ctx: NodeContext, settings: AISettings,
+                    environments: set[str] | None = None) -> list[Any]:
+    """Run the checks on ``answer`` for node ``ctx`` here, with its environments already resolved.
+
+    What an executor's worker runs for a check job; :func:`check_answer` resolves the
+    environments first and is what everything else calls.
+    """
     if not settings.compile_check:
         return []
     from dace_ai.checking.api import CheckRequest
@@ -444,7 +427,7 @@ def _check(answer: Answer, ctx: NodeContext, settings: AISettings, environments:
                                    make_tasklet=factory, environments=set(environments or ())))
 
 
-def _environments(answer: Answer, ctx: NodeContext) -> Any:
+def answer_environments(answer: Answer, ctx: NodeContext) -> Any:
     """The environments the answer uses (registered ones by name, requested ones generated), or refusals."""
     from dace_ai.environments.resolve import Resolution, resolve_environments
 
@@ -465,14 +448,17 @@ def generate_tasklet(sdfg: Any, state: Any, node: Any, settings: Any = None, *,
     except Exception:
         node_json = None
     outcome = solve(ctx, settings, supplied=supplied, node_json=node_json)
-    provenance = {"node": ctx.name, "provider": outcome.provider, "model": outcome.reply.model or "",
-                  "source": outcome.source, "cache_key": outcome.key[:16],
-                  "session": f"ai-sessions/{outcome.session.rsplit('/', 1)[-1]}/round-{outcome.round}",
-                  "bench": bench_provenance(bench_figures(outcome.reports)),
-                  "verification": outcome.level}  # last: the level may contain spaces
+    from dace_ai.expansion.provenance import Provenance
+
+    provenance = Provenance.from_fields({
+        "node": ctx.name, "provider": outcome.provider, "model": outcome.reply.model or "",
+        "source": outcome.source, "cache_key": outcome.key[:16],
+        "session": f"ai-sessions/{outcome.session.rsplit('/', 1)[-1]}/round-{outcome.round}",
+        "bench": bench_provenance(bench_figures(outcome.reports)),
+        "verification": outcome.level})
     from dace_ai.storage.sessions import Session
 
-    Session(Path(outcome.session)).update_round(outcome.round, provenance=[[k, v] for k, v in provenance.items()],
+    Session(Path(outcome.session)).update_round(outcome.round, provenance=provenance.pairs(),
                                                 environments=sorted(outcome.environments))
     return make_tasklet(node, outcome.answer, ctx, provenance, outcome.environments)
 

@@ -4,10 +4,16 @@ The comment is part of the tasklet's code, so it survives ``sdfg.save()`` and
 ``SDFG.from_file()`` in another process and shows in generated C++. Its fields:
 ``node`` (the library node it replaced), ``provider``, ``model``, ``source``,
 ``cache_key``, ``session=ai-sessions/<session id>/round-<n>`` (the session and the
-round whose answer this is), when set ``pinned=true``, and ``verification``, the
-level the checks reached. Values never contain spaces, except the level
+round whose answer this is), ``bench`` and ``optimize`` (the speed figures and the
+winning candidate), when set ``pinned=true``, and ``verification``, the level the
+checks reached. Values never contain spaces, except the level
 (``verified (3 seeds, 5 sizes, ...)``), which is therefore always written last and
-read to the end of the line.
+read to the end of the line. Fields this version does not know are kept, in order,
+so a tasklet written by a newer version keeps them when this one pins it.
+
+:class:`Provenance` is the one type that writes and reads the line: every writer
+(expansion, optimize, refine, rollback, build repairs, pin) goes through
+:meth:`Provenance.to_comment`, every reader through :meth:`Provenance.parse`.
 
 :func:`is_pinned` is the one question every code path that changes tasklets
 asks first (build repairs, refine, optimize): a pinned tasklet is left alone.
@@ -15,12 +21,111 @@ asks first (build repairs, refine, optimize): a pinned tasklet is left alone.
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 _PROVENANCE = re.compile(r"^\s*//\s*dace-ai:(?P<fields>.*)$")
 _SESSION = re.compile(r"^ai-sessions/(?P<id>[^/]+)/round-(?P<round>\d+)$")
 _TRUE = ("1", "true", "yes")
+#: The one field whose value may contain spaces: written last, read to the end of the line.
+LAST_FIELD = "verification"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """The fields of a generated tasklet's first line (see the module docstring)."""
+
+    node: str = ""
+    provider: str = ""
+    model: str = ""
+    source: str = ""  #: "cache", the provider's name, or "supplied"
+    cache_key: str = ""
+    session: str = ""  #: ``ai-sessions/<session id>/round-<n>``
+    bench: str = ""  #: ``1.84x(1.71-1.95)_vs_native`` or the candidate's own time
+    optimize: str = ""  #: the winning candidate of ``dace_ai.optimize`` (``r1s0``)
+    pinned: bool = False
+    verification: str = ""  #: the verification level (may contain spaces: written last)
+    #: Fields this version does not know (``sol=0.33``), kept in their order.
+    extra: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_fields(cls, fields: Mapping[str, Any] | Iterable[Any]) -> Provenance:
+        """From ``{field: value}`` or ``[[field, value], ...]`` (a session's record); None values are left out."""
+        pairs = list(fields.items() if isinstance(fields, Mapping) else fields)
+        known = {f.name for f in dataclasses.fields(cls)} - {"extra", "pinned"}
+        values: dict[str, Any] = {}
+        extra: dict[str, str] = {}
+        for key, value in pairs:
+            key = str(key)
+            if value is None or key == "extra":
+                continue
+            if key == "pinned":
+                values["pinned"] = value is True or str(value).lower() in _TRUE
+            elif key in known:
+                values[key] = str(value)
+            else:
+                extra[key] = str(value)
+        return cls(**values, extra=tuple(extra.items()))
+
+    @classmethod
+    def parse(cls, code: str | None) -> Provenance | None:
+        """The provenance of ``code`` (a tasklet's code or just its first line), or None when it has none."""
+        first_line = code.lstrip().split("\n", 1)[0] if code else ""
+        m = _PROVENANCE.match(first_line)
+        if not m:
+            return None
+        text = " " + m.group("fields")
+        text, found, level = text.partition(f" {LAST_FIELD}=")
+        pairs = [part.split("=", 1) for part in text.split() if "=" in part]
+        if found:
+            pairs.append([LAST_FIELD, level.strip()])
+        return cls.from_fields(pairs)
+
+    def fields(self) -> dict[str, str]:
+        """``{field: value}`` in the order written: known fields, unknown ones, the level last; empty ones left out."""
+        out: dict[str, str] = {}
+        for f in dataclasses.fields(self):
+            if f.name in ("extra", LAST_FIELD):
+                continue
+            value = getattr(self, f.name)
+            if f.name == "pinned":
+                value = "true" if value else ""
+            if value:
+                out[f.name] = _one_word(str(value))
+        for key, value in self.extra:
+            if value and key not in out:
+                out[_one_word(key)] = _one_word(value)
+        if self.verification:
+            out[LAST_FIELD] = " ".join(self.verification.split())  # one line, whatever the level says
+        return out
+
+    def pairs(self) -> list[list[str]]:
+        """``[[field, value], ...]``: how a session records it (JSON keeps the order)."""
+        return [[k, v] for k, v in self.fields().items()]
+
+    def to_comment(self) -> str:
+        """The first line of the tasklet's code, newline included."""
+        return "// dace-ai: " + " ".join(f"{k}={v}" for k, v in self.fields().items()) + "\n"
+
+    def replace(self, **changes: Any) -> Provenance:
+        """A copy with ``changes`` (known or unknown fields; None removes a field)."""
+        return Provenance.from_fields({**self.fields(), **changes})
+
+    @property
+    def session_round(self) -> tuple[str, int] | None:
+        """(session id, round) named by the ``session`` field, or None."""
+        m = _SESSION.match(self.session)
+        if not m or m.group("id") in (".", ".."):  # provenance is text in a tasklet: stay inside the build root
+            return None
+        return m.group("id"), int(m.group("round"))
+
+
+def _one_word(value: str) -> str:
+    """Values other than the level are single words (a space would end them early when read)."""
+    return "_".join(value.split())
 
 
 def _code(tasklet: Any) -> str | None:
@@ -28,31 +133,21 @@ def _code(tasklet: Any) -> str | None:
     return code if isinstance(code, str) else None
 
 
+def of(tasklet: Any) -> Provenance | None:
+    """The provenance of a generated tasklet, or None for any other node."""
+    return Provenance.parse(_code(tasklet))
+
+
 def provenance(tasklet: Any) -> dict[str, str] | None:
-    """The fields of a generated tasklet's provenance comment, or None for any other node."""
-    code = _code(tasklet)
-    first_line = code.lstrip().split("\n", 1)[0] if code else ""
-    m = _PROVENANCE.match(first_line)
-    if not m:
-        return None
-    text, found, level = m.group("fields").partition(f" {LAST_FIELD}=")
-    fields = dict(part.split("=", 1) for part in text.split() if "=" in part)
-    if found:
-        fields[LAST_FIELD] = level.strip()
-    return fields
+    """The fields of a generated tasklet's provenance (:meth:`Provenance.fields`), or None for any other node."""
+    found = of(tasklet)
+    return found.fields() if found is not None else None
 
 
-#: The one field whose value may contain spaces: written last, read to the end of the line.
-LAST_FIELD = "verification"
-
-
-def comment(fields: dict[str, Any]) -> str:
-    """The provenance line for ``fields`` (empty values left out; the level last, see :data:`LAST_FIELD`)."""
-    ordered = [(k, v) for k, v in fields.items() if k != LAST_FIELD]
-    if LAST_FIELD in fields:
-        ordered.append((LAST_FIELD, fields[LAST_FIELD]))
-    text = " ".join(f"{k}={v}" for k, v in ordered if v not in (None, ""))
-    return f"// dace-ai: {text}\n"
+def level_from_code(code: str) -> str | None:
+    """The verification level recorded in a generated tasklet's code, or None."""
+    found = Provenance.parse(code)
+    return (found.verification or None) if found is not None else None
 
 
 def body(tasklet: Any) -> str:
@@ -64,25 +159,19 @@ def body(tasklet: Any) -> str:
     return code
 
 
-def session_round(fields: dict[str, str] | None) -> tuple[str, int] | None:
+def session_round(fields: dict[str, str] | Provenance | None) -> tuple[str, int] | None:
     """(session id, round) named by the ``session`` field, or None."""
-    m = _SESSION.match((fields or {}).get("session", ""))
-    if not m or m.group("id") in (".", ".."):  # provenance is text in a tasklet: stay inside the build root
+    if fields is None:
         return None
-    return m.group("id"), int(m.group("round"))
+    return (fields if isinstance(fields, Provenance) else Provenance.from_fields(fields)).session_round
 
 
 def with_fields(tasklet: Any, **changes: Any) -> None:
     """Rewrite the provenance line with ``changes`` (None removes a field); the code below is kept."""
     import dace
 
-    fields: dict[str, Any] = dict(provenance(tasklet) or {})
-    for key, value in changes.items():
-        if value is None:
-            fields.pop(key, None)
-        else:
-            fields[key] = value
-    tasklet.code = dace.properties.CodeBlock(comment(fields) + body(tasklet), dace.Language.CPP)
+    changed = (of(tasklet) or Provenance()).replace(**changes)
+    tasklet.code = dace.properties.CodeBlock(changed.to_comment() + body(tasklet), dace.Language.CPP)
 
 
 def is_pinned(tasklet: Any) -> bool:
@@ -91,17 +180,17 @@ def is_pinned(tasklet: Any) -> bool:
     Anything that would change a generated tasklet (build repairs, refine, optimize)
     asks this first. Any other node (no provenance) is not pinned.
     """
-    fields = provenance(tasklet)
-    if fields is None:
-        return False
-    if fields.get("pinned", "").lower() in _TRUE:
-        return True
-    found = session_round(fields)
+    found = of(tasklet)
     if found is None:
+        return False
+    if found.pinned:
+        return True
+    where = found.session_round
+    if where is None:
         return False
     from dace_ai.storage.sessions import session_by_id
 
     try:
-        return session_by_id(found[0]).pinned
+        return session_by_id(where[0]).pinned
     except (OSError, ValueError):
         return False

@@ -29,7 +29,7 @@ from typing import Any
 
 from dace_ai import compat
 from dace_ai.errors import AIUsageError, AnswerError
-from dace_ai.expansion.provenance import body, is_pinned, provenance, session_round, with_fields
+from dace_ai.expansion.provenance import Provenance, body, is_pinned, provenance, session_round, with_fields
 from dace_ai.storage.sessions import Session, session_by_id
 
 
@@ -228,7 +228,8 @@ def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings
     answer changes the tasklet; otherwise the error is raised and the SDFG is left
     as it was (the rejected rounds are recorded in the session).
     """
-    from dace_ai.checking.stages import failed, failure_error, repair_message
+    from dace_ai.checking.stages import failure_error, inconclusive_error, repair_message
+    from dace_ai.checking.verdict import judge
     from dace_ai.expansion.pipeline import (
         AnswerSource,
         check_answer,
@@ -282,19 +283,23 @@ def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings
         except AnswerError as exc:
             session.record_round(answer=None, reports=[], status="error", error=str(exc), **common)
             raise
-        answers.keep(key, reply, source)
         reports, environments = check_answer(answer, ctx, settings)
-        ok = not failed(reports)
+        verdict = judge(reports, settings)
         rnd = session.record_round(answer=answer.model_dump(mode="json"), reports=reports,
-                                   status="accepted" if ok else "rejected", **common)
-        if ok:
-            fields = {"node": g.name, "provider": provider.name, "model": reply.model or "", "source": source,
-                      "cache_key": key[:16], "session": f"ai-sessions/{session.id}/round-{rnd.number}"}
-            session.update_round(rnd.number, provenance=[[k, v] for k, v in fields.items()],
-                                 environments=sorted(environments))
+                                   status="accepted" if verdict.accepted else "rejected", level=verdict.level,
+                                   **common)
+        if verdict.accepted:
+            answers.keep(key, reply, source, reports, verdict.level)  # only an answer that passed is cached
+            verdict.warn(ctx, session.folder, stacklevel=2)
+            fields = Provenance(node=g.name, provider=provider.name, model=reply.model or "", source=source,
+                                cache_key=key[:16], session=f"ai-sessions/{session.id}/round-{rnd.number}",
+                                verification=verdict.level)
+            session.update_round(rnd.number, provenance=fields.pairs(), environments=sorted(environments))
             update_tasklet(g.tasklet, answer, fields, environments)
             compat.discard_build_folder(sdfg)
             return g.tasklet
+        if not verdict.repairable:  # a check that cannot decide: no repair round can fix it
+            raise inconclusive_error(ctx, list(verdict.inconclusive), session.folder)
         history_messages += [("assistant", reply.text), ("user", repair_message(reports))]
     raise failure_error(ctx, reports, attempts - 1, session.folder)
 
@@ -321,14 +326,13 @@ def rollback(sdfg: Any, name: Any = None, round: int | None = None) -> Any:
                            f"{session.round_folder(round)}")
     answer = Answer.model_validate(data)
     stored = entry.get("provenance")
-    if isinstance(stored, list):
-        fields = {str(k): str(v) for k, v in stored}
-    elif isinstance(stored, dict):
-        fields = {str(k): str(v) for k, v in stored.items()}
+    if isinstance(stored, (list, dict)):
+        fields = Provenance.from_fields(stored)
     else:
-        fields = {"node": g.name, "source": entry.get("source", ""),
-                  "cache_key": str(entry.get("cache_key") or "")[:16]}
-    fields["session"] = f"ai-sessions/{session.id}/round-{round}"
+        fields = Provenance(node=g.name, source=str(entry.get("source") or ""),
+                            cache_key=str(entry.get("cache_key") or "")[:16],
+                            verification=str(entry.get("verification") or ""))
+    fields = fields.replace(session=f"ai-sessions/{session.id}/round-{round}")
     environments = set(entry.get("environments") or ())
     update_tasklet(g.tasklet, answer, fields, environments)
     session.set_current(round, "rollback")

@@ -20,6 +20,7 @@ from dace.sdfg import nodes
 from dace_ai import compat
 from dace_ai.context.types import ConnectorInfo, NodeContext
 from dace_ai.errors import AnswerError
+from dace_ai.expansion.provenance import Provenance
 from dace_ai.prompt.answer import Answer
 
 _LANGUAGES = {"cpp": dtypes.Language.CPP, "cuda": dtypes.Language.CPP, "hip": dtypes.Language.CPP}
@@ -49,13 +50,16 @@ def connector_type(conn: ConnectorInfo, live_type: Any = None) -> dtypes.typecla
     return dtypes.pointer(base) if conn.is_pointer else base
 
 
-def provenance_comment(provenance: dict[str, Any]) -> str:
-    fields = " ".join(f"{k}={v}" for k, v in provenance.items() if v not in (None, ""))
-    return f"// dace-ai: {fields}\n"
+def provenance_comment(provenance: Provenance | dict[str, Any] | None) -> str:
+    """The tasklet's first line (:meth:`~dace_ai.expansion.provenance.Provenance.to_comment`)."""
+    if not isinstance(provenance, Provenance):
+        provenance = Provenance.from_fields(provenance or {})
+    return provenance.to_comment()
 
 
 def make_tasklet(node: nodes.LibraryNode, answer: Answer, ctx: NodeContext,
-                 provenance: dict[str, Any] | None = None, environments: set[str] | None = None) -> nodes.Tasklet:
+                 provenance: Provenance | dict[str, Any] | None = None,
+                 environments: set[str] | None = None) -> nodes.Tasklet:
     """The tasklet for ``answer``, with ``node``'s connectors typed as in ``ctx``."""
     inputs: dict[str, Any] = dict(node.in_connectors)
     outputs: dict[str, Any] = dict(node.out_connectors)
@@ -68,7 +72,7 @@ def make_tasklet(node: nodes.LibraryNode, answer: Answer, ctx: NodeContext,
     untyped = [c for c, t in {**inputs, **outputs}.items() if t is None or getattr(t, "type", 1) is None]
     if untyped and ctx.connectors:
         raise AnswerError(f"node {ctx.name!r}: no type known for connector(s) {untyped}")
-    code = provenance_comment(provenance or {}) + answer.code
+    code = provenance_comment(provenance) + answer.code
     tasklet = nodes.Tasklet(
         compat_label(node.name),
         inputs=inputs,
@@ -99,7 +103,7 @@ def place_tasklet(state: Any, node: nodes.LibraryNode, tasklet: nodes.Tasklet) -
     return tasklet
 
 
-def update_tasklet(tasklet: nodes.Tasklet, answer: Answer, provenance: dict[str, Any],
+def update_tasklet(tasklet: nodes.Tasklet, answer: Answer, provenance: Provenance | dict[str, Any],
                    environments: set[str] | None = None) -> nodes.Tasklet:
     """Give an existing generated tasklet the code of ``answer`` (refine, rollback); edges and connectors stay."""
     language = _LANGUAGES[answer.language]

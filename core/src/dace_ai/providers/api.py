@@ -9,6 +9,8 @@ official SDK clients are). Errors are raised as
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -92,3 +94,18 @@ def cached_fallback() -> bool:
     ask: the cached answer will do.
     """
     return _cached_fallback.get()
+
+
+@contextlib.contextmanager
+def answering_for(node: NodeContext | None, *, cache_can_answer: bool = False) -> Iterator[None]:
+    """While the block runs, :func:`current_node` is ``node`` and :func:`cached_fallback` is ``cache_can_answer``.
+
+    The one way a caller that asks a provider says on whose behalf (the variables stay private to this module).
+    """
+    node_token = _current_node.set(node)
+    cache_token = _cached_fallback.set(cache_can_answer)
+    try:
+        yield
+    finally:
+        _cached_fallback.reset(cache_token)
+        _current_node.reset(node_token)
