@@ -148,3 +148,62 @@ def test_public_door_exports_what_it_lists():
 
     missing = [name for name in door.__all__ if not hasattr(door, name)]
     assert not missing
+
+
+def _private_uses(tree: ast.AST, unit: str) -> list[tuple[int, str]]:
+    """``(line, name)`` for every private name of another concern package used in ``tree``.
+
+    ``from dace_ai.<pkg>.<mod> import _name`` and ``<module>._name`` where ``<module>`` was
+    imported from ``dace_ai.<pkg>`` (``from dace_ai.expansion import pipeline``, ``import
+    dace_ai.storage.cache as cache``, ``import dace_ai.storage.cache``), for ``<pkg>`` other
+    than ``unit``. Dunder names are public.
+    """
+    def private(name: str) -> bool:
+        return name.startswith("_") and not name.startswith("__")
+
+    found: list[tuple[int, str]] = []
+    modules: dict[str, str] = {}  # local name -> the dace_ai module (or name in it) it is bound to
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("dace_ai"):
+            for alias in node.names:
+                if private(alias.name) and _unit(node.module) != unit:
+                    found.append((node.lineno, f"{node.module}.{alias.name}"))
+                modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("dace_ai"):
+                    modules[alias.asname or "dace_ai"] = alias.name if alias.asname else "dace_ai"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and private(node.attr):
+            chain, base = [], node.value
+            while isinstance(base, ast.Attribute):
+                chain.insert(0, base.attr)
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in modules:
+                owner = ".".join([modules[base.id], *chain])
+                if _unit(owner) not in (unit, "__init__"):
+                    found.append((node.lineno, f"{owner}.{node.attr}"))
+    return found
+
+
+def test_no_module_uses_a_private_name_of_another_package():
+    """A leading underscore means "this package only": another package asks for a public name instead."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        unit = _unit("dace_ai." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts))
+        for line, name in _private_uses(ast.parse(path.read_text(encoding="utf-8")), unit):
+            offenders.append(f"{path.relative_to(ROOT)}:{line}: {name}")
+    assert not offenders, "private names used across packages:\n" + "\n".join(offenders)
+
+
+def test_private_uses_are_found_in_every_spelling():
+    tree = ast.parse("from dace_ai.providers.api import _current_node, current_node\n"
+                     "from dace_ai.expansion import pipeline\n"
+                     "import dace_ai.storage.cache as cache\n"
+                     "import dace_ai.storage.files\n"
+                     "from dace_ai.checking.stages import _run_one\n"
+                     "def f():\n"
+                     "    pipeline._node_record(1); cache._lock; dace_ai.storage.files._tmp(); pipeline.__doc__\n")
+    found = sorted(name for _, name in _private_uses(tree, "checking"))
+    assert found == ["dace_ai.expansion.pipeline._node_record", "dace_ai.providers.api._current_node",
+                     "dace_ai.storage.cache._lock", "dace_ai.storage.files._tmp"]
