@@ -118,7 +118,7 @@ def main() -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     base = rows[0]
-    for name, wall, stats, _ in rows[1:]:
+    for name, wall, _stats, _ in rows[1:]:
         print(f"{name} vs {base[0]}: {base[1] / wall:.2f}x jobs per second")
     return 0
 

@@ -125,7 +125,7 @@ N = dace.symbol("N")
 
 @dace.program
 def loop_mm(A: dace.float64[N, N], B: dace.float64[N, N], C: dace.float64[N, N]):
-    for t in range(3):
+    for t in range(3):  # noqa: B007 - the context names the loop by its variable (read below)
         C[:] = A @ B
 
 

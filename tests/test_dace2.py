@@ -20,8 +20,8 @@ import dace_ai
 import numpy as np
 import pytest
 from dace_ai import compat
-from dace_ai.expansion.provenance import level_from_code
 from dace_ai.errors import AnswerError
+from dace_ai.expansion.provenance import level_from_code
 from dace_ai.prompt.answer import parse_answer
 
 from tests.dace_versions import DACE2, only_dace2

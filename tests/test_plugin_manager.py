@@ -141,7 +141,9 @@ def test_import_dace_ai_loads_no_plugin_and_no_sdk(site, tmp_path):
         "sdks = [m for m in ('anthropic', 'openai', 'litellm') if m in sys.modules]\n"
         "loaded = manager._manager is not None and manager._manager._loaded\n"
         "print(json.dumps({'sdks': sdks, 'loaded': loaded, 'ai': hasattr(dace, 'ai'),\n"
-        "                  'plugins': sorted(m for m in sys.modules if m.startswith(('dace_ai.providers.manual', 'dace_ai.prompt.sections', 'dace_ai.targets.host', 'dace_ai.checking.host', 'dace_ai.environments.generated', 'dace_ai_')))}))",
+        "                  'plugins': sorted(m for m in sys.modules if m.startswith(("
+        "'dace_ai.providers.manual', 'dace_ai.prompt.sections', 'dace_ai.targets.host', 'dace_ai.checking.host', "
+        "'dace_ai.environments.generated', 'dace_ai_')))}))",
         site("good", "blocked"), env={"DACE_AI_TEST_IMPORT_MARKER": str(marker)})
     assert out["sdks"] == []
     assert out["loaded"] is False

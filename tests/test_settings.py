@@ -10,6 +10,7 @@ import pytest
 from dace_ai.cli.main import main
 from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import SettingsError
+from pydantic import ValidationError
 
 from tests.dace_versions import only_dace1
 
@@ -94,7 +95,7 @@ def test_unknown_keys_are_rejected(tmp_path):
 
 def test_settings_are_frozen():
     settings = dace_ai.resolve_settings()
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError, match="frozen"):
         settings.max_tokens = 3
 
 

@@ -31,7 +31,8 @@ warm sanitizer build is one short compile and link.
 The driver reads a plain job file (symbol values, enclosing-map parameters, per
 container its byte size and a raw data file, per connector its container and byte
 offset, in the entry points' order; see :func:`write_job`), allocates each container
-with exactly its byte count (64-byte aligned, as the verify child aligns its buffers), calls ``dace_ai_entry_init/run/exit`` and prints each buffer's address range first,
+with exactly its byte count (64-byte aligned, as the verify child aligns its buffers),
+calls ``dace_ai_entry_init/run/exit`` and prints each buffer's address range first,
 so a report's address is mapped to the container. The first report becomes one short
 message naming the class, the container and the answer's line::
 
@@ -51,8 +52,8 @@ and marked ``told`` -, when clang cannot compile what the real build's compiler
 compiled (a GCC extension: clang's first error is quoted), and when a report is not
 in the candidate's code (the driver, our entry points). The checker applies only to
 candidates the ``verify`` checker passed (inputs it could not judge may lie outside
-what the node is defined for), and it runs after ``verify`` in its stage (its ``order``). ``checkers = "-sanitizers"`` turns it off; the setting
-``sanitizers_compiler`` names the clang++ to use.
+what the node is defined for), and it runs after ``verify`` in its stage (its ``order``).
+``checkers = "-sanitizers"`` turns it off; the setting ``sanitizers_compiler`` names the clang++ to use.
 """
 
 from __future__ import annotations

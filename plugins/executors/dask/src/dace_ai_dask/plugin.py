@@ -173,7 +173,7 @@ class DaskRunner:
             try:
                 now = set(self._workers())
             except (OSError, TimeoutError) as exc:
-                raise self._gone(exc) or ExecutorUnavailable(f"the dask scheduler at {self.address} does not answer")
+                raise self._gone(exc) or ExecutorUnavailable(f"the dask scheduler at {self.address} does not answer") from exc
             departed |= known - now
             known = now
             gone = sorted(departed)
