@@ -5,9 +5,10 @@ answer for one node. ``failed`` diagnostics are sent back to the model in a
 repair round, so they should be the compiler's own words with temporary paths
 replaced by stable names (see :func:`stable_paths`). ``inconclusive`` means the
 checker could not decide (a missing tool or header) and never counts as failure;
-the pipeline then warns (``on_inconclusive=warn``) unless the report's
-``details`` hold ``"told"`` (the checker told the user itself, e.g. once per program),
-or refuses the answer (``on_inconclusive=reject``).
+:func:`dace_ai.checking.verdict.judge` then accepts the answer with a warning
+(``on_inconclusive=warn``) unless the report's ``details`` hold ``"told"`` (the
+checker told the user itself, e.g. once per program), or refuses it
+(``on_inconclusive=reject``).
 """
 
 from __future__ import annotations
