@@ -135,26 +135,20 @@ def plan(request: CheckRequest) -> Any:
 SHARED_RUN = "sandbox_run"
 
 
-def _problem_record(result: dict[str, Any]) -> dict[str, Any] | None:
-    return next((r["problem"] for r in result.get("cases", []) if r.get("problem")), None)
-
-
 def _refusal(result: dict[str, Any]) -> CheckReport:
-    """The report for a sandboxed bench run that did not pass."""
+    """The report for a sandboxed bench run that did not pass (its ``problem``, never its wording, decides)."""
     from dace_ai.checking import deception
 
     if result["status"] == "inconclusive":
         return CheckReport(NAME, "inconclusive", result["message"], details={"reason": result["reason"]})
-    problem = _problem_record(result) or {}
+    problem = result.get("problem") or {}
     reason = result["reason"]
+    container = problem.get("container") or "?"
     findings: dict[str, Any] = {}
     if reason == "outside_buffer":
-        key = "reads_outside" if "it read " in result["message"] else "writes_outside"
-        findings[key] = [problem.get("container") or _fault_container(result["message"])]
-    elif reason == "outside_subset" and problem.get("input"):
-        findings["inputs_modified"] = [problem["container"]]
+        findings["reads_outside" if problem.get("access") == "read" else "writes_outside"] = [container]
     elif reason == "outside_subset":
-        findings["writes_outside"] = [problem["container"]]
+        findings["inputs_modified" if problem.get("input") else "writes_outside"] = [container]
     reasons = deception.run_reasons(findings) if findings else []
     if reasons:
         return CheckReport(NAME, "failed", "Refused: " + "; ".join(reasons) + f". ({result['message']})",
@@ -163,13 +157,6 @@ def _refusal(result: dict[str, Any]) -> CheckReport:
         return CheckReport(NAME, "failed", result["message"], details={"rule": reason})
     return CheckReport(NAME, "failed", f"Running your code failed: {result['message']}",
                        details={"rule": reason})
-
-
-def _fault_container(message: str) -> str:
-    import re
-
-    found = re.search(r"container (\w+)", message)
-    return found.group(1) if found else "?"
 
 
 def bench_check(request: CheckRequest) -> CheckReport:

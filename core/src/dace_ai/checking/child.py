@@ -28,7 +28,7 @@ import mmap
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -50,6 +50,137 @@ _MAP_PRIVATE, _MAP_ANONYMOUS = 0x02, 0x20
 OUTPUT_NAN = {2: 0x7DA5, 4: 0x7FA5A5A5, 8: 0x7FF5A5A5A5A5A5A5}
 _QUIET_BIT = {2: 1 << 9, 4: 1 << 22, 8: 1 << 51}
 _SIGN_BIT = {2: 1 << 15, 4: 1 << 31, 8: 1 << 63}
+
+# ----------------------------------------------------------------------------- records (shared with the parent)
+# What the parent writes (the job and its cases) and what the child writes back (a record per case, its
+# problem). Defined here, once: the child imports nothing of dace_ai (it runs under ``python -I``), and
+# the parents (:mod:`dace_ai.checking.harness`, :mod:`dace_ai.evaluation.sandbox`) import them from here.
+
+
+class Connector(TypedDict):
+    """How one connector sees its container: element offset, shape and strides in elements."""
+
+    name: str
+    container: str
+    direction: str  #: "in" or "out"
+    offset: int
+    shape: list[int]
+    strides: list[int]
+    wcr: Any  #: the write-conflict resolution of an accumulating output, or None
+
+
+class Container(TypedDict):
+    """One data container of the node: flat element count and NumPy dtype string."""
+
+    name: str
+    dtype: str
+    input: bool
+    output: bool
+    elements: int
+
+
+class Case(TypedDict, total=False):
+    """One call of the candidate: its sizes, seed, containers and connectors, and how its inputs are drawn."""
+
+    id: int | str
+    seed: int
+    sizes: dict[str, int]
+    values: dict[str, int]  #: sizes and the enclosing maps' parameters
+    containers: list[Container]
+    connectors: list[Connector]
+    rtol: dict[str, float]  #: per output connector
+    rung: str
+    point: dict[str, int]
+    point_words: str
+    threads: list[int]  #: thread counts of its runs (OpenMP code)
+    distribution: str  #: see :data:`DISTRIBUTIONS`
+    magnitude: float
+    group: str
+    unfit: str  #: why the reference is not defined at these inputs
+    again: Case  #: other inputs for a second call on the same buffers
+    expected: dict[str, str]  #: files of a reference function's outputs
+    inputs: dict[str, str]  #: files of the initial data
+    reference_cache: dict[str, str]  #: files of the native reference's outputs
+    judge: Any
+
+
+class Problem(TypedDict, total=False):
+    """What went wrong in a case, as data: the parent words it for the model.
+
+    ``kind``: ``unwritten``, ``read_before_write``, ``read_outside``, ``mismatch``,
+    ``outside_subset``, ``outside_buffer``, ``late_write``, ``stale`` or ``nondeterministic``.
+    """
+
+    kind: str
+    connector: str  #: the output connector (element problems)
+    container: str  #: the container (problems outside the connectors' data)
+    index: list[int]  #: the first wrong element, in the connector's shape
+    element: int  #: the first wrong element, in the flat container
+    count: int
+    elements: int
+    expected: Any
+    got: Any
+    max_error: float | str
+    rtol: float
+    not_finite: int
+    scale: float
+    who: str
+    side: str  #: "before" or "after" the buffer
+    input: bool
+    threads: Any
+    runs: int
+    single_ok: bool
+    was: str  #: the kind it had before it was found to be stale or nondeterministic
+    again: bool
+    first_seed: int
+    seed: int
+
+
+class CaseRecord(TypedDict, total=False):
+    """The child's record of one case, in the order of the job's cases."""
+
+    seed: int
+    sizes: dict[str, int]
+    skipped: str
+    problem: Problem
+    call_seconds: list[float]
+    candidate_seconds: list[float]
+    reference_seconds: list[float]
+    reads_outside: list[str]
+    bench: bool
+    outputs: dict[str, Any]  #: inside the child only (removed before the record is written)
+    returned: dict[str, Any]  #: inside the child only
+
+
+class Job(TypedDict, total=False):
+    """The JSON job the parent writes for one child run (see :func:`run_job`)."""
+
+    mode: str  #: "verify" or "time"
+    repeats: int
+    warmup: int
+    min_sample_seconds: float
+    threads: int
+    candidate: dict[str, Any]  #: the library spec
+    reference: dict[str, Any] | None
+    cases: list[Case]
+    bench: dict[str, Any] | None
+    save_outputs: str
+    phase_file: str
+    fault_file: str
+    result_file: str
+    limits: dict[str, Any]
+
+
+class ChildResult(TypedDict, total=False):
+    """What the child writes back: the case records, the bench section's figures, or an error."""
+
+    mode: str
+    cases: list[CaseRecord]
+    bench: dict[str, Any] | None
+    threads: dict[str, Any]
+    error: str
+    message: str
+
 
 # ----------------------------------------------------------------------------- inputs (shared with the parent)
 #: Input distributions, by name (``case["distribution"]``; ``unit`` when absent). Each rung runs
@@ -124,7 +255,7 @@ def fill_values(dtype: np.dtype, count: int) -> np.ndarray:
     return np.frombuffer(bytes([CANARY]) * (dtype.itemsize * count), dtype=dtype).copy()
 
 
-def case_inputs(case: dict[str, Any]) -> dict[str, np.ndarray]:
+def case_inputs(case: Case) -> dict[str, np.ndarray]:
     """The initial contents of every container of a case, flat: inputs drawn from its seed and distribution.
 
     ``unit`` cases draw from the seed alone (the same inputs as ever); the other
@@ -371,7 +502,7 @@ def _scalar(value: Any) -> Any:
     return value
 
 
-def compare(conn: dict[str, Any], expected: np.ndarray, got: np.ndarray, rtol: float) -> dict[str, Any] | None:
+def compare(conn: Connector, expected: np.ndarray, got: np.ndarray, rtol: float) -> Problem | None:
     """The first problem between ``expected`` and ``got`` of one output connector, or None.
 
     Kinds: ``unwritten`` (still the fill pattern), ``read_before_write`` (a NaN computed
@@ -421,7 +552,7 @@ def compare(conn: dict[str, Any], expected: np.ndarray, got: np.ndarray, rtol: f
         return None
     index = np.argwhere(wrong)[0] if got.ndim else []
     key = tuple(int(i) for i in index)
-    problem = {"kind": "mismatch", "connector": conn["name"], "index": list(key),
+    problem: Problem = {"kind": "mismatch", "connector": conn["name"], "index": list(key),
                "count": int(np.count_nonzero(wrong)), "elements": int(got.size), "expected": _scalar(expected[key]),
                "got": _scalar(got[key]), "max_error": max_error if np.isfinite(max_error) else str(max_error),
                "rtol": rtol}
@@ -431,8 +562,8 @@ def compare(conn: dict[str, Any], expected: np.ndarray, got: np.ndarray, rtol: f
     return problem
 
 
-def _outside_problem(case: dict[str, Any], buffers: dict[str, GuardedBuffer], initial: dict[str, np.ndarray],
-                     who: str) -> dict[str, Any] | None:
+def _outside_problem(case: Case, buffers: dict[str, GuardedBuffer], initial: dict[str, np.ndarray],
+                     who: str) -> Problem | None:
     """Writes to inputs, outside the output subsets, or into the slack around a buffer."""
     covered: dict[str, np.ndarray] = {}
     for conn in case["connectors"]:
@@ -757,9 +888,9 @@ def _call_again(case: dict[str, Any], candidate: Any, prepared: Any, buffers: di
             "seed": again["seed"]}
 
 
-def run_case(case: dict[str, Any], candidate: Any, native: dict[str, np.ndarray] | None, phase: Phase,
-             threads: Threads, job: dict[str, Any], keep: bool = False,
-             again_native: dict[str, np.ndarray] | None = None) -> tuple[dict[str, Any], Any]:
+def run_case(case: Case, candidate: Any, native: dict[str, np.ndarray] | None, phase: Phase,
+             threads: Threads, job: Job, keep: bool = False,
+             again_native: dict[str, np.ndarray] | None = None) -> tuple[CaseRecord, Any]:
     """Run the candidate on one case (once per thread count of ``case["threads"]``) and judge it.
 
     What is judged is what the outputs held the moment the call returned; an output
@@ -771,7 +902,7 @@ def run_case(case: dict[str, Any], candidate: Any, native: dict[str, np.ndarray]
     (for timing).
     """
     data = _inputs(case)
-    record: dict[str, Any] = {"seed": case["seed"], "sizes": case["sizes"], "call_seconds": []}
+    record: CaseRecord = {"seed": case["seed"], "sizes": case["sizes"], "call_seconds": []}
     counts = case.get("threads") or [None]
     if threads.runtime is None:  # no OpenMP runtime loaded: the thread count changes nothing, run once
         counts = [None]
@@ -1138,7 +1269,7 @@ def _program(spec: dict[str, Any], fault_fd: int) -> Any:
     return Reference(spec) if spec.get("kind") == "program" else Candidate(spec, fault_fd)
 
 
-def run_job(job: dict[str, Any]) -> dict[str, Any]:
+def run_job(job: Job) -> ChildResult:
     """Reference outputs first (before any candidate code is loaded), then the cases, then the bench section.
 
     ``job``: ``mode`` (``verify``: compare; ``time``: also time each side per case),
@@ -1169,8 +1300,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     phase(who="loader", step="candidate")
     candidate = _program(job["candidate"], fault_fd)
     threads.attach()
-    results: list[dict[str, Any]] = []
-    out: dict[str, Any] = {"mode": job["mode"], "cases": results, "bench": None,
+    results: list[CaseRecord] = []
+    out: ChildResult = {"mode": job["mode"], "cases": results, "bench": None,
                            "threads": {"count": threads.count, "runtime": threads.runtime}}
     settled: set[str] = set()  # magnitude groups whose largest finite magnitude has run
     earlier: dict[str, tuple[int, dict[str, np.ndarray]]] = {}  # the candidate's last outputs per sizes, point

@@ -22,7 +22,14 @@ and returns a plain dict::
      "bench": None | {"candidate": [...], "native": [...], "batch": ..., "bandwidth": ..., "sizes": ...,
                       "timed": True, "library": ".../candidate.so", "input_independent": False, ...},
      "library": ".../sandbox/candidate.so",
+     "problem": None | RunProblem,  # the failure as data: kind, container, connector, index, expected, got, access
      "seconds": {"compile": ..., "reference": ..., "run": ..., "total": ...}}
+
+The job, its cases and the child's records are the TypedDicts of :mod:`dace_ai.checking.child`
+(:class:`~dace_ai.checking.child.Job`, :class:`~dace_ai.checking.child.Case`,
+:class:`~dace_ai.checking.child.CaseRecord`, :class:`~dace_ai.checking.child.Problem`), defined
+there once because the child imports nothing else. Callers that act on a failure read
+``result["problem"]`` (:class:`RunProblem`), never the message, which is worded for the model.
 
 Sizes: the size ladder of :mod:`dace_ai.checking.ladder` (small odd sizes, multiples
 of every vector width, several tiles, the bench size; only sizes the program's
@@ -39,12 +46,13 @@ import functools
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from dace_ai.checking import distributions
 from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.child import Case, Job, Problem
 from dace_ai.checking.constraints import first_point, point_text
 from dace_ai.checking.ladder import build_ladder, case_place
 from dace_ai.checking.sandbox import ChildOutcome, SandboxLimits, run_child
@@ -53,6 +61,39 @@ DEFAULT_SEEDS = (0, 1, 2)
 _EPS = {"f": {2: 9.8e-4, 4: 1.2e-7, 8: 2.3e-16}, "c": {8: 1.2e-7, 16: 2.3e-16}}
 #: The largest relative tolerance of any element type but half precision (see :func:`tolerance`).
 MAX_RTOL = 1e-2
+
+
+class RunProblem(TypedDict, total=False):
+    """The failure of a sandboxed run as data, for callers that act on it (the bench stage's run rules)."""
+
+    kind: str  #: the run's ``reason`` (``mismatch``, ``outside_buffer``, ``crash``, ...)
+    container: str | None  #: the container it concerns (None: outside every buffer)
+    connector: str
+    index: list[int]
+    expected: Any
+    got: Any
+    access: str  #: ``read`` or ``write`` where known (a fault, a write outside), else ""
+    input: bool  #: the container is an input (an input modified in place)
+
+
+def case_problem(reason: str, problem: Problem, case: Case) -> RunProblem:
+    """The :class:`RunProblem` of a problem the child found in ``case``."""
+    container = problem.get("container") or next(
+        (c["container"] for c in case["connectors"] if c["name"] == problem.get("connector")), None)
+    access = {"outside_buffer": "write", "outside_subset": "write", "read_outside": "read"}.get(problem["kind"], "")
+    out: RunProblem = {"kind": reason, "container": container, "access": access,
+                       "input": bool(problem.get("input"))}
+    for key in ("connector", "index", "expected", "got"):
+        if key in problem:
+            out[key] = problem[key]  # type: ignore[literal-required]
+    return out
+
+
+def fault_problem(reason: str, fault: dict[str, Any] | None) -> RunProblem:
+    """The :class:`RunProblem` of a child that did not finish (a fault names the container it hit)."""
+    fault = fault or {}
+    return {"kind": reason, "container": fault.get("container"),
+            "access": {True: "write", False: "read"}.get(fault.get("write"), "")}
 
 
 # ----------------------------------------------------------------------------- sizes and cases
@@ -160,7 +201,7 @@ def tolerance(dtype: np.dtype, reduction: int) -> float:
 
 
 def make_case(request: CheckRequest, seed: int, sizes: dict[str, int], point: Mapping[str, int] | None = None,
-              rung: str = "", point_words: str = "") -> dict[str, Any]:
+              rung: str = "", point_words: str = "") -> Case:
     """One case of the job: values, containers (flat element counts), connector views, tolerances.
 
     ``point`` gives the enclosing maps' parameters (default: the first point of
@@ -503,7 +544,7 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
     count = threads or all_cores(request.settings)
     result: dict[str, Any] = {"mode": mode, "status": "inconclusive", "reason": None, "message": "",
                               "seeds": seeds, "sizes": [], "cases": [], "bench": None, "skipped": [], "ladder": [],
-                              "reference": {"kind": None, "implementation": None},
+                              "reference": {"kind": None, "implementation": None}, "problem": None,
                               "threads": {"count": count, "runs": [], "runtime": None},
                               "seconds": {"compile": 0.0, "reference": 0.0, "run": 0.0, "total": 0.0}}
 
@@ -574,7 +615,7 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
             case.pop("threads", None)
         result["threads"]["runs"] = []
     folder = Path(request.workdir) / "sandbox"
-    job: dict[str, Any] = {"mode": "verify" if mode == "bench" else mode, "repeats": repeats, "warmup": warmup,
+    job: Job = {"mode": "verify" if mode == "bench" else mode, "repeats": repeats, "warmup": warmup,
                            "min_sample_seconds": min_sample_seconds, "threads": count,
                            "candidate": {"library": str(library), "symbols": list(request.node.symbols),
                                          "params": _scope_params(request),
@@ -616,6 +657,7 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
     result["seconds"]["run"] = outcome.seconds
     if outcome.status != "finished":
         status, reason, message = describe_outcome(outcome, all_cases, limits)
+        result["problem"] = fault_problem(reason, outcome.fault if outcome.status == "crashed" else None)
         return done(status, reason, message)
     result["cases"] = outcome.result["cases"]
     result["distributions"] = distributions.summary(all_cases, result["cases"])
@@ -625,6 +667,7 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
         if problem is None:
             continue
         reason, message = describe_problem(problem, case)
+        result["problem"] = case_problem(reason, problem, case)
         return done("failed", reason, message)
     if bench is not None:
         result["bench"] = {**(outcome.result.get("bench") or {}), "sizes": bench.sizes,

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from dace_ai.checking.child import Case, Job
+
 #: Limits of the child: wall seconds, CPU seconds, address space bytes.
 WALL_SECONDS = 600
 CPU_SECONDS = 900
@@ -58,7 +60,7 @@ def _built(sdfg: Any, build_root: Path, prepare: Any = None) -> dict[str, Any]:
         return spec
 
 
-def _case(sdfg: Any, task: Any, seed: int, folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def _case(sdfg: Any, task: Any, seed: int, folder: Path) -> tuple[Case, dict[str, Any]]:
     """(the child's case for one seed: the program's arrays, inputs from files; the arguments here)."""
     from dace_ai.evaluation.programs import make_arguments
 
@@ -131,7 +133,7 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
         cases, arguments = zip(*(_case(sdfg, task, seed, folder) for seed in seeds)) if seeds else ((), ())
         outputs = folder / "outputs"
         outputs.mkdir()
-        job: dict[str, Any] = {"mode": "verify", "candidate": candidate, "reference": baseline,
+        job: Job = {"mode": "verify", "candidate": candidate, "reference": baseline,
                                "cases": list(cases), "save_outputs": str(outputs), "bench": None}
         sides: list[dict[str, Any]] = []
         if timed and cases:
