@@ -230,14 +230,7 @@ def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings
     """
     from dace_ai.checking.stages import failure_error, inconclusive_error, repair_message
     from dace_ai.checking.verdict import judge
-    from dace_ai.expansion.pipeline import (
-        AnswerSource,
-        check_answer,
-        node_context,
-        request_for,
-        request_record,
-        resolve,
-    )
+    from dace_ai.expansion import pipeline
     from dace_ai.expansion.tasklet import update_tasklet
     from dace_ai.prompt.answer import parse_answer
     from dace_ai.providers.select import select_provider
@@ -252,25 +245,25 @@ def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings
         raise AIUsageError(f"{g.describe()}: round {g.round} of its session has no recorded conversation "
                            f"(messages.json and answer.txt in {session.round_folder(g.round or 0)})")
     system, messages = conversation
-    settings = resolve(settings)
+    settings = pipeline.resolve(settings)
     edited_code, edited_global = hand_edits(g.tasklet, session, g.round)
     edited = edited_code is not None
     history_messages: list[tuple[str, str]] = [*messages[1:], ("user", refine_message(
         feedback, edited_code, edited_global))]
     provider = select_provider(settings)
-    ctx = node_context(g.sdfg, g.state, g.tasklet, settings)
+    ctx = pipeline.node_context(g.sdfg, g.state, g.tasklet, settings)
     replaced = _replaced_node(session, g)
     if replaced is not None:  # checks compare with the library node the tasklet replaced
         ctx.live = {**(ctx.live or {}), "reference_node": replaced}
     node_record = {**(session.summary().get("node") or {}), "tasklet": g.tasklet.label}
-    answers = AnswerSource(provider, settings)
+    answers = pipeline.AnswerSource(provider, settings)
     attempts = 1 + (settings.max_repair_attempts if settings.compile_check else 0)
     reports: list[Any] = []
     for attempt in range(attempts):
         started = time.time()
-        request = request_for(system, messages[0][1], settings, history_messages)
+        request = pipeline.request_for(system, messages[0][1], settings, history_messages)
         reply, source, key = answers.reply(request, ctx)
-        record = {**request_record(provider.name, request, key), "reason": "refine"}
+        record = {**pipeline.request_record(provider.name, request, key), "reason": "refine"}
         conversation_sent = [(m.role, m.content) for m in request.messages]
         extra = {"parent": g.round, "edited_by_hand": edited}
         common: dict[str, Any] = {
@@ -283,7 +276,7 @@ def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings
         except AnswerError as exc:
             session.record_round(answer=None, reports=[], status="error", error=str(exc), **common)
             raise
-        reports, environments = check_answer(answer, ctx, settings)
+        reports, environments = pipeline.check_answer(answer, ctx, settings)
         verdict = judge(reports, settings)
         rnd = session.record_round(answer=answer.model_dump(mode="json"), reports=reports,
                                    status="accepted" if verdict.accepted else "rejected", level=verdict.level,
