@@ -7,6 +7,7 @@ the programs' annotations as objects."""
 
 import json
 import warnings
+from pathlib import Path
 
 import dace
 import dace_ai
@@ -19,6 +20,7 @@ from dace_ai.expansion.generate import GenerateWarning
 from dace_ai.expansion.provenance import level_from_code, provenance
 from dace_ai.plugin import Checker, hookimpl
 from dace_ai.storage.cache import AnswerCache
+from dace_ai.storage.sessions import Session
 from dace_ai.testing import FakeProvider
 
 N = dace.symbol("N")
@@ -227,3 +229,10 @@ def test_optimize_of_a_refused_node_follows_on_failure(checker, on_failure):
     else:
         assert result.outcome == "failed" and node.implementation == "ai"
         assert "on_failure=error" in result.reason
+
+
+def test_optimize_records_the_level_the_expansion_would_write(checker):
+    sdfg = ai_program()
+    report = dace_ai.optimize(sdfg, samples=1, rounds=0)
+    [entry] = Session(Path(report.nodes[0].session)).summary()["rounds"]
+    assert entry["verification"] == "compile-only" == level_from_code(generated(sdfg)[0].code.as_string)

@@ -342,7 +342,7 @@ class _Runner:
                 reply_text=attempt.reply.text if attempt.reply else None,
                 answer=attempt.answer.model_dump(mode="json") if attempt.answer is not None else None,
                 reports=attempt.reports or [], status=status, error=error, source=attempt.candidate.source,
-                node_json=self.node_json)
+                node_json=self.node_json, level=attempt.candidate.verification)
         attempt.candidate.session_round = rnd.number
 
 
