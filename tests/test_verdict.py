@@ -236,3 +236,28 @@ def test_optimize_records_the_level_the_expansion_would_write(checker):
     report = dace_ai.optimize(sdfg, samples=1, rounds=0)
     [entry] = Session(Path(report.nodes[0].session)).summary()["rounds"]
     assert entry["verification"] == "compile-only" == level_from_code(generated(sdfg)[0].code.as_string)
+
+
+class _UndecidedVerify:
+    @hookimpl
+    def dace_ai_checkers(self):
+        yield Checker(name="t-undecided", stage="verify", default=False,
+                      check=lambda request: CheckReport("t-undecided", "inconclusive", "no reference here",
+                                                        details={"reason": "t-undecided: no reference here"}))
+
+
+def test_dace_ai_bench_refuses_an_undecided_attempt_under_reject(checker, register_dace_ai_plugin, tmp_path):
+    """``dace-ai bench`` judges an attempt by the same rule: refused, not run, no figure."""
+    from dace_ai.evaluation.attempt import evaluate_attempt
+
+    register_dace_ai_plugin(_UndecidedVerify(), "undecided-verify")
+    answer = json.dumps({"code": "for (long i = 0; i < N; ++i) _out[i] = _a * _x[i] + _y[i];"})
+    payload = {"suite": "core", "task": "axpy", "answer_text": answer, "build_root": str(tmp_path / "build"),
+               "settings": {"checkers": "t-verdict,t-undecided", "on_inconclusive": "reject"}}
+    out = evaluate_attempt(payload)
+    assert out["accepted"] is False and out["refused_by"] == "verify" and out["task_run"] == "not run"
+    assert out["verdict"].startswith("refused by the verify stage: check(s) t-undecided could not decide")
+    assert not out["correct"] and out["speedup"] is None
+    checker.status = "failed"
+    out = evaluate_attempt({**payload, "settings": {"checkers": "t-verdict"}})
+    assert out["accepted"] is False and out["refused_by"] == "compile" and "t-verdict says failed" in out["refusal"]
