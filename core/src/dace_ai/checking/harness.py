@@ -5,7 +5,7 @@ and for anything that benchmarks candidates: it compiles the candidate once, bui
 (or reuses) the node's native program, makes the cases (seeds x sizes; thread runs
 at the larger sizes, see :mod:`dace_ai.checking.runner`; the bench section when
 given a plan), runs them in one sandboxed child (:mod:`dace_ai.checking.sandbox`)
-and returns a plain dict::
+and returns a :class:`SandboxRun` (a plain dict, typed)::
 
     {"mode": "verify" | "time" | "bench",
      "status": "passed" | "failed" | "inconclusive",
@@ -52,7 +52,7 @@ import numpy as np
 
 from dace_ai.checking import distributions
 from dace_ai.checking.api import CheckRequest
-from dace_ai.checking.child import Case, Job, Problem
+from dace_ai.checking.child import Case, CaseRecord, Job, Problem
 from dace_ai.checking.constraints import first_point, point_text
 from dace_ai.checking.ladder import build_ladder, case_place
 from dace_ai.checking.sandbox import ChildOutcome, SandboxLimits, run_child
@@ -74,6 +74,27 @@ class RunProblem(TypedDict, total=False):
     got: Any
     access: str  #: ``read`` or ``write`` where known (a fault, a write outside), else ""
     input: bool  #: the container is an input (an input modified in place)
+
+
+class SandboxRun(TypedDict, total=False):
+    """What :func:`run_against_reference` returns (the module docstring shows its values)."""
+
+    mode: str  #: "verify", "time" or "bench"
+    status: str  #: "passed", "failed" or "inconclusive"
+    reason: str | None  #: why it did not pass (``mismatch``, ``outside_buffer``, ``crash``, ``compile``, ...)
+    message: str  #: worded for the model; callers that act on a failure read ``problem``
+    problem: RunProblem | None  #: the failure as data
+    seeds: list[int]
+    sizes: list[dict[str, int]]
+    skipped: list[Any]  #: :class:`~dace_ai.checking.ladder.SkippedSize` records
+    ladder: list[dict[str, Any]]
+    cases: list[CaseRecord]  #: the child's records, in the order of the cases
+    distributions: dict[str, Any]
+    reference: dict[str, Any]
+    threads: dict[str, Any]
+    bench: dict[str, Any] | None  #: the bench section's figures
+    library: str
+    seconds: dict[str, float]
 
 
 def case_problem(reason: str, problem: Problem, case: Case) -> RunProblem:
@@ -507,7 +528,7 @@ def describe_outcome(outcome: ChildOutcome, cases: list[dict[str, Any]], limits:
 def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds: Sequence[int] | int = DEFAULT_SEEDS,
                           sizes: Any = None, repeats: int = 5, warmup: int = 1, min_sample_seconds: float = 1e-3,
                           limits: SandboxLimits | None = None, bench: Any = None,
-                          threads: int | None = None) -> dict[str, Any]:
+                          threads: int | None = None) -> SandboxRun:
     """Run the candidate of ``request`` and the node's reference on the same inputs in a sandboxed child.
 
     ``mode="verify"`` compares outputs (stops at the first failing case); the
@@ -542,13 +563,13 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
     seeds = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     limits = limits or SandboxLimits.from_settings(request.settings)
     count = threads or all_cores(request.settings)
-    result: dict[str, Any] = {"mode": mode, "status": "inconclusive", "reason": None, "message": "",
+    result: SandboxRun = {"mode": mode, "status": "inconclusive", "reason": None, "message": "",
                               "seeds": seeds, "sizes": [], "cases": [], "bench": None, "skipped": [], "ladder": [],
                               "reference": {"kind": None, "implementation": None}, "problem": None,
                               "threads": {"count": count, "runs": [], "runtime": None},
                               "seconds": {"compile": 0.0, "reference": 0.0, "run": 0.0, "total": 0.0}}
 
-    def done(status: str, reason: str | None, message: str) -> dict[str, Any]:
+    def done(status: str, reason: str | None, message: str) -> SandboxRun:
         result.update(status=status, reason=reason, message=message)
         result["seconds"]["total"] = time.perf_counter() - total_start
         return result
