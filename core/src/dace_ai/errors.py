@@ -100,6 +100,13 @@ def _secret_values() -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
+def is_secret_variable(name: str, value: str) -> bool:
+    """Whether environment variable ``name`` holds a credential: a key-like name, or a URL with user info."""
+    if _SECRET_VARIABLE.search(name):
+        return True
+    return bool(_URL_VARIABLE.search(name) and _USERINFO.search(value or ""))
+
+
 def redact(text: str) -> str:
     """``text`` with credentials removed: URL user info, key-like query parameters, auth headers,
     and the value of every key-like environment variable (``*_API_KEY``, ``*_TOKEN``, ...).

@@ -72,11 +72,13 @@ from dace_ai.execution.jobs import (
     ExecutorUnavailable,
     Job,
     JobResult,
+    environment_without_secrets,
     machine_resources,
     run_job,
     target_resource,
     worker_name,
 )
+from dace_ai.expansion.check_jobs import KeyInPayload, assert_key_free
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import (
     STAGES,
@@ -144,6 +146,7 @@ __all__ = [
     "ExecutorUnavailable",
     "Job",
     "JobResult",
+    "KeyInPayload",
     "Message",
     "NodeContext",
     "PluginError",
@@ -164,6 +167,7 @@ __all__ = [
     "ToolResult",
     "Usage",
     "answer_headers",
+    "assert_key_free",
     "build_command",
     "runtime_standard_flag",
     "builds_with_dace",
@@ -185,6 +189,7 @@ __all__ = [
     "host_unit",
     "init_symbols",
     "json_only_instruction",
+    "environment_without_secrets",
     "machine_resources",
     "provider_failure",
     "read_cpu",

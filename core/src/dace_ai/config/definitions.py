@@ -71,6 +71,9 @@ SETTINGS: tuple[SettingDef, ...] = (
                "tcp://head:8786 (dask); empty: the executor starts its own workers"),
     SettingDef("executor_workers", "int", 0, "Workers the executor starts when it has no scheduler; 0: its default",
                (("ge", 0),)),
+    SettingDef("node_concurrency", "int", 0, "Nodes optimize works on at once, their check jobs queued together "
+               "on the executor; 0: every node when the checks run on an executor's workers, one node at a time "
+               "when they run in this process", (("ge", 0),)),
     SettingDef("prompt_dir", "str", None, "Folder of the manual provider's prompt/response files"),
     SettingDef("interactive", "bool", None, "Ask for pasted answers on a terminal (manual provider)"),
     SettingDef("cuda_arch", "str", None, "CUDA architecture for checks, e.g. sm_90; empty asks nvidia-smi"),

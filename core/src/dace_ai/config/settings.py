@@ -87,6 +87,7 @@ class AISettings(BaseModel):
     executor: str | None = _field("executor")
     executor_scheduler: str | None = _field("executor_scheduler")
     executor_workers: int = _field("executor_workers")
+    node_concurrency: int = _field("node_concurrency")
     prompt_dir: str | None = _field("prompt_dir")
     interactive: bool | None = _field("interactive")
     cuda_arch: str | None = _field("cuda_arch")

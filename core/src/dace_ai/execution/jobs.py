@@ -90,11 +90,18 @@ class JobResult:
 
 @dataclass(frozen=True)
 class ExecutorOptions:
-    """What a user may say about where jobs run (``--workers``, ``--scheduler``)."""
+    """What a user may say about where jobs run (``--workers``, ``--scheduler``).
+
+    ``settings``: the run's resolved :class:`~dace_ai.config.settings.AISettings`, so an
+    executor reads its own plugin-owned settings (a batch queue, a walltime) from the
+    same sources as every other setting; None where a caller has none (the executor
+    then resolves them itself).
+    """
 
     workers: int | None = None
     scheduler: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    settings: Any = None
 
 
 class Runner(Protocol):
@@ -105,6 +112,19 @@ class Runner(Protocol):
     def __exit__(self, *exc: object) -> None: ...
 
     def run(self, jobs: Iterable[Job]) -> Iterator[JobResult]: ...
+
+
+def environment_without_secrets(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """``environ`` (default: this process's) without API keys, tokens or URLs with credentials.
+
+    What an executor hands a command that submits batch jobs: SLURM and PBS copy the
+    submitting environment into the job and keep it in their state files, so a key
+    there would be written to disk on the controller.
+    """
+    from dace_ai.errors import is_secret_variable
+
+    source = dict(os.environ if environ is None else environ)
+    return {name: value for name, value in source.items() if not is_secret_variable(name, value)}
 
 
 def worker_name() -> str:

@@ -42,7 +42,7 @@ from dace_ai.expansion.check_results import CheckOutcome, ReportModel, WarningMo
 #: Settings that configure the provider, not the checks: never sent to a worker.
 PROVIDER_SETTINGS = frozenset({"provider", "model", "base_url", "effort", "max_tokens", "timeout", "max_retries",
                                "prompt_dir", "interactive", "max_concurrency", "extra_instructions",
-                               "executor", "executor_scheduler", "executor_workers"})
+                               "executor", "executor_scheduler", "executor_workers", "node_concurrency"})
 
 
 class KeyInPayload(DaceAIError):
@@ -73,13 +73,14 @@ class CheckPayload(BaseModel):
 def check_settings(settings: Any) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
     """(values, sources, plugin values) of the settings a check reads: provider settings dropped."""
     from dace_ai.plugins.manager import get_plugin_manager
-    from dace_ai.plugins.registrations import Provider
+    from dace_ai.plugins.registrations import Executor, Provider
 
     values = {k: v for k, v in settings.model_dump(mode="json").items() if k not in PROVIDER_SETTINGS}
     sources = {k: v for k, v in settings.sources.items() if k in values}
     declared = get_plugin_manager().declared_settings()
+    # Settings of providers and executors (a batch queue, a job prologue) are not the checks' business.
     plugin = {k: v for k, v in settings.plugin_values.items()
-              if k in declared and not isinstance(declared[k][1], Provider) and k not in PROVIDER_SETTINGS}
+              if k in declared and not isinstance(declared[k][1], (Provider, Executor)) and k not in PROVIDER_SETTINGS}
     return values, sources, plugin
 
 

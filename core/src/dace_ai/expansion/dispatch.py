@@ -61,12 +61,17 @@ class DispatchStats:
 
 
 def executor_options(settings: Any, executor: str | None, options: ExecutorOptions | None) -> tuple[str, ExecutorOptions]:
-    """The executor's name and options: arguments first, then the settings, then the default."""
+    """The executor's name and options: arguments first, then the settings, then the default.
+
+    The options carry the settings, so an executor reads its own (a batch queue, a walltime).
+    """
+    import dataclasses
+
     name = executor or getattr(settings, "executor", None) or DEFAULT_EXECUTOR
     if options is None:
         options = ExecutorOptions(workers=getattr(settings, "executor_workers", None) or None,
                                   scheduler=getattr(settings, "executor_scheduler", None) or None)
-    return name, options
+    return name, dataclasses.replace(options, settings=settings)
 
 
 class CheckDispatcher:

@@ -1,8 +1,10 @@
-"""Executor ``dask``: run dace-ai jobs on a dask.distributed cluster.
+"""Executors ``dask``, ``slurm``, ``pbs`` and ``lsf``: run dace-ai jobs on a dask.distributed cluster.
 
-``--scheduler tcp://host:8786`` uses a running cluster; without it a
-:class:`~distributed.LocalCluster` of worker processes (``--workers``, default 2) is
-started for the run, its workers declaring what this machine offers
+``--scheduler tcp://host:8786`` uses a running cluster. Without it the run starts its
+own (:mod:`dace_ai_dask.clusters`): worker processes on this machine (``--workers``,
+default 2) that never re-import the caller's script, or, for ``slurm``/``pbs``/``lsf``
+(or ``dask`` with the ``cluster`` setting), workers submitted as batch jobs through
+dask-jobqueue. Either declares what its machine offers
 (:func:`dace_ai.plugin.machine_resources`). Placement uses dask's worker resources:
 
 * a job for target ``T`` asks for resource ``T`` (``x86-avx512``, ``sve``, ``cuda``):
@@ -37,15 +39,22 @@ from dace_ai.plugin import (
     Job,
     JobResult,
     hookimpl,
-    machine_resources,
     run_job,
 )
+
+from dace_ai_dask import clusters
 
 MAX_RETRIES = 3
 DEFAULT_WORKERS = 2
 #: Seconds to reach a scheduler given by address before giving up with a short error.
 CONNECT_TIMEOUT = 10
 _serial = itertools.count()
+_KEY_PREFIX = "dace-ai-"
+
+
+def _job_id(key: str) -> str:
+    """The job id in a task key ``dace-ai-<job id>-<serial>``."""
+    return key[len(_KEY_PREFIX):].rpartition("-")[0]
 
 
 def _starts(story: list[Any]) -> int:
@@ -54,14 +63,40 @@ def _starts(story: list[Any]) -> int:
 
 
 class DaskRunner:
-    def __init__(self, options: ExecutorOptions | None = None) -> None:
+    def __init__(self, options: ExecutorOptions | None = None, batch: str | None = None) -> None:
         self.options = options or ExecutorOptions()
         self.cluster: Any = None
         self.client: Any = None
         self.address = self.options.scheduler or ""
+        self._batch = batch
+        #: What the workers of a batch cluster started here will declare, before any job has started.
+        self._promised: dict[str, Any] | None = None
+
+    def _settings(self) -> Any:
+        if self.options.settings is not None:
+            return self.options.settings
+        from dace_ai.plugin import resolve_settings
+
+        return resolve_settings()
+
+    def batch_system(self) -> str | None:
+        """The batch system workers are submitted to (``slurm``, ...), or None for a scheduler or local workers."""
+        if self.options.scheduler:
+            return None
+        return self._batch or self._settings().cluster
+
+    def dry_run(self) -> str:
+        """What this executor would start, without starting it: a batch job script, or a sentence."""
+        system = self.batch_system()
+        if system:
+            return clusters.job_script(clusters.batch_spec(system, self._settings()))
+        if self.options.scheduler:
+            return f"# no job script: the checks go to the running scheduler at {self.options.scheduler}\n"
+        return (f"# no job script: {self.options.workers or DEFAULT_WORKERS} worker processes start on this "
+                "machine (python -m dask spec ...)\n")
 
     def __enter__(self) -> DaskRunner:  # noqa: PYI034
-        from distributed import Client, LocalCluster
+        from distributed import Client
 
         if self.options.scheduler:
             try:
@@ -70,14 +105,30 @@ class DaskRunner:
             except (OSError, TimeoutError) as exc:
                 raise ExecutorUnavailable(f"no dask scheduler answers at {self.options.scheduler}: "
                                           f"{type(exc).__name__}: {exc}") from None
+            return self
+        workers = self.options.workers or DEFAULT_WORKERS
+        system = self.batch_system()
+        if system:
+            spec = clusters.batch_spec(system, self._settings())
+            self.cluster = clusters.start_batch(spec, workers)
+            self._promised = {"resources": dict(spec.resources), "nthreads": spec.cores}
+            scale = (f"adaptive, {spec.adapt[0]} to {spec.adapt[1]} jobs" if spec.adapt
+                     else f"{workers} job(s)")
+            what = f"a {system.upper()} cluster ({scale} of {spec.cores} cores, queue {spec.queue or 'default'})"
         else:
-            workers = self.options.workers or DEFAULT_WORKERS
             cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
             threads = int(self.options.extra.get("threads") or max(1, cores // workers))
-            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True,
-                                        resources=machine_resources(threads), dashboard_address=None)
+            self.cluster = clusters.start_local(workers, threads)
+            what = f"{workers} local dask worker process(es) of {threads} thread(s)"
+        try:
             self.client = Client(self.cluster)
-            self.address = self.cluster.scheduler_address
+            if not system:  # seconds here; batch jobs may wait in their queue, the jobs wait for them
+                self.client.wait_for_workers(workers, timeout=CONNECT_TIMEOUT * 6)
+        except BaseException:
+            self.cluster.close()
+            raise
+        self.address = self.cluster.scheduler_address
+        clusters.announce(self.cluster, what)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -87,15 +138,31 @@ class DaskRunner:
         if self.cluster is not None:
             self.cluster.close(timeout=CONNECT_TIMEOUT) if lost else self.cluster.close()
 
+    def running(self) -> set[str]:
+        """Ids of this runner's jobs a worker is running now (the others submitted are queued)."""
+        try:
+            processing = self.client.processing()
+        except Exception:  # noqa: BLE001 - a display must not end the run
+            return set()
+        return {_job_id(str(key)) for keys in processing.values() for key in keys
+                if str(key).startswith(_KEY_PREFIX)}
+
     def _workers(self) -> dict[str, dict[str, Any]]:
         try:
             return self.client.scheduler_info(n_workers=-1)["workers"]
         except TypeError:  # older distributed: no n_workers argument
             return self.client.scheduler_info()["workers"]
 
+    def _placing(self) -> dict[str, dict[str, Any]]:
+        """The workers jobs are placed by: those connected, or a batch job's promised worker while none is."""
+        workers = self._workers()
+        if not workers and self._promised is not None:
+            return {"(batch job not started yet)": self._promised}
+        return workers
+
     def capacity(self) -> int:
         """Jobs the cluster runs at once (its workers' threads)."""
-        return max(1, sum(int(info.get("nthreads", 1)) for info in self._workers().values()))
+        return max(1, sum(int(info.get("nthreads", 1)) for info in self._placing().values()))
 
     def _resources(self, job: Job, workers: dict[str, dict[str, Any]]) -> dict[str, float]:
         """What ``job`` asks the scheduler for, given what the workers declare."""
@@ -112,7 +179,7 @@ class DaskRunner:
 
     def missing(self, job: Job) -> list[str]:
         """Resources ``job`` needs that no worker of the cluster offers (at their amounts)."""
-        workers = self._workers()
+        workers = self._placing()
         needed = self._resources(job, workers)
         offered: dict[str, float] = {}
         for info in workers.values():
@@ -130,7 +197,7 @@ class DaskRunner:
                 f"--resources \"{' '.join(f'{k}={v:g}' for k, v in needed.items())}\"")
 
     def _submit(self, job: Job, resources: dict[str, float]) -> Any:
-        return self.client.submit(run_job, job, key=f"dace-ai-{job.id}-{next(_serial)}", pure=False,
+        return self.client.submit(run_job, job, key=f"{_KEY_PREFIX}{job.id}-{next(_serial)}", pure=False,
                                   resources=resources or None)
 
     def _gone(self, exc: BaseException) -> ExecutorUnavailable | None:
@@ -146,12 +213,14 @@ class DaskRunner:
         from distributed.scheduler import KilledWorker
 
         try:
-            self.client.wait_for_workers(1, timeout=self.options.extra.get("connect_timeout", CONNECT_TIMEOUT) * 6)
-            workers = self._workers()
+            if self._promised is None:
+                self.client.wait_for_workers(1, timeout=self.options.extra.get("connect_timeout",
+                                                                               CONNECT_TIMEOUT) * 6)
+            workers = self._placing()
         except (OSError, TimeoutError) as exc:
             raise ExecutorUnavailable(f"the dask cluster at {self.address} has no worker or does not answer: "
                                       f"{type(exc).__name__}: {exc}") from None
-        known = set(workers)
+        known = {name for name in workers if not name.startswith("(")}
         departed: set[str] = set()
         by_key: dict[str, tuple[Job, dict[str, float]]] = {}
         retries: dict[str, int] = {}
@@ -201,7 +270,16 @@ class DaskRunner:
             future.release()
 
 
+def _batch_factory(system: str) -> Any:
+    return lambda options: DaskRunner(options, batch=system)
+
+
 @hookimpl
 def dace_ai_executors():
-    yield Executor(name="dask", factory=DaskRunner,
-                   description="dask.distributed: a running scheduler (--scheduler) or a LocalCluster")
+    yield Executor(name="dask", factory=DaskRunner, settings=clusters.SETTINGS,
+                   description="dask.distributed: a running scheduler (--scheduler), worker processes started "
+                               "here, or batch jobs (setting cluster)")
+    for system in clusters.BATCH_SYSTEMS:
+        yield Executor(name=system, factory=_batch_factory(system), settings=clusters.SETTINGS,
+                       description=f"dask workers as {system.upper()} batch jobs (dask-jobqueue; settings "
+                                   "cluster_queue, cluster_walltime, ...)")
