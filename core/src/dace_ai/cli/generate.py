@@ -2,9 +2,10 @@
 
 Loads a saved SDFG and runs :func:`dace_ai.generate` on it: the provider is asked
 here (keys stay on this machine), each answer's checks run on the executor
-(``--executor threads|local|dask``, ``--scheduler``, ``--workers``). The SDFG file is
-not changed; compiling the program afterwards finds every checked answer in the
-cache. Exit status 1 when a node got no answer.
+(``--executor threads|local|dask|slurm|pbs|lsf``, ``--scheduler``, ``--workers``, the
+batch options of :mod:`dace_ai.cli.executor_args`). The SDFG file is not changed;
+compiling the program afterwards finds every checked answer in the cache. Exit
+status 1 when a node got no answer. ``--dry-run`` prints the executor's job script.
 """
 
 from __future__ import annotations
@@ -16,19 +17,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from dace_ai.cli.executor_args import add_executor_arguments, dry_run, settings_overrides
 from dace_ai.cli.help import add_example
 from dace_ai.errors import AIUsageError
-
-
-def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--executor``, ``--scheduler``, ``--workers``: where the candidates' checks run."""
-    parser.add_argument("--executor", default=None,
-                        help="executor plugin running the checks: threads (this process, the default), local "
-                             "(worker processes), dask, ... (setting 'executor')")
-    parser.add_argument("--scheduler", default=None, metavar="ADDR",
-                        help="address of a running scheduler, e.g. tcp://head:8786 (dask)")
-    parser.add_argument("--workers", type=int, default=None, metavar="N",
-                        help="workers the executor starts when there is no scheduler")
 
 
 def load_sdfg(path: Path, command: str) -> Any:
@@ -49,18 +40,25 @@ def add_parser(sub: Any) -> None:
         "generate", help="ask for every AI node at once and cache the checked answers",
         description="Ask the provider for every pending AI node of a saved SDFG concurrently, check each answer "
                     "(on the executor you name) and cache the ones that pass. The file is not changed.")
-    parser.add_argument("file", help="an SDFG saved with sdfg.save() (.sdfg or .sdfgz)")
-    add_executor_arguments(parser)
+    parser.add_argument("file", nargs="?", help="an SDFG saved with sdfg.save() (.sdfg or .sdfgz)")
+    add_executor_arguments(parser, dry_run=True)
     parser.add_argument("--json", action="store_true", help="machine-readable summary")
-    add_example(parser, "dace-ai generate prog.sdfg --executor dask --workers 2")
+    add_example(parser, "dace-ai generate prog.sdfg --executor dask --workers 2",
+                "dace-ai generate prog.sdfg --executor slurm --queue normal --walltime 01:00:00 --cores 32",
+                "dace-ai generate --executor slurm --queue normal --dry-run   # the job script, nothing started")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import dace_ai
 
+    if args.dry_run:
+        return dry_run(args)
+    if not args.file:
+        raise AIUsageError("dace-ai generate: name the SDFG file (only --dry-run runs without one)")
     sdfg = load_sdfg(Path(args.file), "generate")
-    summary = dace_ai.generate(sdfg, executor=args.executor, scheduler=args.scheduler, workers=args.workers)
+    summary = dace_ai.generate(sdfg, settings=settings_overrides(args) or None, executor=args.executor,
+                               scheduler=args.scheduler, workers=args.workers)
     if args.json:
         data = {"provider": summary.provider, "executor": summary.executor, "requests": summary.requests,
                 "seconds": summary.seconds, "nodes": [{k: v for k, v in asdict(n).items() if k != "usage"}

@@ -32,11 +32,12 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--output", default=None, help="where to save the optimized SDFG "
                                                         "(default FILE.optimized.sdfg)")
     parser.add_argument("--json", action="store_true", help="machine-readable report")
-    from dace_ai.cli.generate import add_executor_arguments
+    from dace_ai.cli.executor_args import add_executor_arguments
 
     add_executor_arguments(parser)
     parser.set_defaults(func=run)
-    add_example(parser, "dace-ai optimize prog.sdfg --samples 4 --rounds 2 --sizes N=4096 --output fast.sdfg")
+    add_example(parser, "dace-ai optimize prog.sdfg --executor slurm --queue normal --walltime 02:00:00 --adapt 0:8",
+                "dace-ai optimize prog.sdfg --samples 4 --rounds 2 --sizes N=4096 --output fast.sdfg")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,8 +53,11 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise AIUsageError(f"dace-ai optimize --sizes {args.sizes!r}: {exc}") from None
     sdfg = load_sdfg(path, "optimize")
+    from dace_ai.cli.executor_args import settings_overrides
+
     report = dace_ai.optimize(sdfg, args.node, samples=args.samples, rounds=args.rounds, sizes=sizes or None,
-                              executor=args.executor, scheduler=args.scheduler, workers=args.workers)
+                              settings=settings_overrides(args) or None, executor=args.executor,
+                              scheduler=args.scheduler, workers=args.workers)
     output = Path(args.output) if args.output else path.with_name(path.name.split(".")[0] + ".optimized.sdfg")
     sdfg.save(str(output))
     if args.json:

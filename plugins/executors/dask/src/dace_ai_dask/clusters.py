@@ -32,6 +32,7 @@ from dace_ai.plugin import (
     BENCH_RESOURCE,
     CORES_RESOURCE,
     ExecutorUnavailable,
+    KeyInPayload,
     Setting,
     assert_key_free,
     environment_without_secrets,
@@ -80,7 +81,8 @@ class BatchSpec:
 
     def cluster_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of the dask-jobqueue cluster class: one worker per job, its resources declared."""
-        declared = " ".join(f"{name}={amount:g}" for name, amount in sorted(self.resources.items()))
+        # Commas, not spaces: dask-jobqueue writes the arguments into the script unquoted.
+        declared = ",".join(f"{name}={amount:g}" for name, amount in sorted(self.resources.items()))
         kwargs: dict[str, Any] = {
             "cores": self.cores, "processes": 1, "memory": self.memory, "walltime": self.walltime,
             "job_name": "dace-ai-worker", "python": sys.executable,
@@ -154,11 +156,21 @@ def _scrubbed(job_class: type) -> type:
     return type(f"KeyFree{job_class.__name__}", (job_class,), {"_call": staticmethod(_call)})
 
 
+def refuse_credentials(script: str) -> None:
+    """Raise when ``script`` holds a credential of this process (nothing is submitted then)."""
+    try:
+        assert_key_free(script)
+    except KeyInPayload:
+        raise ExecutorUnavailable("the batch job script would carry a credential (an API key, or a URL with a "
+                                  "password) from settings cluster_prologue or cluster_directives; nothing was "
+                                  "submitted. Workers need no key: remove it from the prologue") from None
+
+
 def job_script(spec: BatchSpec, scheduler: str = "tcp://SCHEDULER:8786") -> str:
     """The job script a worker of ``spec`` is submitted with (nothing is started or submitted)."""
     cluster_class = getattr(_jobqueue(), BATCH_SYSTEMS[spec.system])
     script = cluster_class.job_cls(scheduler=scheduler, name="dace-ai-worker", **spec.cluster_kwargs()).job_script()
-    assert_key_free(script)
+    refuse_credentials(script)
     return script
 
 
@@ -168,7 +180,7 @@ def start_batch(spec: BatchSpec, jobs: int) -> Any:
     job_class = _scrubbed(cluster_class.job_cls)
     cluster = cluster_class(job_cls=job_class, dashboard_address=dashboard_address(), **spec.cluster_kwargs())
     try:
-        assert_key_free(cluster.job_script())
+        refuse_credentials(cluster.job_script())
         if spec.adapt:
             cluster.adapt(minimum_jobs=spec.adapt[0], maximum_jobs=spec.adapt[1])
         else:
