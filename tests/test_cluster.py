@@ -4,6 +4,7 @@ routing by target, a worker killed mid-run, a forged result, and key-free job pa
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import pickle
@@ -321,3 +322,71 @@ def test_timed_jobs_take_a_whole_worker_and_other_jobs_pack():
         {"cores": 1, "x86-avx512": 1}
     plain = {"w": {"resources": {}}}  # a plain `dask worker`: nothing asked that nobody declares, but the target
     assert runner._resources(Job("p", run_job, {}, stage="bench", target="sve"), plain) == {"sve": 1}
+
+
+def plus_nodes(name: str, count: int) -> dace.SDFG:
+    """``B_k = A_k + k`` for k = 1..count, each an AINode with its NumPy reference."""
+    sdfg = dace.SDFG(name)
+    state = sdfg.add_state()
+    for k in range(1, count + 1):
+        sdfg.add_array(f"A{k}", [8], dace.float64)
+        sdfg.add_array(f"B{k}", [8], dace.float64)
+        node = dace_ai.AINode(f"plus{k}", f"Write _out[i] = _a[i] plus {k}.", inputs={"_a"}, outputs={"_out"},
+                              reference=lambda a, k=k: a + k)
+        state.add_edge(state.add_read(f"A{k}"), None, node, "_a", dace.Memlet(f"A{k}[0:8]"))
+        state.add_edge(node, "_out", state.add_write(f"B{k}"), None, dace.Memlet(f"B{k}[0:8]"))
+    return sdfg
+
+
+def answer_by_request(request) -> str:
+    """The same answer for the same request, whichever node asks first: candidate 1 adds the node's constant,
+    candidate 2 does not compile (so every node has a refused candidate too)."""
+    text = " ".join(m.content for m in request.messages)
+    k = re.search(r"plus (\d+)\.", text).group(1)
+    if "candidate 2 of 2" in text:
+        return json.dumps({"code": f"for (int i = 0; i < 8; ++i) _out[i] = _a[i] + undefined_{k};"})
+    return json.dumps({"code": f"for (int i = 0; i < 8; ++i) _out[i] = _a[i] + {k}.0;"})
+
+
+def session_rows(root) -> dict[str, list]:
+    """Each node's session: its rounds' (optimize round, sample, status, answer) and the optimize outcome."""
+    from dace_ai.storage.sessions import Session
+
+    rows = {}
+    for folder in sorted((root / "ai-sessions").iterdir()):
+        if not folder.is_dir():
+            continue
+        session = Session(folder)
+        summary = session.summary()
+        rounds = sorted((json.loads((folder / f"round-{r['number']}" / "request.json").read_text())["optimize"]["sample"],
+                         r["status"], json.dumps(session.answer(r["number"]), sort_keys=True))
+                        for r in summary["rounds"])
+        rows[summary["node"]["name"]] = [rounds, summary["optimize"]["outcome"]]
+    return rows
+
+
+@pytest.mark.slow
+def test_every_node_at_once_on_the_cluster_gives_the_local_tasklets_levels_and_sessions(fake, cluster, tmp_path,
+                                                                                         capsys):
+    outcomes = {}
+    for executor in ("threads", "dask"):
+        root = fresh_build_root(tmp_path, executor)
+        sdfg = plus_nodes(f"cl_all_{executor}", 3)
+        fake.queue(*[answer_by_request] * 6)
+        report = dace_ai.optimize(sdfg, samples=2, rounds=0, settings={"provider": "scripted", "bench_repeats": 1},
+                                  executor=executor, scheduler=cluster.address if executor == "dask" else None,
+                                  progress=executor == "dask")
+        outcomes[executor] = {
+            "nodes": [(n.name, n.outcome, sorted((c.sample, c.status, c.verification) for c in n.candidates))
+                      for n in report.nodes],
+            "tasklets": sorted(hashlib.sha256(code.encode()).hexdigest() for code in tasklet_code(sdfg)),
+            "sessions": session_rows(root)}
+    board = capsys.readouterr().err
+    assert outcomes["dask"] == outcomes["threads"]
+    nodes = outcomes["dask"]["nodes"]
+    assert [name for name, _, _ in nodes] == ["plus1", "plus2", "plus3"]
+    assert all(outcome == "optimized" and [s for _, s, _ in c] == ["passed", "refused"] for _, outcome, c in nodes)
+    assert len(set(outcomes["dask"]["tasklets"])) == 3
+    # The table of jobs per node: every node's two jobs done, nothing left running or queued.
+    assert "dace-ai optimize: 6 check job(s) done, 0 running, 0 queued" in board
+    assert all(re.search(rf"plus{k}\s*.\s*2\s*.\s*0\s*.\s*0", board) for k in (1, 2, 3)), board

@@ -82,6 +82,8 @@ class CheckDispatcher:
         self.runner: Any = None
         self.in_process = False
         self.stats = DispatchStats()
+        #: Where the drivers watch the jobs (a :class:`~dace_ai.expansion.job_board.JobBoard`); None: nowhere.
+        self.board: Any = None
         self._lock = threading.Lock()
         self._programs: dict[int, str] = {}
 
@@ -115,6 +117,16 @@ class CheckDispatcher:
         except Exception:  # noqa: BLE001
             return 4
 
+    def running(self) -> set[str] | None:
+        """Ids of the jobs a worker is running now, when the executor can tell (None: it cannot)."""
+        ask = getattr(self.runner, "running", None)
+        if not callable(ask):
+            return None
+        try:
+            return set(ask())
+        except Exception:  # noqa: BLE001 - a display must not end the run
+            return None
+
     def _program(self, ctx: Any) -> str:
         """The node's one-node program, built once per node for all its candidates."""
         from dace_ai.expansion.check_jobs import carrier_program
@@ -147,20 +159,30 @@ class CheckDispatcher:
         job = Job(job_id, run_check_job, payload.model_dump(mode="json"), stage=job.stage, target=job.target)
         if self.in_process:
             register_live(job_id, ctx, settings)
-        started = time.perf_counter()
+        board = self.board
+        if board is not None:
+            board.submitted(ctx.name, job_id)
+        ok = False
         try:
-            results = list(self.runner.run([job]))
-        except ExecutorUnavailable:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the executor itself broke (e.g. its scheduler went away)
-            raise ExecutorUnavailable(f"executor {self.name!r} stopped running jobs: {type(exc).__name__}: "
-                                      f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
+            started = time.perf_counter()
+            try:
+                results = list(self.runner.run([job]))
+            except ExecutorUnavailable:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the executor itself broke (e.g. its scheduler went away)
+                raise ExecutorUnavailable(f"executor {self.name!r} stopped running jobs: {type(exc).__name__}: "
+                                          f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
+            finally:
+                forget_live(job_id)
+            round_trip = time.perf_counter() - started
+            if not results:
+                raise ExecutorUnavailable(f"executor {self.name!r} returned no result for a check job")
+            reports = self._reports(results[0], ctx, settings, compile_only, round_trip)
+            ok = True
+            return reports
         finally:
-            forget_live(job_id)
-        round_trip = time.perf_counter() - started
-        if not results:
-            raise ExecutorUnavailable(f"executor {self.name!r} returned no result for a check job")
-        return self._reports(results[0], ctx, settings, compile_only, round_trip)
+            if board is not None:
+                board.finished(ctx.name, job_id, ok)
 
     def _reports(self, result: Any, ctx: Any, settings: Any, compile_only: str | None, round_trip: float) -> list[Any]:
         from dace_ai.expansion.check_results import read_outcome, reemit_warnings, to_reports

@@ -18,7 +18,8 @@ then finds a cache hit for every node and only runs the checks.
   runs, see :func:`dace_ai.checking.stages.run_checks`) are cached, with the
   verification level they reached; a failed, malformed or refused reply caches
   nothing and is listed in the summary (the expansion then asks again and repairs).
-* On a terminal a progress bar shows nodes done / failed / cached.
+* On a terminal a table shows nodes done / failed / cached and, per node, its check
+  jobs done, running and queued on the executor (:mod:`dace_ai.expansion.job_board`).
 
 Repair rounds still happen during the expansion, one node at a time, because
 they need the checks' diagnostics.
@@ -174,7 +175,7 @@ def generate(sdfg: Any, settings: Any = None, *, progress: bool | None = None, e
     """Ask the provider for every pending AI node of ``sdfg`` concurrently and cache the answers.
 
     ``settings``: an :class:`~dace_ai.config.settings.AISettings`, a dict of overrides, or
-    None (the usual sources). ``progress``: show a progress bar (default: when
+    None (the usual sources). ``progress``: show the nodes' progress (default: when
     stderr is a terminal). ``executor``: the executor plugin running the checks
     (``threads``, ``local``, ``dask``; default: the ``executor`` setting, else threads of
     this process), with ``scheduler`` (an address) and ``workers`` for it. Returns a
@@ -233,6 +234,7 @@ def generate(sdfg: Any, settings: Any = None, *, progress: bool | None = None, e
             summary.requests = len(jobs)
             with CheckDispatcher(name, options) as dispatcher:
                 summary.stats = dispatcher.stats
+                bar.watch(dispatcher)
                 # In this process the checks run in the asking threads, as always; elsewhere the
                 # threads mostly wait on jobs, so there are enough of them to keep every worker busy.
                 threads = asking if dispatcher.in_process else max(1, min(len(jobs), asking + dispatcher.capacity()))
@@ -324,31 +326,32 @@ def _run(jobs: Any, workers: int, work: Callable[[_Job], _Answered], bar: _Progr
 
 
 class _Progress:
-    """A rich progress bar on a terminal (nodes done / failed / cached); silent otherwise."""
+    """Nodes done / failed / cached above the per-node table of check jobs (a :class:`JobBoard`), on a terminal."""
 
     def __init__(self, total: int, enabled: bool) -> None:
-        self.counts = {"done": 0, "failed": 0, "cached": 0}
-        self._progress = None
-        if not enabled or total == 0:
-            return
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from dace_ai.expansion.job_board import JobBoard
 
-        self._progress = Progress(
-            TextColumn("dace-ai generate"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("[green]{task.fields[done]} done[/] [red]{task.fields[failed]} failed[/] "
-                       "[cyan]{task.fields[cached]} cached[/]"),
-            TimeElapsedColumn(), console=Console(stderr=True), transient=False)
-        self._task = self._progress.add_task("generate", total=total, **self.counts)
-        self._progress.start()
+        self.total = total
+        self.counts = {"done": 0, "failed": 0, "cached": 0}
+        self.board = JobBoard("dace-ai generate", enabled=enabled and total > 0)
+        self._header()
+        self.board.__enter__()
+
+    def watch(self, dispatcher: Any) -> None:
+        """Count the dispatcher's jobs on the board (running ones as its executor reports them)."""
+        self.board.running_jobs = dispatcher.running
+        dispatcher.board = self.board
+
+    def _header(self) -> None:
+        c = self.counts
+        self.board.header = (f"{sum(c.values())}/{self.total} nodes: {c['done']} done, {c['failed']} failed, "
+                             f"{c['cached']} cached")
 
     def advance(self, done: int = 0, failed: int = 0, cached: int = 0) -> None:
         self.counts["done"] += done
         self.counts["failed"] += failed
         self.counts["cached"] += cached
-        if self._progress is not None:
-            self._progress.update(self._task, advance=done + failed + cached, **self.counts)
+        self._header()
 
     def close(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()
+        self.board.__exit__(None, None, None)

@@ -20,6 +20,15 @@ For one node (by name or object) or every pending AI node:
 Pinned nodes (their session says so) are skipped. Every candidate is recorded as
 a round of the node's session.
 
+When the checks run on an executor's workers (``dask``, ``slurm``, ``local``), the
+nodes are optimized together (``node_concurrency``; by default every node, at most
+:data:`MAX_NODES_AT_ONCE`): their check jobs are queued on the executor at once, so
+the workers never wait for one node's provider answers or its last slow candidate.
+Each node's rounds still follow one another. The winners are placed in the nodes'
+order once every node is done, so the SDFG, the sessions and the cache come out as
+from a run node by node. Provider requests stay within ``max_concurrency`` over all
+nodes. On a terminal a table shows each node's jobs done, running and queued.
+
 ``executor=`` (or the ``executor`` setting) names the executor plugin that runs each
 candidate's checks (``threads`` of this process by default, ``local`` worker processes,
 ``dask`` on a cluster; see :mod:`dace_ai.expansion.dispatch`); the provider is asked here
@@ -34,7 +43,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +52,9 @@ from dace_ai.checking.deception import format_seconds
 from dace_ai.errors import AIUsageError, DaceAIError
 from dace_ai.expansion.optimize_report import Candidate, NodeOptimization, OptimizeReport
 from dace_ai.providers.api import Message, ProviderReply
+
+#: Nodes optimized at once on an executor when ``node_concurrency`` is 0 (each holds a few waiting threads).
+MAX_NODES_AT_ONCE = 64
 
 #: Distinct approaches asked of concurrent samples (cycled).
 APPROACHES = (
@@ -111,7 +123,8 @@ class _Changes:
 
 def optimize(sdfg: Any, node: Any = None, *, samples: int = 4, rounds: int = 2,
              sizes: dict[str, int] | None = None, settings: Any = None, executor: str | None = None,
-             scheduler: str | None = None, workers: int | None = None) -> OptimizeReport:
+             scheduler: str | None = None, workers: int | None = None,
+             progress: bool | None = None) -> OptimizeReport:
     """Ask for ``samples`` candidates per node, keep the fastest correct one, refine ``rounds`` times.
 
     ``node``: a node name (label) or a library node object; None for every pending AI
@@ -120,13 +133,17 @@ def optimize(sdfg: Any, node: Any = None, *, samples: int = 4, rounds: int = 2,
     :class:`~dace_ai.config.settings.AISettings` or a dict of overrides. ``executor``:
     the executor plugin running the checks (default: the ``executor`` setting, else
     threads of this process), with ``scheduler`` (an address) and ``workers`` for it.
+    ``progress``: show each node's check jobs live (default: when stderr is a terminal).
     Returns an :class:`~dace_ai.expansion.optimize_report.OptimizeReport`; the SDFG is
     changed in place (winners become tasklets, refused nodes are set to their native
     implementation), and only when the run completes.
     """
+    import sys
+
     from dace_ai.execution.jobs import ExecutorOptions
     from dace_ai.expansion import pipeline
     from dace_ai.expansion.dispatch import CheckDispatcher, executor_options
+    from dace_ai.expansion.job_board import JobBoard
     from dace_ai.providers.select import select_provider
 
     if samples < 1 or rounds < 0:
@@ -148,19 +165,67 @@ def optimize(sdfg: Any, node: Any = None, *, samples: int = 4, rounds: int = 2,
                                       if (workers or scheduler) else None)
     report.executor = name
     changes = _Changes()
+    gate = base.min_speedup if base.bench == "gate" else None
+    asks = threading.BoundedSemaphore(1 if provider.offline else max(1, settings.max_concurrency))
+    with pipeline.expansion_pass():  # every node's context from one collection, before any node changes
+        work = [_NodeWork(nsdfg, state, libnode, pipeline.node_context(nsdfg, state, libnode, settings))
+                for nsdfg, state, libnode in targets]
     try:
         with CheckDispatcher(name, options) as dispatcher:
             report.stats = dispatcher.stats
-            for nsdfg, state, libnode in targets:
-                report.nodes.append(_optimize_node(nsdfg, state, libnode, settings, provider, answers, samples,
-                                                   rounds, base.min_speedup if base.bench == "gate" else None,
-                                                   dispatcher, changes))
+            board = JobBoard("dace-ai optimize", enabled=sys.stderr.isatty() if progress is None else progress,
+                             running=dispatcher.running)
+            dispatcher.board = board
+            with board:
+                outcomes = _run_nodes(work, _nodes_at_once(settings, dispatcher, len(work)),
+                                      lambda w: _optimize_node(w, settings, provider, answers, samples, rounds,
+                                                               dispatcher, asks))
+            for item, (result, best, session) in zip(work, outcomes):  # placed in the nodes' order
+                if session is not None:
+                    _apply(result, best, item.sdfg, item.state, item.node, item.ctx, gate, provider.name, session,
+                           changes, settings.on_failure)
+                report.nodes.append(result)
     except BaseException:
         changes.undo()
         raise
     changes.commit()
     report.seconds = time.perf_counter() - started
     return report
+
+
+@dataclass
+class _NodeWork:
+    """One node to optimize: where it is and its context (collected before any node changes)."""
+
+    sdfg: Any
+    state: Any
+    node: Any
+    ctx: Any
+
+
+def _nodes_at_once(settings: Any, dispatcher: Any, nodes: int) -> int:
+    """How many nodes are optimized together (see the module docstring)."""
+    if settings.node_concurrency:
+        return max(1, min(settings.node_concurrency, nodes))
+    if dispatcher.in_process:
+        return 1
+    return max(1, min(nodes, MAX_NODES_AT_ONCE))
+
+
+def _run_nodes(work: list[_NodeWork], at_once: int, run: Any) -> list[Any]:
+    """``run`` of every node, ``at_once`` of them together; results in the nodes' order; the first error ends it."""
+    if at_once <= 1:
+        return [run(item) for item in work]
+    pool = ThreadPoolExecutor(at_once, "dace-ai-optimize-node", compat.use_config, (compat.config_snapshot(),))
+    futures = [pool.submit(run, item) for item in work]
+    try:
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        failed = next((f for f in futures if f in done and f.exception() is not None), None)
+        if failed is not None:
+            raise failed.exception()  # type: ignore[misc]
+        return [f.result() for f in futures]
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _targets(sdfg: Any, node: Any) -> list[tuple[Any, Any, Any]]:
@@ -183,28 +248,26 @@ def _pinned(sdfg_name: str, key: str) -> bool:
     return bool(open_session(sdfg_name, key).summary().get("pinned"))
 
 
-def _optimize_node(sdfg: Any, state: Any, node: Any, settings: Any, provider: Any, answers: Any,
-                   samples: int, rounds: int, gate: float | None, dispatcher: Any,
-                   changes: _Changes) -> NodeOptimization:
-    from dace_ai.expansion import pipeline
+def _optimize_node(work: _NodeWork, settings: Any, provider: Any, answers: Any, samples: int, rounds: int,
+                   dispatcher: Any, asks: threading.BoundedSemaphore) -> tuple[NodeOptimization, Any, Any]:
+    """The node's candidates, round after round: (its result, the best attempt, its session or None if skipped)."""
     from dace_ai.prompt.render import render_prompt
     from dace_ai.storage.sessions import open_session
 
     started = time.perf_counter()
-    with pipeline.expansion_pass():
-        ctx = pipeline.node_context(sdfg, state, node, settings)
+    ctx = work.ctx
     result = NodeOptimization(name=ctx.name, node_type=ctx.node_type, sdfg=ctx.sdfg_name)
     if _pinned(ctx.sdfg_name, ctx.key):
         result.outcome, result.reason = "skipped", "pinned"
-        return result
+        return result, None, None
     prompt = render_prompt(ctx, settings)
     session = open_session(ctx.sdfg_name, ctx.key)
     result.session = str(session.folder)
     try:
-        node_json = node.to_json(state)
+        node_json = work.node.to_json(work.state)
     except Exception:  # noqa: BLE001 - only needed to restore the node later
         node_json = None
-    runner = _Runner(ctx, settings, provider, answers, session, node_json, prompt, dispatcher)
+    runner = _Runner(ctx, settings, provider, answers, session, node_json, prompt, dispatcher, asks)
     attempts: list[_Attempt] = []
     history: list[Message] = []
     for rnd in range(rounds + 1):
@@ -214,10 +277,8 @@ def _optimize_node(sdfg: Any, state: Any, node: Any, settings: Any, provider: An
         if rnd < rounds:
             history = _refinement_history(best, attempts, ctx) if best else _retry_history(attempts)
     result.candidates = [a.candidate for a in attempts]
-    best = _best(attempts)
-    _apply(result, best, sdfg, state, node, ctx, gate, provider.name, session, changes, settings.on_failure)
     result.seconds = time.perf_counter() - started
-    return result
+    return result, _best(attempts), session
 
 
 def _best(attempts: list[_Attempt]) -> _Attempt | None:
@@ -233,10 +294,11 @@ class _Runner:
     """Asks for one round's candidates concurrently and checks each as soon as it arrives."""
 
     def __init__(self, ctx: Any, settings: Any, provider: Any, answers: Any, session: Any, node_json: Any,
-                 prompt: Any, dispatcher: Any) -> None:
+                 prompt: Any, dispatcher: Any, asks: threading.BoundedSemaphore) -> None:
         self.ctx, self.settings, self.provider, self.answers = ctx, settings, provider, answers
         self.session, self.node_json, self.prompt = session, node_json, prompt
         self.dispatcher = dispatcher
+        self.asks = asks  #: requests in flight over every node of the run
         self._record_lock = threading.Lock()
 
     def run_round(self, rnd: int, samples: int, history: list[Message]) -> list[_Attempt]:
@@ -268,7 +330,8 @@ class _Runner:
 
         c = attempt.candidate
         try:
-            reply, source, key = self.answers.reply(attempt.request, self.ctx)
+            with self.asks:
+                reply, source, key = self.answers.reply(attempt.request, self.ctx)
         except DaceAIError as exc:
             c.stage, c.reason = "provider", str(exc)
             return
