@@ -12,6 +12,14 @@ how the compiles included dace.h (``pch built`` once per build folder, then reus
 
     .venv/bin/python bench/cluster_scaling.py                       # 64 nodes x 4 samples
     .venv/bin/python bench/cluster_scaling.py --nodes 8 --samples 4 # a few minutes on 2 cores
+
+``--together`` compares instead, on one dask cluster of ``--workers`` workers started
+once for both, ``optimize`` working on the nodes one after another
+(``node_concurrency=1``) with all nodes submitted together (the default on an
+executor), ``--pairs`` times in alternating order, and prints the ratio of their wall
+times:
+
+    .venv/bin/python bench/cluster_scaling.py --together --nodes 8 --samples 4
 """
 
 import argparse
@@ -72,6 +80,9 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.2, help="seconds the scripted provider takes per answer")
     parser.add_argument("--workers", type=int, default=2, help="workers of the process pool and the LocalCluster")
     parser.add_argument("--executors", default="threads,local,dask")
+    parser.add_argument("--together", action="store_true",
+                        help="compare node by node with every node at once on one dask cluster")
+    parser.add_argument("--pairs", type=int, default=2, help="--together: runs of each, alternating")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="dace-ai-bench-cluster-"))
@@ -91,6 +102,11 @@ def main() -> int:
                            description="fixed-latency scripted answers (bench)")
 
     get_plugin_manager().register(Plugin(), "bench-cluster-provider")
+    if args.together:
+        try:
+            return together(args, work, program)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     load = os.getloadavg()[0]
     print(f"{args.nodes} AI nodes x {args.samples} samples = {args.nodes * args.samples} check jobs per executor; "
           f"provider latency {args.latency:.2f} s; {os.cpu_count()} cores, load {load:.1f}")
@@ -120,6 +136,45 @@ def main() -> int:
     base = rows[0]
     for name, wall, _stats, _ in rows[1:]:
         print(f"{name} vs {base[0]}: {base[1] / wall:.2f}x jobs per second")
+    return 0
+
+
+def together(args, work: Path, program) -> int:
+    """Node by node against every node at once, on one cluster, alternating; prints the wall-time ratio."""
+    import dace
+    import dace_ai
+    from dace_ai_dask.clusters import start_local
+    from distributed import Client
+
+    threads = 1
+    cluster = start_local(args.workers, threads)
+    Client(cluster).wait_for_workers(args.workers, timeout=120)
+    print(f"optimize of {args.nodes} AI nodes x {args.samples} samples on a dask cluster of {args.workers} "
+          f"worker(s) x {threads} thread(s); provider latency {args.latency:.2f} s; {os.cpu_count()} cores, "
+          f"load {os.getloadavg()[0]:.1f}", flush=True)
+    walls: dict[str, list[float]] = {"node by node": [], "all nodes at once": []}
+    try:
+        for pair in range(args.pairs):
+            order = [("node by node", 1), ("all nodes at once", 0)]
+            for label, at_once in order if pair % 2 == 0 else order[::-1]:
+                folder = work / f"{pair}-{at_once}"
+                dace.Config.set("default_build_folder", value=str(folder / ".dacecache"))
+                sdfg = program(f"together_{pair}_{at_once}", args.nodes)
+                started = time.perf_counter()
+                report = dace_ai.optimize(sdfg, samples=args.samples, rounds=0, executor="dask",
+                                          scheduler=cluster.scheduler_address, progress=False,
+                                          settings={"provider": "scripted-latency", "bench_repeats": 3,
+                                                    "node_concurrency": at_once})
+                wall = time.perf_counter() - started
+                passed = sum(1 for n in report.nodes for c in n.candidates if c.status == "passed")
+                walls[label].append(wall)
+                print(f"  {label:18s} wall {wall:6.1f} s  {report.stats.jobs / wall:5.2f} jobs/s  "
+                      f"passed {passed}/{report.stats.jobs}  workers {len(report.stats.workers)}", flush=True)
+    finally:
+        cluster.close()
+    one, all_ = sum(walls["node by node"]), sum(walls["all nodes at once"])
+    print(f"all nodes at once vs node by node: {one / all_:.2f}x faster (wall {all_:.1f} s vs {one:.1f} s over "
+          f"{args.pairs} run(s) each)")
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +34,7 @@ def test_an_unguarded_script_generates_on_dask_as_it_does_locally(tmp_path):
     assert len(cluster["top_level_runs"]) == 1  # no worker ran the script again
     assert "Nanny failed" not in cluster["stderr"] and "FileExistsError" not in cluster["stderr"]
     assert "started 2 local dask worker process(es)" in cluster["stderr"]
+    assert re.search(r"dashboard http://\S+/status", cluster["stderr"]), cluster["stderr"]
     assert "" not in cluster["workers"] and local["workers"] == [""]  # the checks ran on the workers
     assert len(cluster["levels"]) == 6 and all(level.startswith("verified (") for _, _, level in cluster["levels"])
     assert cluster["levels"] == local["levels"]

@@ -211,5 +211,5 @@ def dashboard_address() -> str | None:
 def announce(cluster: Any, what: str) -> None:
     """Say on stderr what was started and where its dashboard is."""
     link = getattr(cluster, "dashboard_link", "") if dashboard_address() else ""
-    where = f"dashboard {link}" if link else "no dashboard (pip install bokeh for dask's dashboard)"
+    where = f"dashboard {link}" if link else "no dashboard (pip install 'dace-ai-dask[dashboard]' for it)"
     print(f"dace-ai: started {what} at {cluster.scheduler_address}; {where}", file=sys.stderr, flush=True)
