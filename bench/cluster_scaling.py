@@ -19,7 +19,7 @@ once for both, ``optimize`` working on the nodes one after another
 executor), ``--pairs`` times in alternating order, and prints the ratio of their wall
 times:
 
-    .venv/bin/python bench/cluster_scaling.py --together --nodes 8 --samples 4
+    .venv/bin/python bench/cluster_scaling.py --together --nodes 8 --samples 4 --latency 2
 """
 
 import argparse
@@ -148,7 +148,8 @@ def together(args, work: Path, program) -> int:
 
     threads = 1
     cluster = start_local(args.workers, threads)
-    Client(cluster).wait_for_workers(args.workers, timeout=120)
+    with Client(cluster) as client:
+        client.wait_for_workers(args.workers, timeout=120)
     print(f"optimize of {args.nodes} AI nodes x {args.samples} samples on a dask cluster of {args.workers} "
           f"worker(s) x {threads} thread(s); provider latency {args.latency:.2f} s; {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.1f}", flush=True)
