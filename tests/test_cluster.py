@@ -392,3 +392,23 @@ def test_every_node_at_once_on_the_cluster_gives_the_local_tasklets_levels_and_s
     # The table of jobs per node: every node's two jobs done, nothing left running or queued.
     assert "dace-ai optimize: 6 check job(s) done, 0 running, 0 queued" in board
     assert all(re.search(rf"plus{k}\s*.\s*2\s*.\s*0\s*.\s*0", board) for k in (1, 2, 3)), board
+
+
+def test_the_job_board_counts_queued_running_and_done_per_node():
+    from dace_ai.expansion.job_board import JobBoard
+    from rich.console import Console
+
+    running = {"a1"}
+    board = JobBoard("dace-ai optimize", enabled=False, running=lambda: running)
+    for node, job in (("a", "a1"), ("a", "a2"), ("b", "b1")):
+        board.submitted(node, job)
+    board.finished("b", "b1", ok=False)
+    counts = board.counts()
+    assert (counts["a"].running, counts["a"].queued, counts["a"].done) == (1, 1, 0)
+    assert (counts["b"].failed, counts["b"].queued) == (1, 0)
+    console = Console(width=100, record=True)
+    console.print(board)
+    text = console.export_text()
+    assert "0 check job(s) done, 1 running, 1 queued, 1 without a result" in text
+    board.running_jobs = None  # an executor that cannot tell: every submitted job counts as running
+    assert board.counts()["a"].running == 2

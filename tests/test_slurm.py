@@ -81,6 +81,21 @@ def test_help_names_the_batch_executors(command, capsys):
     assert "slurm" in text and "--queue" in text and "--walltime" in text and "--adapt" in text
 
 
+def test_submit_commands_run_without_the_keys_of_this_environment(monkeypatch):
+    """SLURM copies the submitting environment into the job (and its state files): sbatch gets none of our keys."""
+    import asyncio
+
+    from dace_ai_dask.clusters import _scrubbed
+    from dask_jobqueue.slurm import SLURMJob
+
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("MYLAB_GATEWAY_URL", "https://user:hunter2-password@gw.invalid/v1")
+    monkeypatch.setenv("DACE_AI_TEST_PLAIN", "kept")
+    env = asyncio.run(_scrubbed(SLURMJob)._call(["env"]))
+    assert "DACE_AI_TEST_PLAIN=kept" in env and "PATH=" in env
+    assert SECRET not in env and "hunter2" not in env and "OPENAI_API_KEY" not in env
+
+
 # ----------------------------------------------------------------------------- a real SLURM
 def slurm_problem() -> str | None:
     """Why no real SLURM can take jobs here (None when one can)."""
