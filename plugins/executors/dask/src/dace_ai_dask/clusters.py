@@ -178,7 +178,9 @@ def start_batch(spec: BatchSpec, jobs: int) -> Any:
     """A dask-jobqueue cluster of ``spec``, scaled to ``jobs`` jobs or adaptive; its job script checked first."""
     cluster_class = getattr(_jobqueue(), BATCH_SYSTEMS[spec.system])
     job_class = _scrubbed(cluster_class.job_cls)
-    cluster = cluster_class(job_cls=job_class, dashboard_address=dashboard_address(), **spec.cluster_kwargs())
+    dashboard = dashboard_address()
+    cluster = cluster_class(job_cls=job_class, **spec.cluster_kwargs(),
+                            **({"scheduler_options": {"dashboard_address": dashboard}} if dashboard else {}))
     try:
         refuse_credentials(cluster.job_script())
         if spec.adapt:

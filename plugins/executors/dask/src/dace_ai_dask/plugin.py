@@ -114,7 +114,7 @@ class DaskRunner:
             self._promised = {"resources": dict(spec.resources), "nthreads": spec.cores}
             scale = (f"adaptive, {spec.adapt[0]} to {spec.adapt[1]} jobs" if spec.adapt
                      else f"{workers} job(s)")
-            what = f"a {system.upper()} cluster ({scale} of {spec.cores} cores, queue {spec.queue or 'default'})"
+            what = f"a {system.upper()} cluster ({scale} of {spec.cores} core(s), queue {spec.queue or 'default'})"
         else:
             cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
             threads = int(self.options.extra.get("threads") or max(1, cores // workers))
