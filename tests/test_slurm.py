@@ -57,6 +57,19 @@ def test_batch_settings_come_from_the_environment_and_the_command_line_wins(caps
     assert code == 0 and '#BSUB -P "p7"' in script and "#BSUB -q workq" in script
 
 
+
+def test_batch_settings_come_from_dace_configuration(capsys):
+    """``.dace.conf`` (DaCe's configuration, category ai) holds them like any other setting."""
+    import dace
+
+    dace.Config.set("ai", "cluster_account", value="from-dace-conf")
+    try:
+        code, script, _ = dry_run(capsys, "--executor", "slurm")
+    finally:
+        dace.Config.set("ai", "cluster_account", value="")
+    assert code == 0 and "#SBATCH -A from-dace-conf" in script
+
+
 def test_a_key_in_the_prologue_is_refused_and_bad_values_are_one_line(capsys, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
     code, out, err = dry_run(capsys, "--executor", "slurm", "--prologue", f"export ANTHROPIC_API_KEY={SECRET}")
