@@ -218,6 +218,7 @@ def test_no_key_travels_in_a_job_and_the_node_is_rebuilt_from_data(fake, recordi
     assert SECRET.encode() not in sent and PASSWORD.encode() not in sent and b"gateway.invalid" not in sent
     payload = pickle.loads(sent).payload
     assert payload["program"] and payload["reference"] and "provider" not in payload["settings"]
+    assert not any(name.startswith("cluster") for name in payload["plugin_settings"])  # the executor's own
 
 
 def test_a_pass_without_its_evidence_is_not_believed(fake, recording):
