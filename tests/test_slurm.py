@@ -174,3 +174,27 @@ def test_checks_run_in_slurm_jobs_that_scale_with_the_queue_and_hold_no_key(fake
     while worker_jobs() and time.monotonic() < deadline:  # closing the cluster cancels its jobs
         time.sleep(0.5)
     assert not worker_jobs()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(slurm_problem() is not None, reason=f"no real SLURM: {slurm_problem()}")
+def test_cli_optimize_on_a_fixed_number_of_slurm_jobs(fake, tmp_path, capsys, monkeypatch):
+    sdfg, _ = inc_program("slurm_cli")
+    path = tmp_path / "prog.sdfg"
+    sdfg.save(str(path))
+    monkeypatch.setenv("DACE_ai_provider", "scripted")
+    other = {"code": "for (int i = 7; i >= 0; --i) _out[i] = 1.0 + _a[i];"}
+    fake.queue(json.dumps(GOOD), json.dumps(other))
+    code = main(["optimize", str(path), "--samples", "2", "--rounds", "0", "--json", "--executor", "slurm",
+                 "--workers", "1", "--cores", "1", "--memory", "1GB", "--walltime", "00:10:00"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "started a SLURM cluster (1 job(s) of 1 core(s)" in out.err
+    (node,) = json.loads(out.out)["nodes"]
+    assert [c["status"] for c in node["candidates"]] == ["passed", "passed"]
+    assert len({c["worker"] for c in node["candidates"]}) == 1 and node["candidates"][0]["worker"]  # the one job
+    assert (tmp_path / "prog.optimized.sdfg").is_file()
+    deadline = time.monotonic() + 30
+    while worker_jobs() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not worker_jobs()
