@@ -53,8 +53,8 @@ def test_batch_settings_come_from_the_environment_and_the_command_line_wins(caps
     monkeypatch.setenv("DACE_ai_cluster_walltime", "04:00:00")
     code, script, _ = dry_run(capsys, "--walltime", "00:20:00")
     assert code == 0 and "#PBS -q workq" in script and "#PBS -l walltime=00:20:00" in script
-    code, script, _ = dry_run(capsys, "--executor", "lsf", "--account", "p7")
-    assert code == 0 and '#BSUB -P "p7"' in script and "#BSUB -q workq" in script
+    code, script, _ = dry_run(capsys, "--executor", "lsf", "--account", "p7", "--interface", "lo")
+    assert code == 0 and '#BSUB -P "p7"' in script and "#BSUB -q workq" in script and "--interface lo" in script
 
 
 

@@ -24,6 +24,7 @@ BATCH_OPTIONS = (
                                                "e.g. 'module load gcc/12'"),
     ("--directive", "cluster_directives", "DIRECTIVE", "extra job directive (repeatable), e.g. --exclusive"),
     ("--targets", "cluster_targets", "T[,T]", "targets the workers run, e.g. sve (default: this machine's)"),
+    ("--interface", "cluster_interface", "NAME", "network interface the scheduler and workers use, e.g. ib0"),
     ("--adapt", "cluster_adapt", "MIN:MAX", "scale the jobs with the queue of checks between MIN and MAX"),
 )
 REPEATED = {"cluster_prologue", "cluster_directives"}

@@ -59,6 +59,8 @@ SETTINGS = (
             "'--exclusive;--constraint=a64fx' (SLURM) or '-l select=1:ncpus=48' (PBS)"),
     Setting("cluster_targets", str, "", "Targets the batch workers can run (comma separated, e.g. 'sve'), "
             "declared as their resources; empty: the targets this machine matches"),
+    Setting("cluster_interface", str, None, "Network interface the scheduler and the batch workers talk over, "
+            "e.g. ib0, when the default one does not reach the compute nodes"),
     Setting("cluster_adapt", str, "", "Scale the batch workers with the queue of jobs, 'MIN:MAX' jobs; empty: a "
             "fixed number (executor_workers, default 2)"),
 )
@@ -78,6 +80,7 @@ class BatchSpec:
     directives: list[str]
     resources: dict[str, float]
     adapt: tuple[int, int] | None
+    interface: str | None = None
 
     def cluster_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of the dask-jobqueue cluster class: one worker per job, its resources declared."""
@@ -91,6 +94,8 @@ class BatchSpec:
         }
         if self.queue:
             kwargs["queue"] = self.queue
+        if self.interface:
+            kwargs["interface"] = self.interface
         if self.account:
             kwargs["account" if self.system != "lsf" else "project"] = self.account
         return kwargs
@@ -134,7 +139,7 @@ def batch_spec(system: str, settings: Any) -> BatchSpec:
                      walltime=settings.cluster_walltime or "01:00:00", cores=cores,
                      memory=settings.cluster_memory or "8GB", prologue=_lines(settings.cluster_prologue, "\n"),
                      directives=_lines(settings.cluster_directives, ";\n"), resources=resources,
-                     adapt=_adapt(settings.cluster_adapt))
+                     adapt=_adapt(settings.cluster_adapt), interface=settings.cluster_interface)
 
 
 def _jobqueue() -> Any:
