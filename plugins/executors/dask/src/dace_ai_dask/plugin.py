@@ -149,9 +149,10 @@ class DaskRunner:
 
     def _workers(self) -> dict[str, dict[str, Any]]:
         try:
-            return self.client.scheduler_info(n_workers=-1)["workers"]
+            info = self.client.scheduler_info(n_workers=-1)
         except TypeError:  # older distributed: no n_workers argument
-            return self.client.scheduler_info()["workers"]
+            info = self.client.scheduler_info()
+        return info.get("workers", {})  # nothing while the client has lost its scheduler
 
     def _placing(self) -> dict[str, dict[str, Any]]:
         """The workers jobs are placed by: those connected, or a batch job's promised worker while none is."""
