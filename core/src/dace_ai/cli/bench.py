@@ -40,7 +40,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--record", type=Path, metavar="DIR", help="record the live answers into DIR for --offline DIR")
     p.add_argument("--executor", default="local", help="executor plugin running the jobs (default: local)")
     p.add_argument("--scheduler", help="address of a running scheduler (executors that use one, e.g. dask)")
-    p.add_argument("--workers", type=int, help="worker processes (local pool, or a dask LocalCluster)")
+    p.add_argument("--workers", type=int, help="worker processes (local pool, or dask workers started here)")
     p.add_argument("--repeats", type=int, default=5, help="timed runs per candidate and baseline (default 5)")
     p.add_argument("--out", type=Path, default=Path("bench-results"), help="output folder (default bench-results)")
     p.add_argument("--build", type=Path, metavar="DIR",
