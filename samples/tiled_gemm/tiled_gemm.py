@@ -79,7 +79,7 @@ DENSE_RELU = (
     "for i < M, j < N (ReLU of the matrix product plus a bias broadcast over the rows). K is small (tens), "
     "so the traffic of _out dominates: compute each register tile of _out starting from the bias, apply "
     "the max in registers and store each element once; never make a second pass over _out. Use the "
-    "target's vector FMA intrinsics and OpenMP over blocks of rows. Any M, N, K >= 0."
+    "target's vector FMA intrinsics and OpenMP over blocks of the output. Any M, N, K >= 0."
 )
 
 
