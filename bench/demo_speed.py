@@ -2,7 +2,8 @@
 
 Builds the demo's three programs (``samples/tiled_gemm``) from the shipped answers of one ISA
 variant, through every default check stage, then times each node and its baselines on the same
-inputs in interleaved rounds (every side once per round, in turn, after a warm-up call) and prints,
+inputs in interleaved rounds (every side once per round, in turn, after a warm-up call, each call after
+a pause of ``--pause`` seconds so that the previous side's worker threads are idle) and prints,
 per node, every side's time and GFLOP/s and the node's ratio against each baseline, from the best
 round of each side and from the median round:
 
@@ -67,6 +68,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=21, help="interleaved timed rounds (default 21)")
     parser.add_argument("--size", type=int, default=1024, help="M = N = K of the matrix products (default 1024)")
     parser.add_argument("--dense", default="2048,2048,64", help="M,N,K of the dense layer (default 2048,2048,64)")
+    parser.add_argument("--pause", type=float, default=0.1,
+                        help="seconds of pause before each timed call, so the previous side's threads go idle (0.1)")
     parser.add_argument("--baseline-coretype", help="run with OPENBLAS_CORETYPE set to this (e.g. Haswell)")
     parser.add_argument("--build", type=Path, help="build folder (default: a fresh temporary one)")
     opts = parser.parse_args()
@@ -88,9 +91,9 @@ def main() -> None:
     print()
     nodes = demo.comparisons(programs, openblas, opts.size, dense)
     for comparison in nodes:
-        demo.time_side_by_side(comparison, opts.rounds)
+        demo.time_side_by_side(comparison, opts.rounds, opts.pause)
     load = os.getloadavg()
-    print(f"\nanswers: {variant}; load {load[0]:.2f} {load[1]:.2f} on {os.cpu_count()} cores; "
+    print(f"\nanswers: {variant}; load {load[0]:.2f} {load[1]:.2f} on {os.cpu_count()} cores; pause {opts.pause} s; "
           f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '(unset)')}; "
           f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; build {build}")
     for comparison in nodes:

@@ -30,7 +30,8 @@ What happens:
    bench) and prints each node's verification level.
 4. It prints the generated code, compiles, checks every program against NumPy and prints, for each
    node, its time and GFLOP/s beside NumPy's and DaCe's OpenBLAS implementation's on the same
-   inputs (interleaved rounds, best of ``--repeat``), and the ratios.
+   inputs (interleaved rounds, best of ``--repeat``), and the ratios; ``bench/demo_speed.py`` runs
+   more rounds and prints best and median ratios.
 
 Why it works on any x86-64 machine with AVX2: prompts contain machine details (CPU
 model, caches, core count), so their hash -- which names the response files -- differs
@@ -304,7 +305,12 @@ def check(name: str, value, reference, depth: int) -> None:
     print(f"{name}: matches NumPy (max abs error {float(np.abs(value - reference).max()):.2e})")
 
 
-def time_side_by_side(comparison: Comparison, rounds: int) -> None:
+#: Pause before each timed call: worker threads of the side timed before (OpenBLAS's keep spinning for a
+#: while after a call, OpenMP's briefly) go idle instead of competing with the next side for the cores.
+PAUSE = 0.1
+
+
+def time_side_by_side(comparison: Comparison, rounds: int, pause: float = PAUSE) -> None:
     """Every side once per round, in turn (after one warm-up call each), so that a busy moment of the
     machine falls on all of them; the seconds of every round are kept."""
     for call in comparison.sides.values():
@@ -312,6 +318,7 @@ def time_side_by_side(comparison: Comparison, rounds: int) -> None:
     comparison.seconds = {label: [] for label in comparison.sides}
     for _ in range(rounds):
         for label, call in comparison.sides.items():
+            time.sleep(pause)
             start = time.perf_counter()
             call()
             comparison.seconds[label].append(time.perf_counter() - start)
@@ -345,7 +352,8 @@ def report(comparison: Comparison, pick: Callable[[list], float] = min) -> list:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", type=int, default=1024, help=f"M = N = K of the matrix products (a multiple of {TILE})")
+    parser.add_argument("--size", type=int, default=1024,
+                        help=f"M = N = K of the matrix products (a multiple of {TILE})")
     parser.add_argument("--dense", default="2048,2048,64", help="M,N,K of the fused dense layer (default 2048,2048,64)")
     parser.add_argument("--repeat", type=int, default=7, help="timed rounds; every side runs once per round")
     parser.add_argument("--variant", choices=sorted(VARIANTS), default=None,
@@ -371,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     nodes = comparisons(programs, openblas, args.size, dense)
     print(f"\nEach node beside NumPy and {OPENBLAS_LABEL} on the same inputs "
-          f"(best of {args.repeat} interleaved rounds):")
+          f"(best of {args.repeat} interleaved rounds, {PAUSE} s pause before each call):")
     for comparison in nodes:
         time_side_by_side(comparison, args.repeat)
         print("\n".join(report(comparison)))
