@@ -355,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=1024,
                         help=f"M = N = K of the matrix products (a multiple of {TILE})")
     parser.add_argument("--dense", default="2048,2048,64", help="M,N,K of the fused dense layer (default 2048,2048,64)")
-    parser.add_argument("--repeat", type=int, default=7, help="timed rounds; every side runs once per round")
+    parser.add_argument("--repeat", type=int, default=11, help="timed rounds; every side runs once per round")
     parser.add_argument("--variant", choices=sorted(VARIANTS), default=None,
                         help="answers to replay (default: avx512 if the CPU has avx512f, else avx2)")
     parser.add_argument("--quiet-code", action="store_true", help="do not print the generated code")
