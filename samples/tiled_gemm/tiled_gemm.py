@@ -1,5 +1,6 @@
-"""Offline demo: a tiled matrix multiply whose 8x16 microkernel is written by a model, plus ``A @ B``
-through the reserved 'ai' implementation -- replaying answers shipped with this sample.
+"""Offline demo: a tiled matrix multiply whose tile kernel is written by a model, ``A @ B`` through the
+reserved 'ai' implementation, and a fused dense layer ``max(A @ B + bias, 0)`` -- replaying answers
+shipped with this sample, and timing each against NumPy and DaCe's OpenBLAS implementation.
 
 Run from anywhere (no provider, no key, no network)::
 
@@ -7,15 +8,30 @@ Run from anywhere (no provider, no key, no network)::
 
 What happens:
 
-1. Two programs are built: ``tiled_gemm`` (a map over 8x16 tiles of C whose body is
-   ``dace_ai.ai(...)``, the microkernel) and ``matmul`` (``A @ B`` with
-   ``dace.libraries.blas.default_implementation = 'ai'``, so its Gemm goes to dace-ai).
+1. Three programs are built, with one generated node each:
+
+   * ``tiled_gemm``: a parallel map over the 256x256 tiles of C whose body is ``dace_ai.ai(...)``,
+     node ``gemm_tile``: the tile's product over the whole K, which the description asks to block
+     over K, pack into buffers local to the call and run through a register-blocked vector FMA
+     microkernel. The program's subsets make M and N multiples of 256; K is any size.
+   * ``matmul``: ``A @ B`` with ``dace.libraries.blas.default_implementation = 'ai'``, so its Gemm
+     (node ``_MatMult_gemm``) goes to dace-ai.
+   * ``dense_relu``: ``max(A @ B + bias, 0)`` with a small K as one node, ``dense_relu``, whose
+     description asks for the bias and the activation inside the register tile, so the output is
+     written once (NumPy runs a matrix product, an add and a maximum: three passes over it; DaCe's
+     OpenBLAS implementation runs the Gemm and then its own maps).
+
 2. The prompts are written with the built-in ``manual`` provider's file exchange
    (``dace_ai.generate_prompts``), exactly as a user without API access would.
 3. The demo then plays the person answering them: it copies the answers shipped in
    ``answers/<variant>/<node>.json`` to the response paths the prompt files name, and
-   ``dace_ai.read_prompt_responses`` expands the nodes (with the usual compile checks).
-4. It prints the generated code, compiles, checks against NumPy and prints timings.
+   ``dace_ai.read_prompt_responses`` expands the nodes through every default check (compile,
+   verify against the node's reference on the size ladder with NaN-poisoned outputs, sanitizers,
+   bench) and prints each node's verification level.
+4. It prints the generated code, compiles, checks every program against NumPy and prints, for each
+   node, its time and GFLOP/s beside NumPy's and DaCe's OpenBLAS implementation's on the same
+   inputs (interleaved rounds, best of ``--repeat``), and the ratios; ``bench/demo_speed.py`` runs
+   more rounds and prints best and median ratios.
 
 Why it works on any x86-64 machine with AVX2: prompts contain machine details (CPU
 model, caches, core count), so their hash -- which names the response files -- differs
@@ -34,7 +50,9 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import dace
 import dace_ai
@@ -45,29 +63,59 @@ from dace_ai.targets.host import cpu_facts
 
 HERE = Path(__file__).resolve().parent
 M, N, K = (dace.symbol(s) for s in "MNK")
+TILE = 256  #: rows and columns of C per iteration of tiled_gemm's map
 
-MICROKERNEL = (
-    "Microkernel of a tiled single-precision matrix multiply: write the 8x16 tile "
-    "_out[r][c] = sum over k < K of _a[r][k] * _b[k][c] (r < 8, c < 16). _a is an 8xK block of rows of A, "
-    "_b a Kx16 block of columns of B. Use the target's vector FMA intrinsics with register accumulators."
+GEMM_TILE = (
+    f"Tile kernel of a tiled single-precision matrix multiply: write the {TILE}x{TILE} tile "
+    f"_out[r][c] = sum over k < K of _a[r][k] * _b[k][c] (r, c < {TILE}). _a is the tile's {TILE} rows of A "
+    f"({TILE} x K), _b its {TILE} columns of B (K x {TILE}); K can be any size. Block K; per block copy the "
+    "parts of _a and _b into buffers local to the call, laid out so that the inner loop reads them "
+    "contiguously, and run a register-blocked microkernel over them with the target's vector FMA "
+    "intrinsics (elements of _a broadcast, rows of _b loaded as vectors, the accumulators in registers). "
+    "The map over tiles runs in parallel: keep everything local to the call."
+)
+
+DENSE_RELU = (
+    "Fused dense layer: write _out[i][j] = max(sum over k < K of _a[i][k] * _b[k][j] + _bias[j], 0) "
+    "for i < M, j < N (ReLU of the matrix product plus a bias broadcast over the rows). K is small (tens), "
+    "so the traffic of _out dominates: compute each register tile of _out starting from the bias, apply "
+    "the max in registers and store each element once; never make a second pass over _out. Use the "
+    "target's vector FMA intrinsics and OpenMP over blocks of the output. Any M, N, K >= 0."
 )
 
 
-def microkernel_reference(a, b):
-    """What the microkernel means, in NumPy: the verify stage compares the answer with it."""
+def gemm_tile_reference(a, b):
+    """What the tile kernel means, in NumPy: the verify stage compares the answer with it."""
     return a @ b
+
+
+def dense_relu_reference(a, b, bias):
+    """What the fused dense layer means, in NumPy."""
+    return np.maximum(a @ b + bias, 0)
 
 
 @dace.program
 def tiled_gemm(A: dace.float32[M, K], B: dace.float32[K, N], C: dace.float32[M, N]):
-    for j, i in dace.map[0:N:16, 0:M:8]:  # i innermost: a 16-column panel of B is reused from cache
-        C[i:i + 8, j:j + 16] = dace_ai.ai(MICROKERNEL, a=A[i:i + 8, :], b=B[:, j:j + 16], shape=(8, 16),
-                                          name="microkernel", reference=microkernel_reference)
+    for i, j in dace.map[0:M:TILE, 0:N:TILE]:
+        C[i:i + TILE, j:j + TILE] = dace_ai.ai(GEMM_TILE, a=A[i:i + TILE, :], b=B[:, j:j + TILE],
+                                               shape=(TILE, TILE), name="gemm_tile",
+                                               reference=gemm_tile_reference)
 
 
 @dace.program
 def matmul(A: dace.float32[M, K], B: dace.float32[K, N]):
     return A @ B
+
+
+@dace.program
+def dense_relu(A: dace.float32[M, K], B: dace.float32[K, N], bias: dace.float32[N], C: dace.float32[M, N]):
+    dace_ai.ai(DENSE_RELU, a=A, b=B, bias=bias, out=C, name="dense_relu", reference=dense_relu_reference)
+
+
+@dace.program
+def dense_relu_unfused(A: dace.float32[M, K], B: dace.float32[K, N], bias: dace.float32[N],
+                       C: dace.float32[M, N]):
+    C[:] = np.maximum(A @ B + bias, 0)
 
 
 VARIANTS = {
@@ -97,8 +145,34 @@ def variant_for_this_cpu() -> str:
     return "avx512" if "avx512f" in cpu_facts()["flags"] else "avx2"
 
 
-def replay_answers(sdfg: dace.SDFG, prompt_dir: Path, variant: str) -> None:
-    """Answer this machine's prompt files with the shipped answers, then expand the nodes."""
+def setup(variant: str) -> None:
+    """Pin the demo's target and the manual provider; route BLAS nodes to dace-ai."""
+    if not _REGISTERED:
+        get_plugin_manager().register(DemoTargets(), "tiled-gemm-demo")
+        _REGISTERED.append(True)
+    dace.Config.set("ai", "provider", value="manual")
+    dace.Config.set("ai", "target", value=f"demo-x86-{variant}")
+    from dace.libraries import blas
+
+    blas.default_implementation = "ai"
+
+
+_REGISTERED: list = []
+
+
+def tiled_gemm_sdfg() -> dace.SDFG:
+    """``tiled_gemm`` with its map over tiles collapsed and handed out dynamically (tiles are equal work,
+    but a core shared with another process finishes fewer of them)."""
+    sdfg = tiled_gemm.to_sdfg()
+    for node, _ in sdfg.all_nodes_recursive():
+        if isinstance(node, dace.nodes.MapEntry):
+            node.map.collapse = len(node.map.params)
+            node.map.omp_schedule = dace.dtypes.OMPScheduleType.Dynamic
+    return sdfg
+
+
+def replay_answers(sdfg: dace.SDFG, prompt_dir: Path, variant: str) -> dict:
+    """Answer this machine's prompt files with the shipped answers, then expand the nodes; their levels."""
     for files in dace_ai.generate_prompts(sdfg, prompt_dir):
         shipped = HERE / "answers" / variant / f"{files.node}.json"
         if not shipped.is_file():
@@ -110,6 +184,7 @@ def replay_answers(sdfg: dace.SDFG, prompt_dir: Path, variant: str) -> None:
         sys.exit(f"unanswered or refused prompts remain:\n{report}")
     for node, level in report.verification.items():
         print(f"  {node}: {level}")
+    return dict(report.verification)
 
 
 def generated_code(sdfg: dace.SDFG) -> str:
@@ -121,87 +196,26 @@ def generated_code(sdfg: dace.SDFG) -> str:
     return "\n".join(parts)
 
 
-def best_time(func, repeat: int) -> float:
-    func()  # warm up
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        func()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", type=int, default=1024, help="M = N = K (a multiple of 16)")
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--variant", choices=sorted(VARIANTS), default=None,
-                        help="answers to replay (default: avx512 if the CPU has avx512f, else avx2)")
-    parser.add_argument("--quiet-code", action="store_true", help="do not print the generated code")
-    args = parser.parse_args(argv)
-    if args.size % 16:
-        parser.error("--size must be a multiple of 16")
-
-    variant = args.variant or variant_for_this_cpu()
-    print(f"dace-ai offline demo: replaying the answers shipped in {HERE / 'answers' / variant} "
-          f"(provider 'manual'; no model is called)")
-    get_plugin_manager().register(DemoTargets(), "tiled-gemm-demo")
-    dace.Config.set("ai", "provider", value="manual")
-    dace.Config.set("ai", "target", value=f"demo-x86-{variant}")
-    from dace.libraries import blas
-
-    blas.default_implementation = "ai"
-
-    prompt_dir = Path(tempfile.mkdtemp(prefix="dace-ai-demo-prompts-"))
-    programs = {}
-    for program in (tiled_gemm, matmul):
-        sdfg = program.to_sdfg()
+def build_programs(variant: str, prompt_dir: Path, show_code: bool = True) -> tuple[dict, dict]:
+    """Replay the answers into the three programs and compile them: (compiled programs, levels per node)."""
+    programs, levels = {}, {}
+    for name, make in (("tiled_gemm", tiled_gemm_sdfg), ("matmul", matmul.to_sdfg),
+                       ("dense_relu", dense_relu.to_sdfg)):
+        sdfg = make()
         print(f"\n[{sdfg.name}]")
-        replay_answers(sdfg, prompt_dir, variant)
-        if not args.quiet_code:
+        levels.update(replay_answers(sdfg, prompt_dir, variant))
+        if show_code:
             print(generated_code(sdfg))
-        programs[sdfg.name] = sdfg.compile()
-
-    openblas = openblas_matmul()
-
-    n = args.size
-    rng = np.random.default_rng(0)
-    A = rng.random((n, n), dtype=np.float32)
-    B = rng.random((n, n), dtype=np.float32)
-    C = np.zeros((n, n), dtype=np.float32)
-    reference = A @ B
-    flops = 2.0 * n ** 3
-
-    programs["tiled_gemm"](A=A, B=B, C=C, M=n, N=n, K=n)
-    result = programs["matmul"](A=A, B=B, M=n, N=n, K=n)
-    for name, value in (("tiled_gemm", C), ("matmul", result)):
-        np.testing.assert_allclose(value, reference, rtol=1e-3, atol=1e-3 * n)
-        print(f"{name}: matches NumPy (max abs error {float(np.abs(value - reference).max()):.2e})")
-
-    timings = {
-        "tiled_gemm (AI microkernel)": best_time(lambda: programs["tiled_gemm"](A=A, B=B, C=C, M=n, N=n, K=n),
-                                                 args.repeat),
-        "matmul (A @ B, Gemm via 'ai')": best_time(lambda: programs["matmul"](A=A, B=B, M=n, N=n, K=n),
-                                                   args.repeat),
-        "NumPy A @ B": best_time(lambda: A @ B, args.repeat),
-    }
-    if openblas is not None:
-        np.testing.assert_allclose(openblas(A=A, B=B, M=n, N=n, K=n), reference, rtol=1e-3, atol=1e-3 * n)
-        timings[OPENBLAS] = best_time(lambda: openblas(A=A, B=B, M=n, N=n, K=n), args.repeat)
-    print(f"\nTimes for {n}x{n} float32 (best of {args.repeat}):")
-    for name, seconds in timings.items():
-        print(f"  {name:32s} {seconds * 1e3:9.2f} ms  {flops / seconds / 1e9:7.1f} GFLOP/s")
-    print()
-    for line in against_baselines(timings["matmul (A @ B, Gemm via 'ai')"], timings):
-        print(line)
-    return 0
+        programs[name] = sdfg.compile()
+    return programs, levels
 
 
-OPENBLAS = "A @ B, DaCe 'OpenBLAS'"
+OPENBLAS_LABEL = "DaCe 'OpenBLAS'"
 
 
-def openblas_matmul():
-    """``matmul`` built with DaCe's own OpenBLAS implementation when its environment is installed, else None."""
+def openblas_programs() -> dict:
+    """``matmul`` and ``dense_relu_unfused`` built with DaCe's own OpenBLAS implementation when its
+    environment is installed here, else an empty dict."""
     from dace.libraries import blas
     from dace_ai.checking.baselines import node_baselines
 
@@ -209,26 +223,167 @@ def openblas_matmul():
     if "OpenBLAS" not in available:
         print("\n(DaCe's OpenBLAS implementation is not installed here: no comparison with it; on Debian "
               "apt-get install libopenblas-dev liblapacke-dev)")
-        return None
+        return {}
     previous, blas.default_implementation = blas.default_implementation, "OpenBLAS"
     try:
-        sdfg = matmul.to_sdfg()
-        sdfg.name = "matmul_openblas"
-        return sdfg.compile()
+        built = {}
+        for name, program in (("matmul", matmul), ("dense_relu", dense_relu_unfused)):
+            sdfg = program.to_sdfg()
+            sdfg.name = f"{name}_openblas"
+            built[name] = sdfg.compile()
+        return built
     finally:
         blas.default_implementation = previous
 
 
-def against_baselines(ai_seconds: float, timings: dict) -> list:
-    """The 'ai' A @ B against NumPy and DaCe's OpenBLAS, each figure naming its baseline; says when it is slower."""
-    lines = []
-    for name, label in (("NumPy A @ B", "NumPy"), (OPENBLAS, "OpenBLAS (DaCe 'OpenBLAS')")):
-        if name not in timings:
+@dataclass
+class Comparison:
+    """One generated node, timed beside its baselines on the same inputs."""
+
+    node: str  #: the generated node
+    program: str  #: what runs it
+    sizes: str
+    flops: float
+    nbytes: float  #: bytes every side must at least read and write once (for a speed-of-light figure)
+    sides: dict[str, Callable[[], object]] = field(default_factory=dict)  #: label -> call; the node's side first
+    seconds: dict[str, list] = field(default_factory=dict)
+
+
+def comparisons(programs: dict, openblas: dict, size: int, dense: tuple[int, int, int]) -> list[Comparison]:
+    """The demo's three nodes with their inputs, checked against NumPy, and their baselines."""
+    rng = np.random.default_rng(0)
+    n = size
+    A = rng.random((n, n), dtype=np.float32) - 0.5
+    B = rng.random((n, n), dtype=np.float32) - 0.5
+    C = np.zeros((n, n), dtype=np.float32)
+    reference = A @ B
+    programs["tiled_gemm"](A=A, B=B, C=C, M=n, N=n, K=n)
+    check("tiled_gemm", C, reference, n)
+    check("matmul", programs["matmul"](A=A, B=B, M=n, N=n, K=n), reference, n)
+
+    dm, dn, dk = dense
+    DA = rng.random((dm, dk), dtype=np.float32) - 0.5
+    DB = rng.random((dk, dn), dtype=np.float32) - 0.5
+    bias = rng.random(dn, dtype=np.float32) - 0.5
+    DC = np.zeros((dm, dn), dtype=np.float32)
+    NC = np.zeros((dm, dn), dtype=np.float32)
+    programs["dense_relu"](A=DA, B=DB, bias=bias, C=DC, M=dm, N=dn, K=dk)
+    check("dense_relu", DC, dense_relu_reference(DA, DB, bias), dk)
+
+    def numpy_dense_relu():  # NumPy's best: no temporaries, the matrix product, an add and a maximum in place
+        np.matmul(DA, DB, out=NC)
+        np.add(NC, bias, out=NC)
+        return np.maximum(NC, 0, out=NC)
+
+    gemm_flops, gemm_bytes = 2.0 * n ** 3, 4.0 * 3 * n * n
+    result = [
+        Comparison("gemm_tile", "tiled_gemm (map over 256x256 tiles)", f"{n}x{n}x{n}", gemm_flops, gemm_bytes,
+                   {"gemm_tile": lambda: programs["tiled_gemm"](A=A, B=B, C=C, M=n, N=n, K=n)}),
+        Comparison("_MatMult_gemm", "matmul (A @ B, Gemm via 'ai')", f"{n}x{n}x{n}", gemm_flops, gemm_bytes,
+                   {"_MatMult_gemm": lambda: programs["matmul"](A=A, B=B, M=n, N=n, K=n)}),
+        Comparison("dense_relu", "dense_relu (max(A @ B + bias, 0), fused)", f"{dm}x{dn}x{dk}",
+                   2.0 * dm * dn * dk, 4.0 * (dm * dk + dk * dn + dn + dm * dn),
+                   {"dense_relu": lambda: programs["dense_relu"](A=DA, B=DB, bias=bias, C=DC, M=dm, N=dn, K=dk)}),
+    ]
+    for comparison in result[:2]:
+        comparison.sides["NumPy"] = lambda: A @ B
+    result[2].sides["NumPy"] = numpy_dense_relu
+    if openblas:
+        check(OPENBLAS_LABEL, openblas["matmul"](A=A, B=B, M=n, N=n, K=n), reference, n)
+        DO = np.zeros((dm, dn), dtype=np.float32)
+        openblas["dense_relu"](A=DA, B=DB, bias=bias, C=DO, M=dm, N=dn, K=dk)
+        check(f"dense_relu, {OPENBLAS_LABEL}", DO, dense_relu_reference(DA, DB, bias), dk)
+        for comparison in result[:2]:
+            comparison.sides[OPENBLAS_LABEL] = lambda: openblas["matmul"](A=A, B=B, M=n, N=n, K=n)
+        result[2].sides[OPENBLAS_LABEL] = lambda: openblas["dense_relu"](A=DA, B=DB, bias=bias, C=DO, M=dm,
+                                                                         N=dn, K=dk)
+    return result
+
+
+def check(name: str, value, reference, depth: int) -> None:
+    np.testing.assert_allclose(value, reference, rtol=1e-3, atol=1e-5 * depth)
+    print(f"{name}: matches NumPy (max abs error {float(np.abs(value - reference).max()):.2e})")
+
+
+#: Pause before each timed call: worker threads of the side timed before (OpenBLAS's keep spinning for a
+#: while after a call, OpenMP's briefly) go idle instead of competing with the next side for the cores.
+PAUSE = 0.1
+
+
+def time_side_by_side(comparison: Comparison, rounds: int, pause: float = PAUSE) -> None:
+    """Every side once per round, in turn (after one warm-up call each), so that a busy moment of the
+    machine falls on all of them; the seconds of every round are kept."""
+    for call in comparison.sides.values():
+        call()
+    comparison.seconds = {label: [] for label in comparison.sides}
+    for _ in range(rounds):
+        for label, call in comparison.sides.items():
+            time.sleep(pause)
+            start = time.perf_counter()
+            call()
+            comparison.seconds[label].append(time.perf_counter() - start)
+
+
+def speed_of_light_fraction(comparison: Comparison, seconds: float) -> float | None:
+    """Fraction of this machine's speed of light (its roofline for ``flops`` and ``nbytes``) the node reached.
+
+    None where no roofline of the machine is known; the report then prints ``-``."""
+    return None
+
+
+def report(comparison: Comparison, pick: Callable[[list], float] = min) -> list:
+    """Lines for one node: each side's time and GFLOP/s, then the node against each baseline as ratios."""
+    own = comparison.node
+    best = {label: pick(values) for label, values in comparison.seconds.items()}
+    lines = [f"{comparison.node} -- {comparison.program}, {comparison.sizes} float32, "
+             f"{comparison.flops / 1e9:.2f} GFLOP:"]
+    for label, seconds in best.items():
+        lines.append(f"  {label:18s} {seconds * 1e3:9.3f} ms  {comparison.flops / seconds / 1e9:7.1f} GFLOP/s")
+    for label, seconds in best.items():
+        if label == own:
             continue
-        ratio = timings[name] / ai_seconds
+        ratio = seconds / best[own]
         verdict = "" if ratio >= 1 else f"  <- the shipped answer is slower than {label}"
-        lines.append(f"A @ B via 'ai': {ratio:.2f}x vs {label}{verdict}")
+        lines.append(f"  {own}: {ratio:.2f}x vs {label}{verdict}")
+    fraction = speed_of_light_fraction(comparison, best[own])
+    lines.append(f"  {own}: speed of light: {'-' if fraction is None else f'{fraction:.0%}'}")
     return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=1024,
+                        help=f"M = N = K of the matrix products (a multiple of {TILE})")
+    parser.add_argument("--dense", default="2048,2048,64", help="M,N,K of the fused dense layer (default 2048,2048,64)")
+    parser.add_argument("--repeat", type=int, default=11, help="timed rounds; every side runs once per round")
+    parser.add_argument("--variant", choices=sorted(VARIANTS), default=None,
+                        help="answers to replay (default: avx512 if the CPU has avx512f, else avx2)")
+    parser.add_argument("--quiet-code", action="store_true", help="do not print the generated code")
+    args = parser.parse_args(argv)
+    if args.size <= 0 or args.size % TILE:
+        parser.error(f"--size must be a positive multiple of {TILE}")
+    try:
+        dense = tuple(int(v) for v in args.dense.split(","))
+        assert len(dense) == 3 and min(dense) > 0
+    except (ValueError, AssertionError):
+        parser.error("--dense takes three positive integers M,N,K")
+
+    variant = args.variant or variant_for_this_cpu()
+    print(f"dace-ai offline demo: replaying the answers shipped in {HERE / 'answers' / variant} "
+          f"(provider 'manual'; no model is called)")
+    setup(variant)
+    prompt_dir = Path(tempfile.mkdtemp(prefix="dace-ai-demo-prompts-"))
+    programs, _ = build_programs(variant, prompt_dir, show_code=not args.quiet_code)
+    openblas = openblas_programs()
+
+    print()
+    nodes = comparisons(programs, openblas, args.size, dense)
+    print(f"\nEach node beside NumPy and {OPENBLAS_LABEL} on the same inputs "
+          f"(best of {args.repeat} interleaved rounds, {PAUSE} s pause before each call):")
+    for comparison in nodes:
+        time_side_by_side(comparison, args.repeat)
+        print("\n".join(report(comparison)))
+    return 0
 
 
 if __name__ == "__main__":
