@@ -15,6 +15,10 @@ When the stage runner chose the ``sanitizers`` checker, the same unit's clang++
 sanitizer builds start in the background just before this compile
 (:func:`dace_ai.checking.sanitize.start_sanitizer_builds`), so two cores overlap them;
 a failed compile stops them.
+
+The compile also writes the compiler's vectoriser remarks (no change to the code it
+generates, no second compile); :meth:`CandidateBuild.remarks` reads those on the
+answer's own loops (:mod:`dace_ai.checking.remarks`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pathlib import Path
 from dace_ai.checking.api import CheckRequest
 from dace_ai.checking.candidate import entry_points
 from dace_ai.checking.diagnostics import summarize_output
+from dace_ai.checking.remarks import remark_flags, remark_kind
 from dace_ai.checking.sanitize import start_sanitizer_builds, stop_sanitizer_builds
 from dace_ai.checking.units import UNIT_FILE, ToolResult, environment_classes, host_unit, run_tool
 from dace_ai.targets.build_flags import build_command, builds_with_dace, compiler_identity, is_clang
@@ -50,6 +55,10 @@ class CandidateBuild:
     pch: str  #: how dace.h was included ("pch built", "pch reused", "pch not built: ...")
     #: Name of the checker that put the compiler's diagnostics in its report (the others refer to it).
     reported_by: str | None = None
+    #: Whose vectoriser remarks the compile asked for ("gcc", "clang"), None when none were.
+    remark_kind: str | None = None
+    #: Lines of the unit that hold the answer (the sandbox's entry points follow them).
+    answer_lines: int = 0
 
     @property
     def ok(self) -> bool:
@@ -73,6 +82,15 @@ class CandidateBuild:
     def diagnostics(self) -> str:
         """The compiler's errors (with notes and excerpts), as the model should read them."""
         return summarize_output(self.result.output)
+
+    def remarks(self) -> list[str]:
+        """The compiler's remarks on the answer's own loops, one line each (empty when the compile failed)."""
+        from dace_ai.checking.remarks import candidate_remarks
+
+        if not self.ok or not self.unit.is_file():
+            return []
+        return candidate_remarks(self.remark_kind, self.folder, self.result.output,
+                                 self.unit.read_text(encoding="utf-8"), self.answer_lines)
 
     def claim_output(self, checker: str) -> bool:
         """True for the first checker that reports the compiler's diagnostics (so they are sent once)."""
@@ -157,12 +175,15 @@ def compile_candidate(request: CheckRequest) -> CandidateBuild:
             pch_args, pch_note = ensure_pch(compiler, flags)
         else:  # a cross compiler's precompiled dace.h is not reliable (GCC 12: spurious ambiguities in arm_sve.h)
             pch_args, pch_note = ["-include", "dace/dace.h"], "no pch for a cross compiler"
-        command = [*compiler, *flags, "-I", dace_runtime_include(), *env_args, *pch_args, "-c", UNIT_FILE,
+        remarks = remark_flags(compiler, folder)
+        command = [*compiler, *flags, "-I", dace_runtime_include(), *env_args, *pch_args, *remarks, "-c", UNIT_FILE,
                    "-o", OBJECT_FILE]
         start_sanitizer_builds(request, unit + entry_points(request.node), flags)  # beside this compile
         result = run_tool(command, cwd=folder, timeout=COMPILE_TIMEOUT, env={"LC_ALL": "C"})
         if not result.ok:
             stop_sanitizer_builds(request)
-        build = CandidateBuild(compiler, flags, command, folder, result, pch_note)
+        build = CandidateBuild(compiler, flags, command, folder, result, pch_note,
+                               remark_kind=remark_kind(compiler[0]) if remarks else None,
+                               answer_lines=len(unit.splitlines()))
     request.shared["compile"] = build
     return build

@@ -6,7 +6,8 @@ symbols as parameters), compiled to an object file with exactly the compiler,
 standard and flags of the DaCe build that will compile the program
 (:func:`dace_ai.targets.build_flags.build_command`). The compile is shared with
 every other checker of the candidate (:func:`dace_ai.checking.compile.compile_candidate`),
-so the x86 ISA check costs no second compile.
+so the x86 ISA check costs no second compile. A passed probe's ``details["remarks"]`` hold the
+compiler's vectoriser remarks on the answer's own loops (:mod:`dace_ai.checking.remarks`).
 
 ``faithful`` (opt-in via the ``checkers`` setting): a program holding only the
 generated tasklet with the node's containers, memlets, symbols and environments,
@@ -71,6 +72,7 @@ def probe_check(request: CheckRequest) -> CheckReport:
     if build.missing_compiler:
         return CheckReport("probe", "inconclusive", build.result.output, 0.0, details)
     if build.ok:
+        details["remarks"] = build.remarks()  # the vectoriser's word on the answer's loops, for the feedback
         return CheckReport("probe", "passed", "", 0.0, details)
     if build.result.timed_out:
         return CheckReport("probe", "failed", f"the compiler did not finish: {build.result.output.strip()}",

@@ -74,7 +74,7 @@ from pathlib import Path
 from typing import Any
 
 from dace_ai.checking.api import CheckReport, CheckRequest, stable_paths
-from dace_ai.checking.units import UNIT_FILE, ToolResult, environment_classes
+from dace_ai.checking.units import UNIT_FILE, ToolResult, environment_classes, unit_place
 from dace_ai.plugins.registrations import Checker, Setting
 
 NAME = "sanitizers"
@@ -635,7 +635,6 @@ _FRAME = re.compile(r"^\s*#(\d+) .*?(?:^|[\s/(])(" + re.escape(UNIT_FILE) + r"|[
                     r"(\d+)(?::\d+)?", re.MULTILINE)
 _BUFFER = re.compile(r"^dace-ai-buffer (\d+) (0x[0-9a-fA-F]+|\(nil\)) (\d+)$", re.MULTILINE)
 _HEX = re.compile(r"\s*\b0x[0-9a-fA-F]{4,}\b")
-_SECTION = re.compile(r"^// ---- (code_global|code_init|code_exit|code) ----$")
 
 
 @dataclass
@@ -791,23 +790,6 @@ def read_report(run: SanitizerRun, case: dict[str, Any]) -> Finding | None:
     if "runtime error:" in report.splitlines()[0]:
         return _read_undefined(report)
     return _read_thread(report, case, buffers)
-
-
-def unit_place(unit: str, line: int, answer_lines: int) -> tuple[str, bool]:
-    """(``tasklet.cpp:27: `s += _x[i];` (line 3 of your code)``, whether the line is the answer's)."""
-    lines = unit.splitlines()
-    text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
-    if len(text) > 160:
-        text = text[:157] + "..."
-    section, offset = None, 0
-    for number in range(min(line, len(lines)), 0, -1):
-        m = _SECTION.match(lines[number - 1])
-        if m:
-            section, offset = m.group(1), line - number
-            break
-    part = {"code": "your code"}.get(section or "", f"your {section}") if section else ""
-    words = f"{UNIT_FILE}:{line}: `{text}`" + (f" (line {offset} of {part})" if part and offset > 0 else "")
-    return words, section is not None and line <= answer_lines
 
 
 # ----------------------------------------------------------------------------- the check

@@ -176,8 +176,13 @@ def failed(reports: list[CheckReport]) -> bool:
 def repair_message(reports: list[CheckReport]) -> str:
     """The failed checks' diagnostics, worded for the model; "" when nothing failed.
 
-    Byte-stable across runs (no timings, no temporary paths), because it becomes part
-    of the conversation and therefore of the answer cache key.
+    A candidate the bench gate refused as too slow also gets the "Where the time goes"
+    section (:func:`dace_ai.prompt.feedback.where_the_time_goes`): its figures, the
+    fraction of speed of light and the compiler's remarks on its loops.
+
+    Byte-stable across runs (no temporary paths), because it becomes part of the
+    conversation and therefore of the answer cache key; only a bench refusal quotes
+    measured times, which vary from run to run.
     """
     failures = [r for r in reports if r.failed]
     if not failures:
@@ -189,6 +194,12 @@ def repair_message(reports: list[CheckReport]) -> str:
         stage = report.details.get("stage", "compile")
         text = stable_paths(report.diagnostics.strip(), replacements) or "(no diagnostics)"
         parts.append(f"Check {report.checker!r} (stage {stage}) failed:\n```\n{text}\n```")
+    if any(r.details.get("rule") == "gate" for r in failures):  # too slow: say where the time goes
+        from dace_ai.prompt.feedback import where_the_time_goes
+
+        section = where_the_time_goes(reports).strip()
+        if section:
+            parts.append(section)
     return "\n\n".join(parts) + "\n"
 
 

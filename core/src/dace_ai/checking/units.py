@@ -13,6 +13,7 @@ limit; the packs add their own prelude, flags and harnesses.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,6 +31,8 @@ TASKLET_FUNCTION = "dace_ai_tasklet"
 UNIT_FILE = "tasklet.cpp"
 #: Schedules whose map parameters are thread indices inside a GPU kernel.
 GPU_THREAD_SCHEDULES = ("GPU_Device", "GPU_ThreadBlock")
+#: The comment that opens each part of the answer in a host unit (see :func:`host_unit`).
+UNIT_SECTION = re.compile(r"^// ---- (code_global|code_init|code_exit|code) ----$")
 
 
 @dataclass(frozen=True)
@@ -222,6 +225,23 @@ def host_unit(answer: Answer, node: NodeContext, *, prelude: str = "", extra_loc
         f"void {TASKLET_FUNCTION}({tasklet_params}) {{\n{extra_locals}"
         f"// ---- code ----\n{answer.code}\n}}\n"
     )
+
+
+def unit_place(unit: str, line: int, answer_lines: int) -> tuple[str, bool]:
+    """(``tasklet.cpp:27: `s += _x[i];` (line 3 of your code)``, whether the line is the answer's)."""
+    lines = unit.splitlines()
+    text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    if len(text) > 160:
+        text = text[:157] + "..."
+    section, offset = None, 0
+    for number in range(min(line, len(lines)), 0, -1):
+        m = UNIT_SECTION.match(lines[number - 1])
+        if m:
+            section, offset = m.group(1), line - number
+            break
+    part = {"code": "your code"}.get(section or "", f"your {section}") if section else ""
+    words = f"{UNIT_FILE}:{line}: `{text}`" + (f" (line {offset} of {part})" if part and offset > 0 else "")
+    return words, section is not None and line <= answer_lines
 
 
 def device_unit(answer: Answer, node: NodeContext, *, prelude: str = "") -> str:

@@ -49,6 +49,10 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef("gate_baseline", "str", "native",
                "With bench=gate, what min_speedup is measured against: native (the node's own expansion) or "
                "strongest (the fastest baseline timed: DaCe's library implementations such as OpenBLAS)"),
+    SettingDef("target_sol", "float", 0.0,
+               "dace_ai.optimize: skip the remaining refinement rounds of a node once its fastest candidate reaches "
+               "this fraction of the machine's speed of light (the bench's roofline figure, e.g. 0.8); 0 never stops "
+               "early", (("ge", 0),)),
     SettingDef("bench_sizes", "str", None, "Symbol values for timing runs, e.g. 'N=4096,M=512'; empty picks them"),
     SettingDef("bench_repeats", "int", 7, "Timed runs of each side per bench (after a warm-up)", (("ge", 1),)),
     SettingDef("check_concurrency", "int", 0, "Candidates checked at once; 0 means the number of cores",

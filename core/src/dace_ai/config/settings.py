@@ -74,6 +74,7 @@ class AISettings(BaseModel):
     min_speedup: float = _field("min_speedup")
     bench_baselines: bool = _field("bench_baselines")
     gate_baseline: Literal["native", "strongest"] = _field("gate_baseline")
+    target_sol: float = _field("target_sol")
     bench_sizes: str | None = _field("bench_sizes")
     bench_repeats: int = _field("bench_repeats")
     check_concurrency: int = _field("check_concurrency")

@@ -11,8 +11,12 @@ For one node (by name or object) or every pending AI node:
    arrives, up to ``check_concurrency`` at once; benches take a machine-wide
    lock so two never share the cores;
 4. the fastest candidate that passed wins; ``rounds`` refinement rounds send the
-   best code, its timings against the native expansion and the other
-   candidates' failure reasons back to the model for ``samples`` new candidates;
+   best code, its timings against the native expansion, "Where the time goes"
+   (figures, speed of light, the compiler's remarks on its loops:
+   :mod:`dace_ai.prompt.feedback`) and the other candidates' failure reasons back
+   to the model for ``samples`` new candidates. Once the best candidate reaches the
+   fraction ``target_sol`` of the machine's speed of light, the remaining rounds are
+   skipped (``NodeOptimization.stopped_early`` says so);
 5. the winner becomes the node's tasklet (figures in its provenance and the
    session). Under ``bench=gate`` a winner below ``min_speedup`` is refused and the
    native expansion is kept, as when no candidate passed at all.
@@ -51,6 +55,7 @@ from dace_ai import compat
 from dace_ai.checking.deception import format_seconds
 from dace_ai.errors import AIUsageError, DaceAIError
 from dace_ai.expansion.optimize_report import Candidate, NodeOptimization, OptimizeReport
+from dace_ai.prompt.feedback import TimeEvidence, where_the_time_goes
 from dace_ai.providers.api import Message, ProviderReply
 
 #: Nodes optimized at once on an executor when ``node_concurrency`` is 0 (each holds a few waiting threads).
@@ -275,10 +280,27 @@ def _optimize_node(work: _NodeWork, settings: Any, provider: Any, answers: Any, 
         attempts += batch
         best = _best(attempts)
         if rnd < rounds:
+            result.stopped_early = _near_speed_of_light(best, settings.target_sol, rounds - rnd)
+            if result.stopped_early:
+                break
             history = _refinement_history(best, attempts, ctx) if best else _retry_history(attempts)
     result.candidates = [a.candidate for a in attempts]
     result.seconds = time.perf_counter() - started
     return result, _best(attempts), session
+
+
+def _near_speed_of_light(best: _Attempt | None, target: float, left: int) -> str:
+    """Why the ``left`` remaining rounds are not worth asking for (setting ``target_sol``), or "".
+
+    A candidate at that fraction of the machine's roofline has little left to gain; more
+    rounds would cost tokens and check time for noise.
+    """
+    fraction = best.candidate.sol_fraction if best is not None else None
+    if not target or fraction is None or fraction < target:
+        return ""
+    c = best.candidate  # type: ignore[union-attr]
+    return (f"stopped after round {c.round}: r{c.round}s{c.sample} reached {100 * fraction:.0f}% of speed of light "
+            f"(target_sol {target:g}); {left} refinement round(s) skipped")
 
 
 def _best(attempts: list[_Attempt]) -> _Attempt | None:
@@ -376,6 +398,7 @@ class _Runner:
                 list(note.get("lost_workers", []))
         fig = pipeline.bench_figures(reports)
         attempt.figures = fig
+        c.sol_fraction = TimeEvidence.from_reports(reports).fraction
         if fig:
             c.speedup, c.speedup_range = fig.get("speedup"), fig.get("speedup_range")
             c.native, c.strongest, c.speedup_strongest = fig.get("native"), fig.get("strongest"), fig.get("speedup_strongest")
@@ -439,6 +462,9 @@ def _refinement_history(best: _Attempt, attempts: list[_Attempt], ctx: Any) -> l
     if others:
         lines.append("Slower correct candidates: " + ", ".join(
             f"r{o.round}s{o.sample} {format_seconds(o.seconds_per_call)}" for o in others))
+    time_section = where_the_time_goes(best.reports or []).strip()
+    if time_section:
+        lines += ["", time_section, ""]
     lines.append("Write a faster version that computes exactly the same results. Answer with the complete "
                  "answer in the same JSON format.")
     return [Message("assistant", best.reply.text if best.reply else ""), Message("user", "\n".join(lines))]

@@ -30,6 +30,7 @@ class Candidate:
     speedup_strongest: float | None = None  #: over the strongest baseline
     seconds_per_call: float | None = None
     native_seconds_per_call: float | None = None
+    sol_fraction: float | None = None  #: fraction of the machine's speed of light reached (the bench's roofline)
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
@@ -66,6 +67,8 @@ class NodeOptimization:
     candidates: list[Candidate] = field(default_factory=list)
     session: str = ""
     seconds: float = 0.0
+    #: Why the remaining refinement rounds were skipped ("" when every round ran): setting target_sol.
+    stopped_early: str = ""
 
     @property
     def winner(self) -> Candidate | None:
@@ -103,6 +106,7 @@ class NodeOptimization:
                               for c in self.candidates if c.retries)
         return (f"{self.name} ({self.node_type}): {self.outcome}{' - ' + self.reason if self.reason else ''}; "
                 f"{len(self.candidates)} candidate(s), {len(self.refused)} refused; {chosen}"
+                + (f"; {self.stopped_early}" if self.stopped_early else "")
                 + (f"; refused: {refused}" if refused else "")
                 + (f"; checks restarted after a lost worker: {restarted}" if restarted else ""))
 

@@ -213,18 +213,35 @@ def _refuse_pinned(g: Generated, what: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------- changing
-def refine_message(feedback: str, edited_code: str | None, edited_global: str | None) -> str:
-    """The user message of a refine round: hand edits (when any) first, then the feedback."""
+def refine_message(feedback: str, edited_code: str | None, edited_global: str | None, time_section: str = "") -> str:
+    """The user message of a refine round: hand edits (when any) first, then the feedback, then where the time goes.
+
+    ``time_section`` (:func:`dace_ai.prompt.feedback.where_the_time_goes` of the round's
+    recorded checks) tells the model what was measured about the code it is asked to improve.
+    """
     parts = [hand_edit_note(edited_code, edited_global)] if edited_code is not None else []
     parts.append(f"Feedback on the implementation:\n\n{feedback.strip()}")
+    if time_section.strip():
+        parts.append(time_section.strip())
     parts.append("Answer again with the complete improved answer in the same JSON format.")
     return "\n\n".join(parts) + "\n"
+
+
+def _time_section(session: Session, number: int | None, edited: bool) -> str:
+    """Where the time goes in the code of round ``number`` (nothing for hand-edited code: it was not measured)."""
+    from dace_ai.prompt.feedback import where_the_time_goes
+
+    if number is None or edited:
+        return ""
+    return where_the_time_goes(session.checks(number))
 
 
 def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings: Any = None) -> Any:
     """Ask for a new round of the selected tasklet's conversation with ``feedback``; return the tasklet.
 
-    The answer goes through the usual checks and repair rounds. Only an accepted
+    The message carries the feedback and, when the round's checks measured its code, the
+    "Where the time goes" section (times, speedups, speed of light, the compiler's remarks
+    on its loops). The answer goes through the usual checks and repair rounds. Only an accepted
     answer changes the tasklet; otherwise the error is raised and the SDFG is left
     as it was (the rejected rounds are recorded in the session).
     """
@@ -249,7 +266,7 @@ def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings
     edited_code, edited_global = hand_edits(g.tasklet, session, g.round)
     edited = edited_code is not None
     history_messages: list[tuple[str, str]] = [*messages[1:], ("user", refine_message(
-        feedback, edited_code, edited_global))]
+        feedback, edited_code, edited_global, _time_section(session, g.round, edited)))]
     provider = select_provider(settings)
     ctx = pipeline.node_context(g.sdfg, g.state, g.tasklet, settings)
     replaced = _replaced_node(session, g)

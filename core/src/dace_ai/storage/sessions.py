@@ -192,6 +192,14 @@ class Session:
             return None
         return data if isinstance(data, dict) else None
 
+    def checks(self, number: int) -> list[dict[str, Any]]:
+        """The check reports of round ``number`` as recorded (``checks.json`` rows with details); [] when none."""
+        try:
+            rows = json.loads((self.round_folder(number) / "checks.json").read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            return []
+        return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
+
     def conversation(self, number: int) -> tuple[str, list[tuple[str, str]]] | None:
         """(system, messages) of round ``number`` with that round's answer appended, or None."""
         folder = self.round_folder(number)
