@@ -49,6 +49,7 @@ _GCC_NOISE = re.compile(r"no vectype for stmt|not consecutive access|Build SLP f
 #: From the first GIMPLE name on (``_41``, ``*_11``, ``a_34``, ``.omp_data_i``) the text means nothing to a reader.
 _GIMPLE = re.compile(r"[:,]?\s+\S*(?:\b_\d+\b|\w_\d+\b|\.omp_data).*$")
 _NOT_VECTORIZED = re.compile(r"^not vectorized[:,]\s*")
+_GCC_VERSION = re.compile(r"^\S*(?:g\+\+|gcc|c\+\+)(?:-[\d.]+)? \(")
 _CLANG_REMARK = re.compile(r"^" + re.escape(UNIT_FILE) + r":(\d+):(\d+): remark: (.*?)(?: \[-R[\w=-]+\])?$")
 
 
@@ -77,12 +78,13 @@ def _kind(executable: str) -> str | None:
         out = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
-    text = (out.stdout or out.stderr).lower()
-    if "clang" in text:
+    text = out.stdout or out.stderr
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    if "clang" in first.lower():
         return "clang"
-    if "free software foundation" in text or "gcc" in text:
+    if _GCC_VERSION.search(first):  # "g++ (GCC) 13.2.1", "c++ (Debian 12.2.0-14) 12.2.0", "aarch64-linux-gnu-g++ (...)"
         return "gcc"
-    return None
+    return None  # a wrapper (ccache) or another compiler: its flags are unknown, so none are added
 
 
 def remark_flags(compiler: list[str], folder: Path) -> list[str]:

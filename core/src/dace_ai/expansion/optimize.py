@@ -295,10 +295,11 @@ def _near_speed_of_light(best: _Attempt | None, target: float, left: int) -> str
     A candidate at that fraction of the machine's roofline has little left to gain; more
     rounds would cost tokens and check time for noise.
     """
-    fraction = best.candidate.sol_fraction if best is not None else None
-    if not target or fraction is None or fraction < target:
+    if best is None or not target:
         return ""
-    c = best.candidate  # type: ignore[union-attr]
+    c, fraction = best.candidate, best.candidate.sol_fraction
+    if fraction is None or fraction < target:
+        return ""
     return (f"stopped after round {c.round}: r{c.round}s{c.sample} reached {100 * fraction:.0f}% of speed of light "
             f"(target_sol {target:g}); {left} refinement round(s) skipped")
 
