@@ -27,7 +27,7 @@ from dace_ai.checking.remarks import REMARKS_FILE
 from dace_ai.config.settings import resolve_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_cost import _request, gemm_candidate, gemm_context, node_context, scale_candidate  # noqa: E402
+from check_cost import _request, gemm_candidate, gemm_context, node_context, scale_candidate
 
 
 def _seconds(command: list[str], folder: Path) -> float:

@@ -269,5 +269,6 @@ def test_a_rerun_of_the_same_answer_reads_only_its_own_remarks():
         pytest.skip("the build's compiler is not GCC")
     size = (build.folder / "remarks.txt").stat().st_size
     again, request = _probe(LOOPS)
-    assert (request.shared["compile"].folder / "remarks.txt").stat().st_size == size
+    # (the internals print addresses, so the size varies a little; appended, it would double)
+    assert (request.shared["compile"].folder / "remarks.txt").stat().st_size < 1.5 * size
     assert again.details["remarks"] == report.details["remarks"]
