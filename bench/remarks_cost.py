@@ -6,7 +6,8 @@ compile of ``bench/check_cost.py``'s candidates (the 1-D ``reference=`` node and
 OpenMP Gemm), then runs that very command ``--repeats`` times with the remark flags
 and as many times without, alternating, so both sides see the same load; it also times
 reading the remarks (:meth:`~dace_ai.checking.compile.CandidateBuild.remarks`). It
-prints the ratio with/without (median of the pairs) and the absolute figures:
+prints the ratio with/without (median of the pairs) of the compiler's CPU time (user +
+system, which a loaded machine hardly changes) and of wall time, with the absolute figures:
 
     python bench/remarks_cost.py [--repeats 15]
 """
@@ -14,6 +15,7 @@ prints the ratio with/without (median of the pairs) and the absolute figures:
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -30,12 +32,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check_cost import _request, gemm_candidate, gemm_context, node_context, scale_candidate
 
 
-def _seconds(command: list[str], folder: Path) -> float:
+def _seconds(command: list[str], folder: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of one compile; the compiler's CPU time (user + system) hardly depends on the load."""
     (folder / REMARKS_FILE).unlink(missing_ok=True)  # GCC appends
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(command, cwd=folder, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    env={**os.environ, "LC_ALL": "C"})
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def measure(label: str, ctx, answer, repeats: int) -> None:
@@ -56,11 +62,14 @@ def measure(label: str, ctx, answer, repeats: int) -> None:
     lines = build.remarks()
     parse = time.perf_counter() - start
     size = (build.folder / REMARKS_FILE).stat().st_size if (build.folder / REMARKS_FILE).is_file() else 0
-    ratios = [w / p for w, p in zip(with_remarks, without)]
     print(f"\n{label}: {len(lines)} remark line(s) on the answer's loops; remarks file {size / 1024:.0f} KiB")
-    print(f"  compile without remarks   median {statistics.median(without):.3f} s")
-    print(f"  compile with remarks      median {statistics.median(with_remarks):.3f} s")
-    print(f"  with / without            {statistics.median(ratios):.3f}x (pairs: {min(ratios):.2f}-{max(ratios):.2f})")
+    for index, kind in ((1, "CPU"), (0, "wall")):
+        plain_s = [t[index] for t in without]
+        remarks_s = [t[index] for t in with_remarks]
+        ratios = [w / p for w, p in zip(remarks_s, plain_s) if p > 0]
+        print(f"  {kind:<4} compile without / with remarks  median {statistics.median(plain_s):.3f} s / "
+              f"{statistics.median(remarks_s):.3f} s; with / without {statistics.median(ratios):.3f}x "
+              f"(pairs {min(ratios):.2f}-{max(ratios):.2f})")
     print(f"  reading the remarks       {parse * 1e3:.1f} ms")
 
 
