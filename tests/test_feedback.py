@@ -69,6 +69,25 @@ def test_the_compile_reports_which_of_the_answers_loops_were_vectorised_and_why_
     assert all(r.startswith("line ") and " of your code" in r for r in remarks), remarks
 
 
+def test_a_loop_gcc_turns_down_on_cost_at_O2_comes_with_the_remedy():
+    from dace_ai.checking.remarks import cost_model_note
+
+    report, request = _probe("for (int i = 0; i < N; ++i)\n  _b[i] = twice(_a[i]);")
+    build = request.shared["compile"]
+    levels = [f for f in build.flags if f.startswith("-O")]
+    (remark,) = report.details["remarks"]
+    if build.remark_kind == "gcc" and levels[-1] == "-O2" and "-fopenmp" in build.flags:  # DaCe 1.0's default build
+        assert "not vectorized: " in remark and "would need to be peeled" in remark
+        assert "#pragma omp simd" in report.details["remarks_note"]
+    else:
+        assert "remarks_note" not in report.details
+    cheap = ["line 1 of your code, column 5 `for`: not vectorized: Loop costings not worthwhile"]
+    assert cost_model_note("gcc", ["-O3", "-O2", "-fopenmp"], cheap).startswith("At -O2 GCC vectorises")
+    assert cost_model_note("gcc", ["-O2", "-O3", "-fopenmp"], cheap) == ""  # -O3 pays for remainders
+    assert cost_model_note("clang", ["-O2", "-fopenmp"], cheap) == ""
+    assert cost_model_note("gcc", ["-O2", "-fopenmp"], ["line 2: not vectorized: bad data dependence"]) == ""
+
+
 def test_remarks_are_deduplicated_capped_and_read_without_gimple_names(tmp_path):
     text = "\n".join(
         [f"tasklet.cpp:{line}:5: note:  === analyze_loop_nest ===\n"
@@ -114,7 +133,8 @@ def test_the_section_names_figures_with_their_baselines_the_bound_and_the_remark
         "native": "DaCe pure", "baselines": {"DaCe pure": 8.0e-3, "OpenBLAS (DaCe 'OpenBLAS')": 5.0e-4},
         "strongest": "OpenBLAS (DaCe 'OpenBLAS')", "speed_of_light": SOL_MEMORY})
     probe = CheckReport("probe", "passed", details={"stage": "compile", "compiler": ["c++"], "flags": ["-O3", "-O2"],
-                                                    "remarks": ["line 2 of your code, column 5 `for`: not vectorized"]})
+                                                    "remarks": ["line 2 of your code, column 5 `for`: not vectorized"],
+                                                    "remarks_note": "At -O2 GCC vectorises a loop only when"})
     text = where_the_time_goes([probe, bench])
     assert text.startswith(TITLE)
     assert "Measured at M=60, N=70 (median of 5 timed runs, 2 threads):" in text
@@ -125,6 +145,7 @@ def test_the_section_names_figures_with_their_baselines_the_bound_and_the_remark
             "45.6 GB/s measured bandwidth: 27% of speed of light.") in text
     assert "float64, 2 threads" in text
     assert "remarks on your loops (`c++` at -O2, the real build's flags):\n- line 2 of your code" in text
+    assert text.rstrip().endswith("not vectorized\n\nAt -O2 GCC vectorises a loop only when")
 
     compute = {**SOL_MEMORY, "bound": "compute", "gflops": 30.0, "fraction": 0.2}
     rows = [{"checker": "bench", "status": "passed", "stage": "bench", "details": {"speed_of_light": compute}}]

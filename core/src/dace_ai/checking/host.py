@@ -26,6 +26,7 @@ from typing import Any
 from dace_ai.checking.api import CheckReport, CheckRequest
 from dace_ai.checking.compile import compile_candidate
 from dace_ai.checking.diagnostics import errors_with_notes, parse_diagnostics, summarize_output
+from dace_ai.checking.remarks import cost_model_note
 from dace_ai.checking.units import environment_classes, environment_headers
 from dace_ai.context.types import ConnectorInfo
 from dace_ai.plugins.hookspecs import hookimpl
@@ -73,6 +74,9 @@ def probe_check(request: CheckRequest) -> CheckReport:
         return CheckReport("probe", "inconclusive", build.result.output, 0.0, details)
     if build.ok:
         details["remarks"] = build.remarks()  # the vectoriser's word on the answer's loops, for the feedback
+        note = cost_model_note(build.remark_kind, build.flags, details["remarks"])
+        if note:
+            details["remarks_note"] = note
         return CheckReport("probe", "passed", "", 0.0, details)
     if build.result.timed_out:
         return CheckReport("probe", "failed", f"the compiler did not finish: {build.result.output.strip()}",

@@ -188,3 +188,25 @@ def candidate_remarks(kind: str | None, folder: Path, output: str, unit: str, an
     if len(lines) > MAX_REMARKS:
         lines = lines[:MAX_REMARKS] + [f"... ({len(lines) - MAX_REMARKS} more loops)"]
     return lines
+
+
+#: GCC reasons of its cheap cost model (``-O2``: ``-fvect-cost-model=very-cheap``), which ``omp simd`` overrides.
+_CHEAP_COST_MODEL = ("would need to be peeled", "Loop costings not worthwhile", "runtime alias check")
+
+
+def cost_model_note(kind: str | None, flags: list[str], lines: list[str]) -> str:
+    """A sentence for GCC at ``-O2`` turning down loops on cost (not on correctness), or "".
+
+    At ``-O2`` GCC 12+ vectorises a loop only when that costs no remainder or peeling loop
+    and no runtime alias check; a loop marked ``#pragma omp simd`` (the build has
+    ``-fopenmp``) is vectorised regardless. A model reading only "Loop costings not
+    worthwhile" would not know the remedy.
+    """
+    levels = [f for f in flags if re.fullmatch(r"-O\w*", f)]
+    if kind != "gcc" or not levels or levels[-1] != "-O2" or "-fopenmp" not in flags:
+        return ""
+    if not any(reason in line for line in lines for reason in _CHEAP_COST_MODEL):
+        return ""
+    return ("At -O2 GCC vectorises a loop only when that needs no remainder loop, no peeling and no runtime alias "
+            "check; `#pragma omp simd` on the loop (the build has -fopenmp) asks for vectorisation regardless.")
+

@@ -41,13 +41,15 @@ class TimeEvidence:
     remarks: tuple[str, ...] = field(default_factory=tuple)
     #: How the remarks were produced: ``c++ at -O2``.
     compiled_with: str = ""
+    #: What the remarks mean for this build (the probe's ``details["remarks_note"]``).
+    remarks_note: str = ""
 
     @classmethod
     def from_reports(cls, reports: Iterable[Any]) -> TimeEvidence:
         """The evidence in ``reports`` (CheckReport objects or ``checks.json`` rows)."""
         figures = sol = None
         remarks: tuple[str, ...] = ()
-        compiled_with = ""
+        compiled_with = note = ""
         for report in reports:
             checker, details = _fields(report)
             if not isinstance(details, Mapping):
@@ -61,7 +63,8 @@ class TimeEvidence:
             if not remarks and isinstance(details.get("remarks"), list):
                 remarks = tuple(str(line) for line in details["remarks"])
                 compiled_with = _compiled_with(details)
-        return cls(figures, sol, remarks, compiled_with)
+                note = str(details.get("remarks_note") or "")
+        return cls(figures, sol, remarks, compiled_with, note)
 
     @property
     def fraction(self) -> float | None:
@@ -163,7 +166,8 @@ def where_the_time_goes(evidence: TimeEvidence | Iterable[Any]) -> str:
     if evidence.remarks:
         how = f" ({evidence.compiled_with}, the real build's flags)" if evidence.compiled_with else ""
         parts.append(f"The compiler's vectoriser remarks on your loops{how}:\n"
-                     + "\n".join(f"- {line}" for line in evidence.remarks))
+                     + "\n".join(f"- {line}" for line in evidence.remarks)
+                     + (f"\n\n{evidence.remarks_note}" if evidence.remarks_note else ""))
     if len(parts) == 1:
         return ""
     return "\n\n".join(parts) + "\n"
