@@ -81,7 +81,24 @@ def figures(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def describe(fig: dict[str, Any]) -> str:
-    """One line: ``0.65x vs OpenBLAS (DaCe 'OpenBLAS') (strongest); speedup 61.2x (58.1-63.0) over DaCe pure: ...``."""
+    """One line: ``0.65x vs OpenBLAS (DaCe 'OpenBLAS') (strongest); speedup 61.2x (58.1-63.0) over DaCe pure: ...;
+    52.1 GFLOP/s, 0.9 GB/s: compute-bound, 27% of speed of light (peak 190 GFLOP/s float32, 2 threads)``."""
+    return _speeds(fig) + _speed_of_light(fig)
+
+
+def _speed_of_light(fig: dict[str, Any]) -> str:
+    """``; <figure against the roofline>`` (with the memory level of a memory-bound one), or ""."""
+    from dace_ai.performance import describe_speed_of_light
+
+    sol = fig.get("speed_of_light")
+    if not sol:
+        return ""
+    level = fig.get("speed_of_light_level")
+    where = f", data in {level}" if sol["bound"] == "memory" and level and level != "memory" else ""
+    return f"; {describe_speed_of_light(sol)}{where}"
+
+
+def _speeds(fig: dict[str, Any]) -> str:
     if "speedup" not in fig:
         if "candidate_median" in fig:
             return f"{format_seconds(fig['candidate_median'])} per call (no native expansion to compare)"
@@ -200,6 +217,9 @@ def bench_check(request: CheckRequest) -> CheckReport:
     fig["baselines_left_out"] = dict(run.get("baselines_left_out") or {})
     if run.get("baselines_reused"):
         fig["baselines_reused"] = list(run["baselines_reused"])
+    from dace_ai.performance.bench_figure import bench_speed_of_light
+
+    fig.update(bench_speed_of_light(request, fig).details())
     reasons = deception.run_reasons(run)
     gate_on = settings.gate_baseline
     if reasons:

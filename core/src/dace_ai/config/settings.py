@@ -76,6 +76,7 @@ class AISettings(BaseModel):
     gate_baseline: Literal["native", "strongest"] = _field("gate_baseline")
     bench_sizes: str | None = _field("bench_sizes")
     bench_repeats: int = _field("bench_repeats")
+    speed_of_light: Literal["on", "stored", "off"] = _field("speed_of_light")
     check_concurrency: int = _field("check_concurrency")
     verify_seeds: int = _field("verify_seeds")
     verify_sizes: str | None = _field("verify_sizes")

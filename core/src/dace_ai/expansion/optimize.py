@@ -380,6 +380,7 @@ class _Runner:
             c.speedup, c.speedup_range = fig.get("speedup"), fig.get("speedup_range")
             c.native, c.strongest, c.speedup_strongest = fig.get("native"), fig.get("strongest"), fig.get("speedup_strongest")
             c.seconds_per_call, c.native_seconds_per_call = fig.get("candidate_median"), fig.get("native_median")
+            c.speed_of_light = fig.get("speed_of_light")
         verdict = attempt.verdict = judge(reports, self.settings)
         if verdict.failed:
             first = verdict.failed[0]
@@ -509,8 +510,8 @@ def _apply(result: NodeOptimization, best: _Attempt | None, sdfg: Any, state: An
         "node": ctx.name, "provider": provider, "model": (best.reply.model if best.reply else "") or "",
         "source": c.source, "cache_key": getattr(best, "key", "")[:16],
         "session": f"ai-sessions/{session.folder.name}/round-{c.session_round}",
-        "bench": pipeline.bench_provenance(best.figures), "optimize": f"r{c.round}s{c.sample}",
-        "verification": c.verification})
+        "bench": pipeline.bench_provenance(best.figures), "sol": pipeline.sol_provenance(best.figures),
+        "optimize": f"r{c.round}s{c.sample}", "verification": c.verification})
     changes.place(state, node, make_tasklet(node, best.answer, ctx, provenance, environments))
     if best.verdict is not None:  # the winner is used: never silently while one of its checks could not decide
         best.verdict.warn(ctx, session.folder, stacklevel=4)
