@@ -52,7 +52,7 @@ def _connectors(spec: ConnectorSpec, what: str, node_name: str) -> dict[str, Any
 
 
 def _flops_text(node_name: str, flops: Any) -> str:
-    """``flops=`` as the expression text the node keeps ("" for none); a bad one is refused here, where it was written."""
+    """``flops=`` as the expression text the node keeps ("" for none); a bad one is refused where it is written."""
     if flops is None or (isinstance(flops, str) and not flops.strip()):
         return ""
     if isinstance(flops, bool) or not isinstance(flops, (str, int, float)) and not hasattr(flops, "free_symbols"):
