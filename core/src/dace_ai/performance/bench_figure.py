@@ -46,26 +46,26 @@ def roofline_for(setting: str) -> tuple[Any, str]:
         return None, str(exc)
 
 
-def bench_speed_of_light(request: Any, fig: dict[str, Any]) -> BenchSpeedOfLight:
-    """The speed of light of a bench's figures ``fig`` (``candidate_median``, ``sizes``, ``threads``)."""
-    from dace_ai.checking.constraints import first_point
+def bench_speed_of_light(node: Any, setting: str, seconds: float | None, values: Any,
+                         threads: int | None) -> BenchSpeedOfLight:
+    """The speed of light of one call of ``node`` (a NodeContext) taking ``seconds`` at symbol ``values``
+    (the sizes, plus enclosing map parameters) with ``threads`` threads, under the ``speed_of_light`` setting."""
     from dace_ai.performance.speed_of_light import from_roofline
     from dace_ai.performance.work import node_work
 
-    seconds = fig.get("candidate_median")
     if not seconds:
         return BenchSpeedOfLight(None, reason="not timed")
-    roofline, reason = roofline_for(str(getattr(request.settings, "speed_of_light", "on") or "on"))
+    roofline, reason = roofline_for(str(setting or "on"))
     if roofline is None:
         return BenchSpeedOfLight(None, reason=reason)
+    if isinstance(values, Exception):
+        return BenchSpeedOfLight(None, reason=f"the node's work is not known at the bench sizes ({values})")
     try:
-        work = node_work(request.node)
-        values = dict(fig.get("sizes") or {})
-        values.update(first_point(request, values))
+        work = node_work(node)
         flops, nbytes = work.at(values)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         return BenchSpeedOfLight(None, reason=f"the node's work is not known at the bench sizes ({exc})")
-    threads = int(fig.get("threads") or roofline.threads)
+    threads = int(threads or roofline.threads)
     figure, level = from_roofline(roofline, flops, nbytes, seconds, work.dtype, threads)
     return BenchSpeedOfLight(figure, level, {"flops": work.flops, "bytes": work.bytes, "source": work.source,
                                              "note": work.note})

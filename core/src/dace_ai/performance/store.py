@@ -30,15 +30,22 @@ def build_command() -> tuple[list[str], list[str]]:
 
 
 def all_threads() -> int:
-    """The all-core thread count of the sandboxed runs (setting ``check_threads``, else the usable cores)."""
-    from dace_ai.checking.runner import all_cores
+    """The all-core thread count of the sandboxed runs: setting ``check_threads``, else the cores this process
+    may use (as :func:`dace_ai.checking.runner.all_cores` counts them, so a bench finds its thread count here)."""
+    import os
 
     try:
         from dace_ai.config.settings import resolve_settings
 
-        return all_cores(resolve_settings())
+        given = int(resolve_settings().check_threads or 0)
     except Exception:  # noqa: BLE001 - a bad settings file is reported where settings are used
-        return all_cores(None)
+        given = 0
+    if given > 0:
+        return given
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def machine_key(compiler: list[str], flags: list[str], threads: int) -> str:

@@ -151,10 +151,12 @@ def _bytes(ctx: Any) -> Any:
 
 
 def ai_flops(ctx: Any) -> str:
-    """The ``flops=`` expression an AI node was given ("" when none)."""
-    from dace_ai.checking.reference import implemented_node
+    """The ``flops=`` expression an AI node was given ("" when none).
 
-    node = implemented_node(ctx)
+    The node is the one the code implements: itself, or the node a revised tasklet replaced.
+    """
+    live = ctx.live or {}
+    node = live.get("reference_node") or live.get("node")
     return str(getattr(node, "flops", "") or "").strip()
 
 
