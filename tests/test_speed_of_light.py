@@ -67,6 +67,7 @@ def _roofline_json(capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_the_roofline_is_measured_once_and_numpy_stays_between_a_third_of_it_and_it(capsys, _isolated_dace_ai):
     from dace_ai.checking.runner import all_cores
     from dace_ai.performance import store
@@ -117,6 +118,7 @@ def main_text(capsys) -> str:
     return capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_doctor_shows_the_stored_roofline_or_how_to_measure_it_without_measuring(capsys):
     from dace_ai.cli.main import doctor_report
     from dace_ai.performance import store
@@ -131,6 +133,7 @@ def test_doctor_shows_the_stored_roofline_or_how_to_measure_it_without_measuring
     assert after["threads"] == roofline.threads
 
 
+@pytest.mark.slow
 def test_a_target_packs_vendor_peaks_are_shown_beside_the_measured_roofline(capsys, register_dace_ai_plugin):
     from dace_ai.plugin import Detection, Target, VendorPeaks, hookimpl
 
@@ -153,6 +156,29 @@ def test_a_target_packs_vendor_peaks_are_shown_beside_the_measured_roofline(caps
         Target(name="bad", detect=lambda: Detection(True, ""), describe=lambda d: "", peaks={"float32": 1.0})
     with pytest.raises(ValueError, match="peaks must be positive"):
         VendorPeaks({"float32": -1.0})
+
+
+def test_the_roofline_answers_for_a_working_set_and_a_thread_count():
+    from dace_ai.performance.roofline import Level, Roofline
+
+    roofline = Roofline(threads=4, peak_gflops={1: {"float32": 100.0, "float64": 50.0},
+                                                4: {"float32": 360.0, "float64": 180.0}},
+                        bandwidth_gbs={1: {"L1": 400.0, "L2": 150.0, "L3": 60.0, "memory": 20.0},
+                                       4: {"L1": 1600.0, "L2": 20.0, "L3": 120.0, "memory": 40.0}},
+                        levels=(Level("L1", 48 << 10, 1, 24 << 10), Level("L2", 2 << 20, 1, 1 << 20),
+                                Level("L3", 32 << 20, 8, 2 << 20), Level("memory", 0, 0, 512 << 20)),
+                        measured_at="2026-01-01T00:00:00Z", seconds=3.0, compiler="c++", flags=("-O3",), cpu="cpu",
+                        key="k")
+    assert roofline.level_for(100 << 10, 4) == "L1" and roofline.level_for(100 << 10, 1) == "L2"
+    assert roofline.level_for(40 << 20, 4) == "memory" and roofline.level_for(None) == "memory"
+    assert roofline.bandwidth(1, 100 << 10) == (150.0, "L2")
+    assert roofline.bandwidth(4, 4 << 20) == (120.0, "L2")  # a faster level never reports less than a slower one
+    assert roofline.peak("float32") == 360.0 and roofline.peak("float32", 2) == 200.0  # one thread's, twice
+    assert roofline.peak("float32", 3) == 300.0 and roofline.peak("float64", 8) == 180.0
+    assert roofline.peak("int32") is None and roofline.memory_bandwidth == 40.0
+    assert Roofline.from_json(json.loads(json.dumps(roofline.to_json()))) == roofline
+    with pytest.raises(ValueError, match="not a roofline record"):
+        Roofline.from_json({"format": 1})
 
 
 def test_a_figure_and_its_line():
@@ -217,6 +243,7 @@ def test_work_of_library_nodes_and_ai_nodes():
         dace_ai.AINode("bad", "copy _x to _out", inputs={"_x"}, outputs={"_out"}, flops="2*N+")
 
 
+@pytest.mark.slow
 def test_the_bench_stage_reports_the_speed_of_light_of_its_timing():
     from dace_ai.performance import store
 
@@ -265,6 +292,7 @@ def test_the_bench_stage_reports_the_speed_of_light_of_its_timing():
                                       "source": "MatMul semantics", "note": ""}
 
 
+@pytest.mark.slow
 def test_optimize_puts_the_speed_of_light_in_the_provenance_the_session_and_its_report(fake):
     from dace_ai.expansion.provenance import provenance
 

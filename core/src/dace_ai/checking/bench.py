@@ -21,7 +21,10 @@ A bench also refuses what it catches while running: a crash, an endless loop,
 outputs that differ from the reference's, results that change with the threads,
 and the anti-deception rules of :mod:`dace_ai.checking.deception`. Its figures
 (per-run seconds of both sides, medians, speedup with its range) go into the
-report's ``details``, from there into the session and the tasklet's provenance.
+report's ``details``, from there into the session and the tasklet's provenance;
+so does the same timing against this machine's measured roofline
+(``details["speed_of_light"]``: achieved GFLOP/s and GB/s, the bound, the fraction of
+speed of light; :mod:`dace_ai.performance`), which never changes the verdict.
 """
 
 from __future__ import annotations
@@ -253,5 +256,6 @@ def _speed_of_light_details(request: CheckRequest, fig: dict[str, Any]) -> dict[
 def dace_ai_checkers():
     yield Checker(name=NAME, stage="bench", check=bench_check, applies=bench_applies, default=True,
                   description="times the verified library against the node's native expansion and DaCe's "
-                              "installed library implementations (OpenBLAS, ...) in the sandbox child; "
+                              "installed library implementations (OpenBLAS, ...) in the sandbox child, and "
+                              "against this machine's roofline (fraction of speed of light); "
                               "setting bench = off | report | gate (min_speedup, gate_baseline)")

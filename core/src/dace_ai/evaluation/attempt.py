@@ -155,7 +155,8 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     if run.get("speedup") is not None:
         out["speedup_source"] = "task run (the whole program vs each baseline, same child, interleaved)"
         out.update(speedups(run))
-        out["speed_of_light"] = attempt_speed_of_light(ctx, task, run["candidate_seconds"], run.get("threads"), out)
+        out["speed_of_light"] = attempt_speed_of_light(ctx, task, run["candidate_seconds"], run.get("threads"), out,
+                                                       settings.speed_of_light)
     elif node_speedup is not None:
         out["speedup_source"] = "bench stage (the node vs its baselines)"
         out.update(_node_figures(reports))
@@ -165,7 +166,7 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def attempt_speed_of_light(ctx: Any, task: Any, seconds: float | None, threads: int | None,
-                           out: dict[str, Any]) -> dict[str, Any] | None:
+                           out: dict[str, Any], setting: str = "on") -> dict[str, Any] | None:
     """The task run's time against this machine's roofline: the node's work at the task's sizes.
 
     None (with ``out["speed_of_light_missing"]`` saying why) when the roofline cannot be had
@@ -177,7 +178,7 @@ def attempt_speed_of_light(ctx: Any, task: Any, seconds: float | None, threads: 
 
     if not seconds:
         return None
-    roofline, reason = roofline_for("on")
+    roofline, reason = roofline_for(setting)
     if roofline is None:
         out["speed_of_light_missing"] = reason
         return None
