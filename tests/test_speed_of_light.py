@@ -171,8 +171,13 @@ def test_the_roofline_answers_for_a_working_set_and_a_thread_count():
                         key="k")
     assert roofline.level_for(100 << 10, 4) == "L1" and roofline.level_for(100 << 10, 1) == "L2"
     assert roofline.level_for(40 << 20, 4) == "memory" and roofline.level_for(None) == "memory"
-    assert roofline.bandwidth(1, 100 << 10) == (150.0, "L2")
-    assert roofline.bandwidth(4, 4 << 20) == (120.0, "L2")  # a faster level never reports less than a slower one
+    # The best case: what fits in L1 at L1's bandwidth, the rest at L2's, ...
+    kib = 1024
+    assert roofline.bandwidth(1, 100 * kib) == (pytest.approx(100 * kib / (48 * kib / 400 + 52 * kib / 150)), "L2")
+    assert roofline.bandwidth(1, 24 * kib) == (pytest.approx(400.0), "L1")
+    # ... and a faster level never counts as slower than a slower one (L2's 20 GB/s at 4 threads counts as L3's 120)
+    assert roofline.bandwidth(4, 4 << 20) == (pytest.approx(4096 * kib / (192 * kib / 1600 + 3904 * kib / 120)), "L2")
+    assert roofline.bandwidth(1, 1 << 40)[1] == "memory" and roofline.bandwidth(1, 1 << 40)[0] < 20.01
     assert roofline.peak("float32") == 360.0 and roofline.peak("float32", 2) == 200.0  # one thread's, twice
     assert roofline.peak("float32", 3) == 300.0 and roofline.peak("float64", 8) == 180.0
     assert roofline.peak("int32") is None and roofline.memory_bandwidth == 40.0

@@ -200,7 +200,7 @@ def roofline_words(roofline: dict[str, Any] | None) -> str:
         return "*SOL*: not measured (this machine's roofline could not be measured; see `dace-ai targets --roofline`)."
     peaks = roofline["peak_gflops"]
     return (f"*SOL* (speed of light): the ideal time of the node's work (its flops at peak, or its bytes at the "
-            f"bandwidth of the memory level its data fits in, whichever is longer) / the measured time, with the "
+            f"bandwidth of the memory levels they fit in, whichever is longer) / the measured time, with the "
             f"threads the run used; *geomean SOL* over the correct attempts with a figure. This machine "
             f"({roofline.get('cpu', '?')}, measured {roofline.get('measured_at', '?')}): peak float32 "
             f"{peaks['float32']:.0f} GFLOP/s, float64 {peaks['float64']:.0f} GFLOP/s, memory "

@@ -7,7 +7,7 @@ is from what the hardware can do. It is measured once per machine, compiler and 
 
 The record answers two questions for a figure: the peak floating-point rate for an
 element type at a thread count (:meth:`Roofline.peak`), and the bandwidth of the memory
-level a working set lives in at a thread count (:meth:`Roofline.bandwidth`): a bench at
+levels a working set lives in at a thread count (:meth:`Roofline.bandwidth`): a bench at
 2**16 elements per container runs from the L2 cache, and holding it to DRAM bandwidth
 would credit it with more than the speed of light. Thread counts that were not measured
 are interpolated between one thread and all cores (never beyond what all cores reached).
@@ -80,22 +80,44 @@ class Roofline:
         return "memory"
 
     def bandwidth(self, threads: int | None = None, working_set_bytes: float | None = None) -> tuple[float, str]:
-        """(GB/s, level) for a working set of ``working_set_bytes`` at ``threads``: memory when not given.
+        """(GB/s, level) for a working set of ``working_set_bytes`` at ``threads``: memory's when not given.
 
-        A faster level never reports less than a slower one (a measurement's noise must not
-        make data in L2 look slower than data in memory).
+        The best case, as a speed of light must be: the bytes that fit in L1 come at L1's
+        bandwidth, the next ones that fit in L2 at L2's, and so on; the figure is the
+        working set over that time, and the level the slowest one it reaches (a working
+        set a little over L2 still runs mostly from L2). A faster level never counts as
+        slower than a slower one (noise must not make L2 look slower than memory).
         """
         threads = threads or self.threads
-        level = self.level_for(working_set_bytes, threads)
+        rates = self._level_rates(threads)
+        if not working_set_bytes or working_set_bytes <= 0:
+            return rates["memory"], "memory"
+        remaining, seconds, held = float(working_set_bytes), 0.0, 0.0
+        for level in self.levels:
+            capacity = float("inf") if level.name == "memory" else float(level.holds(threads))
+            part = min(remaining, max(0.0, capacity - held))
+            seconds += part / (rates[level.name] * 1e9)
+            remaining -= part
+            held = max(held, capacity)
+            if remaining <= 0:
+                return working_set_bytes / seconds / 1e9, level.name
+        return rates["memory"], "memory"
+
+    def _level_rates(self, threads: int) -> dict[str, float]:
+        """GB/s of each level at ``threads``, each at least that of every slower level."""
         names = [lv.name for lv in self.levels]
-        slower = names[names.index(level):] if level in names else ["memory"]
-        values = [_at({t: v[name] for t, v in self.bandwidth_gbs.items() if name in v}, threads) for name in slower]
-        return max(v for v in values if v is not None), level
+        raw = {name: _at({t: v[name] for t, v in self.bandwidth_gbs.items() if name in v}, threads) or 0.0
+               for name in names}
+        rates, best = {}, 0.0
+        for name in reversed(names):
+            best = max(best, raw[name])
+            rates[name] = best
+        return rates
 
     @property
     def memory_bandwidth(self) -> float:
         """GB/s from memory with all cores: the ``bandwidth_gbs`` of ``dace-ai targets --roofline --json``."""
-        return self.bandwidth(self.threads)[0]
+        return self._level_rates(self.threads)["memory"]
 
     # ------------------------------------------------------------------ JSON
     def to_json(self) -> dict[str, Any]:

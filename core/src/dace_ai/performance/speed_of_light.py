@@ -1,7 +1,8 @@
 """One timing against the roofline: achieved GFLOP/s and GB/s, the bound, the fraction of speed of light.
 
 The *ideal time* of a call is the longer of its floating-point work at the peak rate
-and its bytes at the bandwidth of the level its data lives in; the call is
+and its bytes at the bandwidth of the memory levels they fit in (best case: see
+:meth:`~dace_ai.performance.roofline.Roofline.bandwidth`); the call is
 *compute-bound* when the first is longer, else *memory-bound*. The *fraction of speed
 of light* is ideal time / measured time: 1.0 is the hardware's limit, 0.05 leaves a
 factor of twenty. A node without known flops is judged by its bytes alone.
@@ -43,8 +44,8 @@ def from_roofline(roofline: Any, flops: float | None, nbytes: float, seconds: fl
                   threads: int) -> tuple[dict[str, Any], str]:
     """(figure, memory level) against a :class:`~dace_ai.performance.roofline.Roofline` at ``threads``.
 
-    The bandwidth is that of the fastest level holding the call's bytes (a bench small
-    enough for L2 is held to L2's bandwidth).
+    The bandwidth is the best case of the levels holding the call's bytes (a bench small
+    enough for L2 is held to about L2's bandwidth); the level is the slowest one they reach.
     """
     bandwidth, level = roofline.bandwidth(threads, nbytes)
     return figure(flops, nbytes, seconds, dtype, roofline.peak(dtype, threads), bandwidth, threads), level
