@@ -287,11 +287,16 @@ def roofline_axes(ax: Any, data: dict[str, Any], configurations: Sequence[str]) 
         return
     x_floor, x_top = 1 / 64, 64.0
     xs = [x_floor * (x_top / x_floor) ** (i / 100) for i in range(101)]
-    bandwidth = roofline["bandwidth_gbs"]
+    # The roof at the thread count the attempts ran with (the task runs are single-threaded by default).
+    used = sorted({_sol(a)["threads"] for a in data["attempts"] if _sol(a)})
+    threads = str(used[0]) if len(used) == 1 else str(roofline["threads"])
+    peaks = (roofline.get("peak_gflops_by_threads") or {}).get(threads) or roofline["peak_gflops"]
+    bandwidth = ((roofline.get("bandwidth_gbs_by_threads") or {}).get(threads) or {}).get("memory") \
+        or roofline["bandwidth_gbs"]
     for dtype, style in (("float32", "-"), ("float64", "--")):
-        peak = roofline["peak_gflops"][dtype]
+        peak = peaks[dtype]
         ax.plot(xs, [min(peak, x * bandwidth) for x in xs], style, color="black", linewidth=1,
-                label=f"{dtype} peak {peak:.0f} GFLOP/s, memory {bandwidth:.1f} GB/s")
+                label=f"{dtype} peak {peak:.0f} GFLOP/s, memory {bandwidth:.1f} GB/s, {threads} thread(s)")
     for c in configurations:
         points = roofline_points(data["attempts"], c, x_floor, x_floor * bandwidth)
         for with_flops, marker in ((True, "o"), (False, "x")):
