@@ -52,6 +52,15 @@
 #define CHAINS 12
 #endif
 
+// Clang splits 512-bit generic vectors into two 256-bit halves where it prefers 256-bit code
+// (-march=native on many AVX-512 CPUs) unless a function asks for the full width, as code written
+// with _mm512 intrinsics gets anyway.
+#if defined(__clang__) && defined(__AVX512F__)
+#define FULL_WIDTH __attribute__((min_vector_width(512)))
+#else
+#define FULL_WIDTH
+#endif
+
 template <typename T>
 struct Vec {
     typedef T type __attribute__((vector_size(VECTOR_BYTES)));
@@ -66,15 +75,13 @@ static double thread_seconds() {
 // `iterations` rounds of CHAINS independent vector FMAs; the result is used by the caller so the
 // work cannot be optimised away.
 template <typename T>
-__attribute__((noinline)) T fma_chains(long iterations, T seed) {
+__attribute__((noinline)) FULL_WIDTH T fma_chains(long iterations, T seed) {
     typedef typename Vec<T>::type V;
     V acc[CHAINS];
-    V mul, add;
     const int lanes = VECTOR_BYTES / sizeof(T);
-    for (int l = 0; l < lanes; ++l) {
-        mul[l] = T(1) - T(1e-7) * seed;
-        add[l] = T(1e-7) * seed;
-    }
+    // Broadcast, never written lane by lane: an addressed vector is kept in memory, and every FMA
+    // would then load its operand instead of running from registers.
+    const V mul = V{} + (T(1) - T(1e-7) * seed), add = V{} + T(1e-7) * seed;
     for (int c = 0; c < CHAINS; ++c) acc[c] = mul * T(c + 1);
     for (long i = 0; i < iterations; ++i) {
 #pragma GCC unroll 64
@@ -127,13 +134,13 @@ double fma_gflops(int threads, double seconds) {
 
 typedef void (*Kernel)(double*, double*, double*, long);
 
-static void triad(double* a, double* b, double* c, long n) {
+FULL_WIDTH static void triad(double* a, double* b, double* c, long n) {
     const double s = 3.0;
 #pragma omp simd
     for (long i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
 }
 
-static void read_only(double* a, double*, double*, long n) {
+FULL_WIDTH static void read_only(double* a, double*, double*, long n) {
     typedef Vec<double>::type V;
     const int lanes = VECTOR_BYTES / sizeof(double);
     V acc[16] = {};
