@@ -76,9 +76,25 @@ def test_offline_suite_report_is_recomputed_from_results(offline_run):
     assert gemm["native_baseline"] == "DaCe pure"
     assert "OpenBLAS (DaCe 'OpenBLAS')" in gemm["baseline_seconds"] or "OpenBLAS" in gemm["baselines_left_out"]
 
+    # Every correct attempt's time against this machine's roofline (measured once, before the jobs ran).
+    from dace_ai.evaluation.report import summary
+    from dace_ai.performance.speed_of_light import KEYS
+
+    roofline = data["roofline"]
+    assert roofline["peak_gflops"]["float32"] > roofline["peak_gflops"]["float64"] > 0
+    assert roofline["bandwidth_gbs"] > 0
+    for a in scored:
+        sol = a["speed_of_light"]
+        assert tuple(sol) == KEYS and sol["fraction"] > 0 and sol["bytes"] > 0, (a["task"], sol)
+    sizes = find_task("core", "gemm").sizes
+    assert gemm["speed_of_light"]["flops"] == 2 * sizes["M"] * sizes["N"] * sizes["K"]
+    relu = next(a for a in scored if a["task"] == "relu")
+    assert relu["speed_of_light"]["flops"] == find_task("core", "relu").sizes["N"]
     md = (out / "report.md").read_text()
     check_report(data, md)
     assert "No worker was lost." in md
+    assert "| geomean SOL |" in md and "*SOL* (speed of light)" in md
+    assert summary(attempts, attempts[0]["configuration"])["geomean_sol"] > 0
 
     png = (out / "report.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000

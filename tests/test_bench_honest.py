@@ -77,17 +77,19 @@ def check_report(data: dict, md: str) -> None:
         correct = [a for a in scored if a["correct"]]
         strongest = [a["speedup"] for a in correct if a.get("speedup")]
         native = [a["speedup_native"] for a in correct if a.get("speedup_native")]
+        sols = [a["speed_of_light"]["fraction"] for a in correct if a.get("speed_of_light")]
         row = next(r for r in _table(md, "configuration") if r[0] == configuration)
-        assert row[:13] == [
+        assert row[:14] == [
             configuration, str(n), str(len(mine) - n), _pct(sum(a["compiled"] for a in scored) / n),
             _pct(len(correct) / n), *(_pct(sum(1 for s in strongest if s > p) / n) for p in (0, 1, 2)),
             _geomean(strongest) if strongest else "n/a", _pct(sum(1 for s in native if s > 1) / n),
-            _geomean(native) if native else "n/a", "n/a", "n/a"]
+            _geomean(native) if native else "n/a",
+            _pct(math.exp(sum(map(math.log, sols)) / len(sols))) if sols else "n/a", "n/a", "n/a"]
     rows = {(r[0], r[1]): r for r in _table(md, "task")}
     for a in attempts:
         r = rows[(a["task"], str(a["sample"]))]
         if a.get("skipped"):
-            assert r[6] == "skipped" and r[9].startswith("skipped: ")
+            assert r[6] == "skipped" and r[10].startswith("skipped: ")
         else:
             assert r[6] == ("yes" if a["correct"] else "no")
         # one verdict: a figure only for a correct attempt, each naming its baseline
@@ -96,8 +98,15 @@ def check_report(data: dict, md: str) -> None:
             assert r[8] == f"{a['speedup_native']:.2f}x vs {a['native_baseline']}"
         else:
             assert r[7] == r[8] == "-"
+        # the speed of light: the fraction of the ideal time and the bound, for a correct attempt only
+        sol = a.get("speed_of_light")
+        if a["correct"] and sol:
+            percent = 100 * sol["fraction"]
+            assert r[9] == (f"{percent:.0f}%" if percent >= 1 else f"{percent:.2g}%") + f" ({sol['bound']})"
+        else:
+            assert r[9] == "-"
         if a.get("refused_by"):
-            assert r[6] == "no" and r[9].startswith(f"refused by the {a['refused_by']} stage")
+            assert r[6] == "no" and r[10].startswith(f"refused by the {a['refused_by']} stage")
 
 
 def test_report_is_recomputed_from_results_with_fast_p_against_the_strongest_baseline():

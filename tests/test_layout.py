@@ -19,14 +19,14 @@ LAYERS: list[set[str]] = [
     {"plugins"},
     {"config"},
     {"storage"},
-    {"targets", "environments", "context", "prompt", "providers", "checking", "execution"},
+    {"targets", "environments", "context", "prompt", "providers", "checking", "execution", "performance"},
     {"expansion", "evaluation"},
     {"cli"},
 ]
 #: Modules that face outwards and may import any layer.
 DOORS = {"plugin", "testing", "__init__"}
 CONCERNS = {"plugins", "config", "context", "prompt", "providers", "checking", "targets", "environments",
-            "expansion", "storage", "cli", "execution", "evaluation"}
+            "expansion", "storage", "cli", "execution", "evaluation", "performance"}
 
 
 def _layer(unit: str) -> int:

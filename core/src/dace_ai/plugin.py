@@ -93,6 +93,7 @@ from dace_ai.plugins.registrations import (
     Registration,
     Setting,
     Target,
+    VendorPeaks,
 )
 from dace_ai.prompt.answer import Answer, EnvironmentRequest
 from dace_ai.providers.api import (
@@ -166,6 +167,7 @@ __all__ = [
     "TargetInfo",
     "ToolResult",
     "Usage",
+    "VendorPeaks",
     "answer_headers",
     "assert_key_free",
     "build_command",

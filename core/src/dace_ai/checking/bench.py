@@ -21,7 +21,10 @@ A bench also refuses what it catches while running: a crash, an endless loop,
 outputs that differ from the reference's, results that change with the threads,
 and the anti-deception rules of :mod:`dace_ai.checking.deception`. Its figures
 (per-run seconds of both sides, medians, speedup with its range) go into the
-report's ``details``, from there into the session and the tasklet's provenance.
+report's ``details``, from there into the session and the tasklet's provenance;
+so does the same timing against this machine's measured roofline
+(``details["speed_of_light"]``: achieved GFLOP/s and GB/s, the bound, the fraction of
+speed of light; :mod:`dace_ai.performance`), which never changes the verdict.
 """
 
 from __future__ import annotations
@@ -81,7 +84,24 @@ def figures(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def describe(fig: dict[str, Any]) -> str:
-    """One line: ``0.65x vs OpenBLAS (DaCe 'OpenBLAS') (strongest); speedup 61.2x (58.1-63.0) over DaCe pure: ...``."""
+    """One line: ``0.65x vs OpenBLAS (DaCe 'OpenBLAS') (strongest); speedup 61.2x (58.1-63.0) over DaCe pure: ...;
+    52.1 GFLOP/s, 0.9 GB/s: compute-bound, 27% of speed of light (peak 190 GFLOP/s float32, 2 threads)``."""
+    return _speeds(fig) + _speed_of_light(fig)
+
+
+def _speed_of_light(fig: dict[str, Any]) -> str:
+    """``; <figure against the roofline>`` (with the memory level of a memory-bound one), or ""."""
+    from dace_ai.performance import describe_speed_of_light
+
+    sol = fig.get("speed_of_light")
+    if not sol:
+        return ""
+    level = fig.get("speed_of_light_level")
+    where = f", data in {level}" if sol["bound"] == "memory" and level and level != "memory" else ""
+    return f"; {describe_speed_of_light(sol)}{where}"
+
+
+def _speeds(fig: dict[str, Any]) -> str:
     if "speedup" not in fig:
         if "candidate_median" in fig:
             return f"{format_seconds(fig['candidate_median'])} per call (no native expansion to compare)"
@@ -200,6 +220,7 @@ def bench_check(request: CheckRequest) -> CheckReport:
     fig["baselines_left_out"] = dict(run.get("baselines_left_out") or {})
     if run.get("baselines_reused"):
         fig["baselines_reused"] = list(run["baselines_reused"])
+    fig.update(_speed_of_light_details(request, fig))
     reasons = deception.run_reasons(run)
     gate_on = settings.gate_baseline
     if reasons:
@@ -217,9 +238,24 @@ def bench_check(request: CheckRequest) -> CheckReport:
     return CheckReport(NAME, "passed", describe(fig), seconds, details=fig)
 
 
+def _speed_of_light_details(request: CheckRequest, fig: dict[str, Any]) -> dict[str, Any]:
+    """The bench's figure against this machine's roofline (see :mod:`dace_ai.performance.bench_figure`)."""
+    from dace_ai.checking.constraints import first_point
+    from dace_ai.performance.bench_figure import bench_speed_of_light
+
+    values: Any = dict(fig.get("sizes") or {})
+    try:
+        values.update(first_point(request, values))  # a node inside a map: its view at the map's first point
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        values = exc
+    return bench_speed_of_light(request.node, getattr(request.settings, "speed_of_light", "on"),
+                                fig.get("candidate_median"), values, fig.get("threads")).details()
+
+
 @hookimpl
 def dace_ai_checkers():
     yield Checker(name=NAME, stage="bench", check=bench_check, applies=bench_applies, default=True,
                   description="times the verified library against the node's native expansion and DaCe's "
-                              "installed library implementations (OpenBLAS, ...) in the sandbox child; "
+                              "installed library implementations (OpenBLAS, ...) in the sandbox child, and "
+                              "against this machine's roofline (fraction of speed of light); "
                               "setting bench = off | report | gate (min_speedup, gate_baseline)")

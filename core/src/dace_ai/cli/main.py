@@ -137,7 +137,25 @@ def doctor_report() -> dict[str, Any]:
                for name, d in ((n, detect(t)) for n, t in manager.targets().items())}
     failed = [r.as_dict() for r in records if r.status == "failed"]
     return {"dace": dace_report(), "tools": tools, "api_keys_set": keys, "targets": targets,
-            "environments": environment_report(manager), "failed_plugins": failed}
+            "roofline": roofline_summary(), "environments": environment_report(manager), "failed_plugins": failed}
+
+
+#: What doctor says when no roofline is stored (it never measures: that takes seconds).
+ROOFLINE_HINT = "not measured yet for this compiler and flags: `dace-ai targets --roofline` measures it (a few seconds)"
+
+
+def roofline_summary() -> dict[str, Any]:
+    """The stored roofline's headline figures, or how to measure it (never measures here)."""
+    from dace_ai.performance import cached_roofline
+
+    try:
+        found = cached_roofline()
+    except Exception as exc:  # noqa: BLE001 - doctor reports, it does not fail
+        return {"measured": False, "hint": f"cannot tell: {type(exc).__name__}: {exc}"}
+    if found is None:
+        return {"measured": False, "hint": ROOFLINE_HINT}
+    data = found.to_json()
+    return {"measured": True, **{k: data[k] for k in ("peak_gflops", "bandwidth_gbs", "threads", "measured_at")}}
 
 
 def dace_report() -> dict[str, Any]:
@@ -205,6 +223,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print("Targets:")
         for name, t in report["targets"].items():
             print(f"  {name:<22} {'detected' if t['matched'] else 'not detected'}: {t['reason']}")
+        roof = report["roofline"]
+        if roof["measured"]:
+            peaks = roof["peak_gflops"]
+            print(f"Roofline: float32 {peaks['float32']:.0f} GFLOP/s, float64 {peaks['float64']:.0f} GFLOP/s, "
+                  f"memory {roof['bandwidth_gbs']:.1f} GB/s with {roof['threads']} threads "
+                  f"(measured {roof['measured_at']}; dace-ai targets --roofline)")
+        else:
+            print(f"Roofline: {roof['hint']}")
         titles = {"registered": "DaCe environments (registered)", "packs": "Environment packs (generators)",
                   "generated": "Stored environments (generated)"}
         for kind, title in titles.items():
@@ -220,7 +246,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_targets(args: argparse.Namespace) -> int:
     from dace_ai.cli.targets import main as targets_main
 
-    return targets_main(["--json"] if args.json else [])
+    return targets_main((["--json"] if args.json else []) + (["--roofline"] if args.roofline else [])
+                        + (["--remeasure"] if args.remeasure else []))
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -257,8 +284,12 @@ def make_parser() -> argparse.ArgumentParser:
                              description="List installed targets, what this machine matches and why, and the "
                                          "target chosen for CPU and GPU code.")
     targets.add_argument("--json", action="store_true", help="machine-readable output")
+    targets.add_argument("--roofline", action="store_true",
+                         help="this machine's measured peaks (FLOP/s, bandwidth), measured once (a few seconds) "
+                              "and stored, beside the CPU target's vendor peaks")
+    targets.add_argument("--remeasure", action="store_true", help="with --roofline: measure again")
     targets.set_defaults(func=cmd_targets)
-    add_example(targets, "DACE_ai_target=sve dace-ai targets")
+    add_example(targets, "DACE_ai_target=sve dace-ai targets", "dace-ai targets --roofline --json")
 
     from dace_ai.cli.sessions import add_commands as add_session_commands
 

@@ -59,19 +59,83 @@ def _print_table(report: dict[str, Any]) -> None:
         print(f"  {kind} code -> {choice['name']} ({choice['reason']})")
 
 
+def roofline_report(remeasure: bool = False, manager: PluginManager | None = None,
+                    settings: Any = None) -> dict[str, Any]:
+    """This machine's roofline (measured once and stored; again with ``remeasure``) and the vendor's peaks.
+
+    The JSON form: ``{"peak_gflops": {"float32": ..., "float64": ...}, "bandwidth_gbs": ..., "threads": ...,
+    ...details, "vendor": {target name: its VendorPeaks, for the CPU target chosen}}``.
+    """
+    from dataclasses import asdict
+
+    from dace_ai.performance import machine_roofline
+    from dace_ai.performance.store import folder
+
+    manager = manager or get_plugin_manager()
+    settings = settings or resolve_settings()
+    roofline = machine_roofline(remeasure=remeasure)
+    report = roofline.to_json()
+    report["stored"] = str(folder() / f"{roofline.key}.json")
+    target, detection, _ = resolve_target(settings, kind="cpu", manager=manager)
+    peaks = target.resolved_peaks(detection)
+    report["vendor"] = {target.name: {**asdict(peaks), "peak_gflops": dict(peaks.peak_gflops)}} if peaks else {}
+    return report
+
+
+def _rate(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f} {unit}" if value >= 100 else f"{value:.1f} {unit}"
+
+
+def _print_roofline(report: dict[str, Any]) -> None:
+    print(f"Roofline of this machine ({report['cpu']}), measured {report['measured_at']} in {report['seconds']:.1f} s")
+    print(f"  with: {report['compiler']} {' '.join(report['flags'])}")
+    print(f"  stored: {report['stored']}")
+    vendor = next(iter(report["vendor"].items()), None)
+    header = f"  {'':<22} {'measured, ' + str(report['threads']) + ' threads':<24}"
+    if vendor:
+        header += f" {vendor[0]} (vendor, {vendor[1]['threads'] or 'all'} threads)"
+    print(header)
+    for dtype in ("float32", "float64"):
+        row = f"  {dtype + ' peak':<22} {_rate(report['peak_gflops'][dtype], 'GFLOP/s'):<24}"
+        if vendor:
+            row += f" {_rate(vendor[1]['peak_gflops'].get(dtype), 'GFLOP/s')}"
+        print(row)
+    row = f"  {'bandwidth (memory)':<22} {_rate(report['bandwidth_gbs'], 'GB/s'):<24}"
+    if vendor:
+        row += f" {_rate(vendor[1]['bandwidth_gbs'], 'GB/s')}"
+    print(row)
+    if vendor and vendor[1]["source"]:
+        print(f"  vendor figures: {vendor[1]['source']}")
+    for threads, levels in report["bandwidth_gbs_by_threads"].items():
+        peaks = report["peak_gflops_by_threads"][threads]
+        print(f"  {threads} thread(s): float32 {_rate(peaks['float32'], 'GFLOP/s')}, float64 "
+              f"{_rate(peaks['float64'], 'GFLOP/s')}; " + ", ".join(f"{name} {_rate(v, 'GB/s')}"
+                                                                   for name, v in levels.items()))
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``dace-ai targets [--json]``; 0 on success, 2 on a settings or plugin error."""
+    """Entry point of ``dace-ai targets [--json] [--roofline [--remeasure]]``; 0 on success, 2 on an error."""
     parser = argparse.ArgumentParser(prog="dace-ai targets", description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    add_example(parser, "DACE_ai_target=sve dace-ai targets --json")
+    parser.add_argument("--roofline", action="store_true",
+                        help="this machine's measured peaks (FLOP/s per element type, bandwidth per memory level), "
+                             "measured once (a few seconds) and stored, beside the target's vendor peaks")
+    parser.add_argument("--remeasure", action="store_true", help="with --roofline: measure again")
+    add_example(parser, "DACE_ai_target=sve dace-ai targets --json", "dace-ai targets --roofline --json")
     args = parser.parse_args(argv)
+    from dace_ai.performance.measure import RooflineError
+
     try:
-        report = collect()
-    except DaceAIError as exc:
+        report = roofline_report(args.remeasure) if args.roofline else collect()
+    except (DaceAIError, RooflineError) as exc:
         print(f"dace-ai targets: {exc}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
+    elif args.roofline:
+        _print_roofline(report)
     else:
         _print_table(report)
     return 0

@@ -55,6 +55,10 @@ SETTINGS: tuple[SettingDef, ...] = (
                "early", (("ge", 0),)),
     SettingDef("bench_sizes", "str", None, "Symbol values for timing runs, e.g. 'N=4096,M=512'; empty picks them"),
     SettingDef("bench_repeats", "int", 7, "Timed runs of each side per bench (after a warm-up)", (("ge", 1),)),
+    SettingDef("speed_of_light", "str", "on",
+               "Bench stage: compare each timing with this machine's roofline (peak FLOP/s, bandwidth): on "
+               "(measured the first time a bench needs it, a few seconds, then stored per machine, compiler and "
+               "flags), stored (only a roofline measured before, e.g. by dace-ai targets --roofline) or off"),
     SettingDef("check_concurrency", "int", 0, "Candidates checked at once; 0 means the number of cores",
                (("ge", 0),)),
     SettingDef("verify_seeds", "int", 3, "Random inputs (seeds) the verify stage runs per size", (("ge", 1),)),

@@ -77,6 +77,7 @@ class AISettings(BaseModel):
     target_sol: float = _field("target_sol")
     bench_sizes: str | None = _field("bench_sizes")
     bench_repeats: int = _field("bench_repeats")
+    speed_of_light: Literal["on", "stored", "off"] = _field("speed_of_light")
     check_concurrency: int = _field("check_concurrency")
     verify_seeds: int = _field("verify_seeds")
     verify_sizes: str | None = _field("verify_sizes")

@@ -34,6 +34,7 @@ NOISY_PROPERTIES = frozenset({
     "out_connectors", "instrument", "description", "symbol_mapping", "sdfg", "code", "code_global",
     "code_init", "code_exit", "state_fields", "side_effects", "ignored_symbols",
     "schedule",  # shown resolved, as NodeContext.schedule
+    "flops",  # an AI node's work, for its speed of light; not part of what it computes
 })
 #: Longest property value shown; longer values are cut so one property cannot flood the prompt.
 #: A cut value ends with its length and a digest of the whole value, so two nodes that differ

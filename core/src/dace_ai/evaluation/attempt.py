@@ -14,7 +14,8 @@ stage's anti-deception rules) makes it not correct and not fast, and no speed
 figure is kept. A task the machine cannot run (a missing library, compiler or
 target) is *skipped* with its reason, not failed. ``speedup`` is against the
 strongest baseline (the fastest one timed), ``speedup_native`` against the native
-expansion, each with the baseline's name.
+expansion, each with the baseline's name; ``speed_of_light`` puts the same time against
+this machine's roofline (:mod:`dace_ai.performance`).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     suite, task = payload["suite"], find_task(payload["suite"], payload["task"])
     out: dict[str, Any] = {"compile": "not run", "verify": "not run", "bench": "not run", "task_run": "not run",
                            "compiled": False, "correct": False, "speedup": None, "speedup_native": None,
-                           "strongest": None, "skipped": None, "checks": []}
+                           "strongest": None, "speed_of_light": None, "skipped": None, "checks": []}
     missing = missing_requirements(task)
     if missing:
         out["skipped"] = "needs " + "; ".join(missing)
@@ -154,15 +155,46 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     if run.get("speedup") is not None:
         out["speedup_source"] = "task run (the whole program vs each baseline, same child, interleaved)"
         out.update(speedups(run))
+        out["speed_of_light"] = attempt_speed_of_light(ctx, task, run["candidate_seconds"], run.get("threads"), out,
+                                                       settings.speed_of_light)
     elif node_speedup is not None:
         out["speedup_source"] = "bench stage (the node vs its baselines)"
         out.update(_node_figures(reports))
+        out["speed_of_light"] = next((r.details.get("speed_of_light") for r in reports
+                                      if r.details.get("stage") == "bench" and r.details.get("speed_of_light")), None)
     return finish_verdict(out, start)
+
+
+def attempt_speed_of_light(ctx: Any, task: Any, seconds: float | None, threads: int | None,
+                           out: dict[str, Any], setting: str = "on") -> dict[str, Any] | None:
+    """The task run's time against this machine's roofline: the node's work at the task's sizes.
+
+    None (with ``out["speed_of_light_missing"]`` saying why) when the roofline cannot be had
+    or the node's work is not known; the verdict does not depend on it.
+    """
+    from dace_ai.performance.bench_figure import roofline_for
+    from dace_ai.performance.speed_of_light import from_roofline
+    from dace_ai.performance.work import node_work
+
+    if not seconds:
+        return None
+    roofline, reason = roofline_for(setting)
+    if roofline is None:
+        out["speed_of_light_missing"] = reason
+        return None
+    try:
+        work = node_work(ctx)
+        flops, nbytes = work.at(task.sizes)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        out["speed_of_light_missing"] = f"the node's work is not known at the task's sizes ({exc})"
+        return None
+    figure, _ = from_roofline(roofline, flops, nbytes, seconds, work.dtype, int(threads or 1))
+    return figure
 
 
 #: The bench stage's figures copied into an attempt's check records.
 BENCH_KEYS = ("speedup", "native", "strongest", "speedup_strongest", "speedup_native", "baselines",
-              "baselines_left_out")
+              "baselines_left_out", "speed_of_light", "speed_of_light_level")
 
 
 def _machine_missing(reports: list[Any], out: dict[str, Any]) -> str | None:
@@ -210,7 +242,7 @@ def finish_verdict(out: dict[str, Any], start: float) -> dict[str, Any]:
     if out.get("refused_by") and out["refused_by"] == "compile":
         out["compiled"] = False
     if not out.get("correct"):
-        for key in ("speedup", "speedup_native", "strongest"):
+        for key in ("speedup", "speedup_native", "strongest", "speed_of_light"):
             out[key] = None
     out["verdict"] = verdict(out)
     out["seconds"] = time.perf_counter() - start

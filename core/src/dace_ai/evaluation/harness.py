@@ -191,6 +191,9 @@ def run_bench(plan: BenchPlan, progress: Callable[[dict[str, Any]], None] | None
     for record, job in plan_attempts(plan, done):
         records[job.id] = record
         jobs.append(job)
+    roofline = machine_roofline(str((plan.build or plan.out / "build").resolve()))
+    if roofline is not None:
+        data["roofline"] = roofline
     runs = data.setdefault("runs", [])
     run_info = {"executor": plan.executor, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "attempts": len(jobs), "resumed_from": len(done)}
@@ -211,12 +214,33 @@ def run_bench(plan: BenchPlan, progress: Callable[[dict[str, Any]], None] | None
     return data
 
 
+def machine_roofline(build_root: str) -> dict[str, Any] | None:
+    """This machine's roofline under the run's build root (measured here, once, before any job runs, so
+    the workers read it instead of measuring beside each other's benches); its JSON form, or None."""
+    import dace
+
+    from dace_ai.performance.bench_figure import roofline_for
+
+    previous = dace.Config.get("default_build_folder")
+    dace.Config.set("default_build_folder", value=build_root)
+    try:
+        roofline, _ = roofline_for("on")
+    finally:
+        dace.Config.set("default_build_folder", value=previous)
+    if roofline is None:
+        return None
+    data = roofline.to_json()
+    data.pop("kernels", None)
+    return data
+
+
 def _finish(record: dict[str, Any], result: JobResult) -> dict[str, Any]:
     attempt = dict(record)
     attempt.update(worker=result.worker, retries=result.retries, lost_workers=result.lost_workers)
     if result.error is not None:
         attempt.update(compile="not run", verify="not run", bench="not run", task_run="not run", compiled=False,
-                       correct=False, speedup=None, speedup_native=None, strongest=None, skipped=None,
+                       correct=False, speedup=None, speedup_native=None, strongest=None, speed_of_light=None,
+                       skipped=None,
                        error=f"the job failed: {result.error}")
         attempt["verdict"] = f"not judged: {attempt['error'][:200]}"
         return attempt

@@ -13,7 +13,11 @@ compiler or target is missing here is listed with its reason, not scored):
   second column;
 * geometric-mean speedups over the strongest baseline and over native, over the correct
   attempts with a measured speedup;
-* tokens and cost per correct kernel: everything spent (all attempts) / correct attempts.
+* tokens and cost per correct kernel: everything spent (all attempts) / correct attempts;
+* speed of light (SOL): each correct attempt's time against this machine's roofline, as
+  the fraction of the ideal time (the node's flops at peak or its bytes at the bandwidth,
+  whichever is longer; :mod:`dace_ai.performance`), and its geometric mean per
+  configuration. ``report.png`` adds a roofline plot with every task as a point.
 
 The plot needs matplotlib (``pip install 'dace-ai[bench]'``); without it the report and
 results are written and the plot is skipped with a one-line hint.
@@ -74,10 +78,26 @@ def summary(attempts: Sequence[dict[str, Any]], configuration: str) -> dict[str,
         **{f"fast_{int(p)}_native": fast_p(mine, p, "speedup_native") for p in FAST_P},
         "geomean_speedup": _geomean([a["speedup"] for a in correct if a.get("speedup")]),
         "geomean_speedup_native": _geomean([a["speedup_native"] for a in correct if a.get("speedup_native")]),
+        "geomean_sol": _geomean([_sol(a)["fraction"] for a in correct if _sol(a) and _sol(a)["fraction"] > 0]),
         "tokens_per_correct": tokens / len(correct) if tokens is not None and correct else None,
         "cost_per_correct": cost / len(correct) if cost is not None and correct else None,
         "retried": sum(1 for a in mine if a.get("retries")),
     }
+
+
+def _sol(a: dict[str, Any]) -> dict[str, Any] | None:
+    """The attempt's speed-of-light figure (None for attempts of older results or without one)."""
+    sol = a.get("speed_of_light")
+    return sol if isinstance(sol, dict) and sol.get("fraction") is not None else None
+
+
+def sol_text(a: dict[str, Any]) -> str:
+    """``27% (compute)``: the fraction of speed of light and the bound; ``-`` without a figure."""
+    sol = _sol(a)
+    if sol is None or not a.get("correct") or a.get("skipped"):
+        return "-"
+    percent = 100 * sol["fraction"]
+    return (f"{percent:.0f}%" if percent >= 1 else f"{percent:.2g}%") + f" ({sol['bound']})"
 
 
 def _pct(value: float) -> str:
@@ -90,19 +110,21 @@ def _opt(value: float | None, fmt: str) -> str:
 
 SUMMARY_COLUMNS = ("configuration", "attempts", "skipped", "compile rate", "correct rate",
                    "fast_0 (strongest)", "fast_1 (strongest)", "fast_2 (strongest)", "geomean vs strongest",
-                   "fast_1 (native)", "geomean vs native", "tokens / correct", "cost / correct (USD)", "retried")
+                   "fast_1 (native)", "geomean vs native", "geomean SOL", "tokens / correct", "cost / correct (USD)",
+                   "retried")
 
 
 def summary_row(s: dict[str, Any]) -> list[str]:
     return [s["configuration"], str(s["attempts"]), str(s["skipped"]), _pct(s["compile_rate"]),
             _pct(s["correct_rate"]), _pct(s["fast_0"]), _pct(s["fast_1"]), _pct(s["fast_2"]),
             _opt(s["geomean_speedup"], "{:.2f}x"), _pct(s["fast_1_native"]),
-            _opt(s["geomean_speedup_native"], "{:.2f}x"), _opt(s["tokens_per_correct"], "{:.0f}"),
-            _opt(s["cost_per_correct"], "{:.4f}"), str(s["retried"])]
+            _opt(s["geomean_speedup_native"], "{:.2f}x"),
+            "n/a" if s.get("geomean_sol") is None else _pct(s["geomean_sol"]),
+            _opt(s["tokens_per_correct"], "{:.0f}"), _opt(s["cost_per_correct"], "{:.4f}"), str(s["retried"])]
 
 
 TASK_COLUMNS = ("task", "sample", "compile", "verify", "bench", "task run", "correct", "vs strongest",
-                "vs native", "verdict")
+                "vs native", "SOL", "verdict")
 
 
 def _named(value: float | None, baseline: str | None) -> str:
@@ -130,7 +152,7 @@ def task_row(a: dict[str, Any]) -> list[str]:
     strongest = _named(a.get("speedup"), a.get("strongest")) if correct else "-"
     native = _named(a.get("speedup_native"), a.get("native_baseline")) if correct else "-"
     return [a["task"], str(a["sample"]), a["compile"], a["verify"], a["bench"], task_run.split(":")[0],
-            "skipped" if a.get("skipped") else "yes" if correct else "no", strongest, native,
+            "skipped" if a.get("skipped") else "yes" if correct else "no", strongest, native, sol_text(a),
             " ".join(notes.split()).replace("|", "/")[:240]]
 
 
@@ -152,7 +174,8 @@ def render_markdown(data: dict[str, Any]) -> str:
               "One verdict per attempt: an attempt any stage refused (including the anti-deception rules) is "
               "not correct and has no speedup. Rates are over attempts not skipped; a task whose library, "
               "compiler or target is missing here is skipped with its reason."), "", "## Summary", "",
-             _table(SUMMARY_COLUMNS, [summary_row(summary(attempts, c)) for c in configurations])]
+             _table(SUMMARY_COLUMNS, [summary_row(summary(attempts, c)) for c in configurations]), "",
+             roofline_words(data.get("roofline"))]
     skipped = sorted({(a["task"], str(a["skipped"])) for a in attempts if a.get("skipped")})
     parts += ["", "## Skipped", ""]
     parts += [f"- `{task}`: {reason}" for task, reason in skipped] or ["No task was skipped."]
@@ -171,6 +194,20 @@ def render_markdown(data: dict[str, Any]) -> str:
     return "\n".join(parts) + "\n"
 
 
+def roofline_words(roofline: dict[str, Any] | None) -> str:
+    """The paragraph saying what SOL is measured against (or that it was not)."""
+    if not roofline:
+        return "*SOL*: not measured (this machine's roofline could not be measured; see `dace-ai targets --roofline`)."
+    peaks = roofline["peak_gflops"]
+    return (f"*SOL* (speed of light): the ideal time of the node's work (its flops at peak, or its bytes at the "
+            f"bandwidth of the memory levels they fit in, whichever is longer) / the measured time, with the "
+            f"threads the run used; *geomean SOL* over the correct attempts with a figure. This machine "
+            f"({roofline.get('cpu', '?')}, measured {roofline.get('measured_at', '?')}): peak float32 "
+            f"{peaks['float32']:.0f} GFLOP/s, float64 {peaks['float64']:.0f} GFLOP/s, memory "
+            f"{roofline['bandwidth_gbs']:.1f} GB/s with {roofline['threads']} threads. A node without known flops "
+            f"is judged by its bytes alone (memory).")
+
+
 def render_png(data: dict[str, Any], path: Path) -> Path:
     """Speedup over the strongest baseline per configuration and the fast_p curves, side by side.
 
@@ -186,7 +223,8 @@ def render_png(data: dict[str, Any], path: Path) -> Path:
 
     attempts = data["attempts"]
     configurations = sorted({a["configuration"] for a in attempts})
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (left, right, roof) = plt.subplots(1, 3, figsize=(18, 4.5))
+    roofline_axes(roof, data, configurations)
     series = [[a["speedup"] for a in scored(attempts, c) if a["correct"] and a.get("speedup")] for c in configurations]
     positions = range(1, len(configurations) + 1)
     for pos, values in zip(positions, series):
@@ -216,6 +254,61 @@ def render_png(data: dict[str, Any], path: Path) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def roofline_points(attempts: Sequence[dict[str, Any]], configuration: str, x_floor: float,
+                    roof_at_floor: float) -> list[tuple[str, float, float, bool]]:
+    """(task, arithmetic intensity, GFLOP/s, has flops) of every correct attempt with a figure.
+
+    An attempt without floating-point work is placed at ``x_floor`` at its fraction of the
+    roof there (``roof_at_floor`` GFLOP/s), so its distance below the roof reads as its SOL
+    like every other point's.
+    """
+    points = []
+    for a in scored(attempts, configuration):
+        sol = _sol(a)
+        if not a["correct"] or sol is None or not sol.get("bytes"):
+            continue
+        if sol.get("flops"):
+            points.append((a["task"], sol["flops"] / sol["bytes"], sol["gflops"], True))
+        else:
+            points.append((a["task"], x_floor, sol["fraction"] * roof_at_floor, False))
+    return points
+
+
+def roofline_axes(ax: Any, data: dict[str, Any], configurations: Sequence[str]) -> None:
+    """The roofline of this machine (float32 and float64 peaks, memory bandwidth) with every task as a point."""
+    roofline = data.get("roofline")
+    ax.set_title("Roofline: every correct task (log-log)")
+    ax.set_xlabel("arithmetic intensity (flop/byte)")
+    ax.set_ylabel("GFLOP/s")
+    if not roofline:
+        ax.text(0.5, 0.5, "roofline not measured", ha="center", va="center", transform=ax.transAxes)
+        return
+    x_floor, x_top = 1 / 64, 64.0
+    xs = [x_floor * (x_top / x_floor) ** (i / 100) for i in range(101)]
+    # The roof at the thread count the attempts ran with (the task runs are single-threaded by default).
+    used = sorted({_sol(a)["threads"] for a in data["attempts"] if _sol(a)})
+    threads = str(used[0]) if len(used) == 1 else str(roofline["threads"])
+    peaks = (roofline.get("peak_gflops_by_threads") or {}).get(threads) or roofline["peak_gflops"]
+    bandwidth = ((roofline.get("bandwidth_gbs_by_threads") or {}).get(threads) or {}).get("memory") \
+        or roofline["bandwidth_gbs"]
+    for dtype, style in (("float32", "-"), ("float64", "--")):
+        peak = peaks[dtype]
+        ax.plot(xs, [min(peak, x * bandwidth) for x in xs], style, color="black", linewidth=1,
+                label=f"{dtype} peak {peak:.0f} GFLOP/s, memory {bandwidth:.1f} GB/s, {threads} thread(s)")
+    for c in configurations:
+        points = roofline_points(data["attempts"], c, x_floor, x_floor * bandwidth)
+        for with_flops, marker in ((True, "o"), (False, "x")):
+            chosen = [p for p in points if p[3] == with_flops]
+            if chosen:
+                ax.scatter([p[1] for p in chosen], [p[2] for p in chosen], marker=marker, s=18, alpha=0.7,
+                           label=f"{c}" + ("" if with_flops else " (no flops: at its fraction of the roof)"))
+        for task, x, y, _ in points:
+            ax.annotate(task, (x, y), fontsize=6, alpha=0.7)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.legend(fontsize=6)
 
 
 def write_reports(data: dict[str, Any], out: Path) -> tuple[Path, Path | None, str | None]:

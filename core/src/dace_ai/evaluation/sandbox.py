@@ -187,7 +187,8 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
     result.update(baseline_seconds=tb, candidate_seconds=tc, speedup=tb / tc if tc > 0 else None,
                   baseline_spread=[min(base_times), max(base_times)],
                   candidate_spread=[min(cand_times), max(cand_times)], repeats=len(cand_times),
-                  calls_per_sample=[bench["batch"].get("native"), bench["batch"].get("candidate")])
+                  calls_per_sample=[bench["batch"].get("native"), bench["batch"].get("candidate")],
+                  threads=threads)
     wrong = {side["label"] for side in sides if side.get("name") in (result.get("baselines_left_out") or {})}
     result["baselines_seconds"] = {label: statistics.median(times)
                                    for label, times in (bench.get("baselines") or {}).items()

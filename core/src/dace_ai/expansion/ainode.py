@@ -13,6 +13,10 @@ Example::
                   reference=lambda a, b, c: a * b + c)
     state.add_node(node)
 
+``flops`` (optional) is the floating-point work of one call as an expression of the
+node's symbols (``"2*N"``): the bench stage then says how close the code comes to this
+machine's peak (its speed of light); without it the node is judged by its bytes alone.
+
 ``reference`` is a NumPy function of the named inputs (``_a`` -> ``a``, ``_in0`` ->
 first positional) that the verify stage compares the generated code with; without
 one the node is recorded as unverified. It stays in this process (see
@@ -47,6 +51,23 @@ def _connectors(spec: ConnectorSpec, what: str, node_name: str) -> dict[str, Any
     return result
 
 
+def _flops_text(node_name: str, flops: Any) -> str:
+    """``flops=`` as the expression text the node keeps ("" for none); a bad one is refused where it is written."""
+    if flops is None or (isinstance(flops, str) and not flops.strip()):
+        return ""
+    if isinstance(flops, bool) or not isinstance(flops, (str, int, float)) and not hasattr(flops, "free_symbols"):
+        raise AIUsageError(f"AINode {node_name!r}: flops must be an expression of the node's symbols such as "
+                           f"'2*N', got {type(flops).__name__}")
+    from dace_ai.compat import symbolic
+
+    text = str(flops).strip()
+    try:
+        symbolic.parse(text)
+    except ValueError as exc:
+        raise AIUsageError(f"AINode {node_name!r}: flops {exc}") from None
+    return text
+
+
 @dace.library.node
 class AINode(nodes.LibraryNode):
     """A computation described in natural language; a language model writes its code.
@@ -65,9 +86,12 @@ class AINode(nodes.LibraryNode):
                                       desc="What the node computes, in natural language")
     reference = properties.Property(dtype=str, default="",
                                     desc="Key of the NumPy reference function registered in this process")
+    flops = properties.Property(dtype=str, default="",
+                                desc="Floating-point operations of one call, an expression of the node's symbols "
+                                     "(e.g. '2*N'); without it the node is judged as memory-bound only")
 
     def __init__(self, name: str, description: str = "", *args: Any, inputs: ConnectorSpec = None,
-                 outputs: ConnectorSpec = None, reference: Any = None, **kwargs: Any) -> None:
+                 outputs: ConnectorSpec = None, reference: Any = None, flops: Any = None, **kwargs: Any) -> None:
         if not isinstance(name, str) or not name.strip():
             raise AIUsageError(f"AINode: name must be a non-empty string, got {name!r}")
         if not isinstance(description, str):
@@ -80,8 +104,10 @@ class AINode(nodes.LibraryNode):
         if reference is not None and not callable(reference):
             raise AIUsageError(f"AINode {name!r}: reference must be a NumPy function of the inputs, "
                                f"got {type(reference).__name__}")
+        work = _flops_text(name, flops)
         super().__init__(name, *args, inputs=ins, outputs=outs, **kwargs)
         self.description = description
+        self.flops = work
         if reference is not None:
             from dace_ai.checking.reference import register_reference
 

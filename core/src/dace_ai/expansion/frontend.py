@@ -29,7 +29,7 @@ from dace_ai import compat
 from dace_ai.errors import AIUsageError
 from dace_ai.expansion.ainode import AINode
 
-_CONFIG_KEYWORDS = ("out", "shape", "dtype", "storage", "name", "schedule", "reference")
+_CONFIG_KEYWORDS = ("out", "shape", "dtype", "storage", "name", "schedule", "reference", "flops")
 
 
 class AICallError(compat.syntax_error_class(), AIUsageError):  # type: ignore[misc]
@@ -41,7 +41,7 @@ class AICallError(compat.syntax_error_class(), AIUsageError):  # type: ignore[mi
 
 def ai(description: str, *inputs: Any, out: Any = None, shape: Any = None, dtype: Any = None,
        storage: Any = None, name: str | None = None, schedule: Any = None, reference: Any = None,
-       **named: Any) -> Any:
+       flops: Any = None, **named: Any) -> Any:
     """Add a node, described in natural language, whose code a language model writes.
 
     Only meaningful inside ``@dace.program``: the frontend replaces the call by an
@@ -57,6 +57,9 @@ def ai(description: str, *inputs: Any, out: Any = None, shape: Any = None, dtype
     :param schedule: Schedule of the node.
     :param reference: NumPy function of the named inputs that the verify stage compares the
         generated code with (``a=A`` arrives as ``a``, positional inputs in order).
+    :param flops: Floating-point operations of one call, an expression of the program's symbols
+        (``"2*N"`` or ``2 * N``): the bench stage compares the code with this machine's peak; without
+        it the node is judged by its bytes alone (memory-bound).
     :param named: Containers read through ``_<keyword>``.
     :return: The output container (a tuple of them for several ``out`` containers).
     """
@@ -171,7 +174,7 @@ def _node_name(pv: Any, sdfg: Any, name: Any) -> str:
 
 def _replacement(pv: Any, sdfg: Any, state: Any, description: Any = None, *inputs: Any, out: Any = None,
                  shape: Any = None, dtype: Any = None, storage: Any = None, name: Any = None,
-                 schedule: Any = None, reference: Any = None, **named: Any) -> Any:
+                 schedule: Any = None, reference: Any = None, flops: Any = None, **named: Any) -> Any:
     """Frontend replacement: add an AINode and its memlets; return the written container(s)."""
     from dace import Memlet
 
@@ -190,8 +193,15 @@ def _replacement(pv: Any, sdfg: Any, state: Any, description: Any = None, *input
         hint = (" (a lambda written inside the program becomes program text; define the function outside "
                 "the program and pass its name)" if "lambda" in str(reference) else "")
         raise AICallError(pv, f"'reference' must be a NumPy function of the inputs, got {reference!s:.60}{hint}")
-    node = AINode(label, text, inputs=dict.fromkeys(in_conns), outputs=dict.fromkeys(out_conns), schedule=schedule,
-                  reference=reference)
+    if flops is not None and type(flops) is str and flops in sdfg.arrays:
+        raise AICallError(pv, f"'flops' names the container {flops!r}; give the floating-point operations of one "
+                              "call as an expression of the program's symbols, e.g. flops=\"2*N\"")
+    try:
+        node = AINode(label, text, inputs=dict.fromkeys(in_conns), outputs=dict.fromkeys(out_conns),
+                      schedule=schedule, reference=reference,
+                      flops=str(flops) if flops is not None and _is_string(flops) else flops)
+    except AIUsageError as exc:
+        raise AICallError(pv, str(exc)) from None
     state.add_node(node)
     for conn, container in in_conns.items():
         state.add_edge(state.add_read(container), None, node, conn,

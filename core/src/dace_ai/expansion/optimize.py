@@ -399,7 +399,8 @@ class _Runner:
                 list(note.get("lost_workers", []))
         fig = pipeline.bench_figures(reports)
         attempt.figures = fig
-        c.sol_fraction = TimeEvidence.from_reports(reports).fraction
+        sol = TimeEvidence.from_reports(reports).speed_of_light
+        c.speed_of_light = dict(sol) if sol else None
         if fig:
             c.speedup, c.speedup_range = fig.get("speedup"), fig.get("speedup_range")
             c.native, c.strongest, c.speedup_strongest = fig.get("native"), fig.get("strongest"), fig.get("speedup_strongest")
@@ -536,8 +537,8 @@ def _apply(result: NodeOptimization, best: _Attempt | None, sdfg: Any, state: An
         "node": ctx.name, "provider": provider, "model": (best.reply.model if best.reply else "") or "",
         "source": c.source, "cache_key": getattr(best, "key", "")[:16],
         "session": f"ai-sessions/{session.folder.name}/round-{c.session_round}",
-        "bench": pipeline.bench_provenance(best.figures), "optimize": f"r{c.round}s{c.sample}",
-        "verification": c.verification})
+        "bench": pipeline.bench_provenance(best.figures), "sol": pipeline.sol_provenance(best.figures),
+        "optimize": f"r{c.round}s{c.sample}", "verification": c.verification})
     changes.place(state, node, make_tasklet(node, best.answer, ctx, provenance, environments))
     if best.verdict is not None:  # the winner is used: never silently while one of its checks could not decide
         best.verdict.warn(ctx, session.folder, stacklevel=4)

@@ -30,7 +30,8 @@ class Candidate:
     speedup_strongest: float | None = None  #: over the strongest baseline
     seconds_per_call: float | None = None
     native_seconds_per_call: float | None = None
-    sol_fraction: float | None = None  #: fraction of the machine's speed of light reached (the bench's roofline)
+    #: Its timing against this machine's roofline (see :mod:`dace_ai.performance.speed_of_light`), when measured.
+    speed_of_light: dict[str, Any] | None = None
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
@@ -43,6 +44,20 @@ class Candidate:
     retries: int = 0  #: times its check job was started again after its worker was lost
     lost_workers: list[str] = field(default_factory=list)
 
+
+    @property
+    def sol_fraction(self) -> float | None:
+        """The fraction of the machine's speed of light reached, when the roofline was measured."""
+        value = (self.speed_of_light or {}).get("fraction")
+        return float(value) if isinstance(value, int | float) else None
+
+    def sol_text(self) -> str:
+        """``27% of speed of light (compute-bound)``, or "" when it was not measured."""
+        fraction = self.sol_fraction
+        if fraction is None:
+            return ""
+        bound = (self.speed_of_light or {}).get("bound")
+        return f"{100 * fraction:.3g}% of speed of light" + (f" ({bound}-bound)" if bound else "")
 
     def speedup_text(self) -> str:
         """``0.65x vs OpenBLAS (DaCe 'OpenBLAS'); 61.00x (58.10-63.20) vs DaCe pure``: each figure names its baseline."""
@@ -102,6 +117,8 @@ class NodeOptimization:
                             for c in self.candidates if c.reason and not c.winner)
         win = self.winner
         chosen = f"winner r{win.round}s{win.sample} {self.speedup_text()}" if win else "no winner"
+        if win and win.sol_text():
+            chosen += f", {win.sol_text()}"
         restarted = ", ".join(f"r{c.round}s{c.sample} ({c.retries}x, lost {', '.join(c.lost_workers) or 'a worker'})"
                               for c in self.candidates if c.retries)
         return (f"{self.name} ({self.node_type}): {self.outcome}{' - ' + self.reason if self.reason else ''}; "
@@ -158,17 +175,19 @@ class OptimizeReport:
         from rich.table import Table
 
         table = Table(title=f"dace_ai.optimize ({self.provider}, {self.samples} samples, {self.rounds} rounds)")
-        for column in ("node", "cand.", "status", "speedup vs strongest; vs native", "time/call", "why refused", "tokens"):
+        for column in ("node", "cand.", "status", "speedup vs strongest; vs native", "speed of light", "time/call",
+                       "why refused", "tokens"):
             table.add_column(column)
         for node in self.nodes:
-            table.add_row(f"[bold]{node.name}[/] ({node.node_type})", "", node.outcome, node.speedup_text(), "",
+            table.add_row(f"[bold]{node.name}[/] ({node.node_type})", "", node.outcome, node.speedup_text(),
+                          node.winner.sol_text() if node.winner else "", "",
                           node.reason, f"{node.input_tokens}/{node.output_tokens}"
                           + (f" ${node.cost_usd:.4f}" if node.cost_usd is not None else ""))
             for c in node.candidates:
                 speed = c.speedup_text()
                 table.add_row("", f"r{c.round}s{c.sample}" + (" *" if c.winner else ""),
                               c.status if not c.stage or c.status == "passed" else f"{c.status} ({c.stage})",
-                              speed, format_seconds(c.seconds_per_call) if c.seconds_per_call else "",
+                              speed, c.sol_text(), format_seconds(c.seconds_per_call) if c.seconds_per_call else "",
                               _short(c.reason, 90), f"{c.input_tokens}/{c.output_tokens}")
         return table
 

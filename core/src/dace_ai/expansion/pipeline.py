@@ -384,6 +384,13 @@ def bench_provenance(figures: dict[str, Any] | None) -> str:
     return f"{figures['candidate_median'] * 1e6:.1f}us_per_call"
 
 
+def sol_provenance(figures: dict[str, Any] | None) -> str:
+    """The provenance's ``sol`` field: the fraction of speed of light of the bench (``0.33``), or ""."""
+    from dace_ai.performance.speed_of_light import provenance_field
+
+    return provenance_field((figures or {}).get("speed_of_light"))
+
+
 def check_answer(answer: Answer, ctx: NodeContext, settings: AISettings,
                  run: Any = None) -> tuple[list[Any], set[str]]:
     """The check reports of ``answer`` and, when it passed, the environment class paths it resolved to.
@@ -455,6 +462,7 @@ def generate_tasklet(sdfg: Any, state: Any, node: Any, settings: Any = None, *,
         "source": outcome.source, "cache_key": outcome.key[:16],
         "session": f"ai-sessions/{outcome.session.rsplit('/', 1)[-1]}/round-{outcome.round}",
         "bench": bench_provenance(bench_figures(outcome.reports)),
+        "sol": sol_provenance(bench_figures(outcome.reports)),
         "verification": outcome.level})
     from dace_ai.storage.sessions import Session
 

@@ -4,9 +4,11 @@ The comment is part of the tasklet's code, so it survives ``sdfg.save()`` and
 ``SDFG.from_file()`` in another process and shows in generated C++. Its fields:
 ``node`` (the library node it replaced), ``provider``, ``model``, ``source``,
 ``cache_key``, ``session=ai-sessions/<session id>/round-<n>`` (the session and the
-round whose answer this is), ``bench`` and ``optimize`` (the speed figures and the
-winning candidate), when set ``pinned=true``, and ``verification``, the level the
-checks reached. Values never contain spaces, except the level
+round whose answer this is), ``bench`` (the speedup over native), ``sol`` (the
+fraction of this machine's speed of light the bench reached, e.g. ``sol=0.33``; see
+:mod:`dace_ai.performance`) and ``optimize`` (the winning candidate), when set
+``pinned=true``, and ``verification``, the level the checks reached. Values never
+contain spaces, except the level
 (``verified (3 seeds, 5 sizes, ...)``), which is therefore always written last and
 read to the end of the line. Fields this version does not know are kept, in order,
 so a tasklet written by a newer version keeps them when this one pins it.
@@ -45,10 +47,11 @@ class Provenance:
     cache_key: str = ""
     session: str = ""  #: ``ai-sessions/<session id>/round-<n>``
     bench: str = ""  #: ``1.84x(1.71-1.95)_vs_native`` or the candidate's own time
+    sol: str = ""  #: the bench's fraction of this machine's speed of light (``0.33``)
     optimize: str = ""  #: the winning candidate of ``dace_ai.optimize`` (``r1s0``)
     pinned: bool = False
     verification: str = ""  #: the verification level (may contain spaces: written last)
-    #: Fields this version does not know (``sol=0.33``), kept in their order.
+    #: Fields this version does not know (``energy=1.2J``), kept in their order.
     extra: tuple[tuple[str, str], ...] = ()
 
     @classmethod

@@ -218,6 +218,28 @@ class Detection:
     details: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class VendorPeaks:
+    """What a target's vendor says its hardware can do, shown beside the measured roofline.
+
+    ``peak_gflops`` by element type (``{"float32": 333.0, "float64": 166.0}``) for
+    ``threads`` threads (None: all cores), ``bandwidth_gbs`` from memory when known, and
+    ``source`` saying where the figures come from (a data sheet, a formula).
+    """
+
+    peak_gflops: Mapping[str, float]
+    bandwidth_gbs: float | None = None
+    threads: int | None = None
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        bad = [f"{k}={v!r}" for k, v in dict(self.peak_gflops).items()
+               if not isinstance(k, str) or not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0]
+        if bad or (self.bandwidth_gbs is not None and not self.bandwidth_gbs > 0):
+            raise ValueError(f"VendorPeaks: peaks must be positive numbers by element type name "
+                             f"({', '.join(bad) or f'bandwidth_gbs={self.bandwidth_gbs!r}'})")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Target(Registration):
     """A hardware target pack: x86 AVX2/AVX-512, ARM SVE, CUDA, HIP, ...
@@ -254,6 +276,9 @@ class Target(Registration):
     priority: int = 0
     #: Language of the code this target expects ("cpp", "cuda", "hip").
     language: str = "cpp"
+    #: The vendor's peak figures (:class:`VendorPeaks`, or a function of the detection giving them or None),
+    #: shown beside the measured roofline by ``dace-ai targets --roofline``.
+    peaks: VendorPeaks | Callable[[Detection], VendorPeaks | None] | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -261,12 +286,23 @@ class Target(Registration):
             raise ValueError(f"Target({self.name!r}): kind must be 'cpu' or 'gpu', got {self.kind!r}")
         _require_callable(self, "detect", self.detect)
         _require_callable(self, "describe", self.describe)
+        if self.peaks is not None and not isinstance(self.peaks, VendorPeaks) and not callable(self.peaks):
+            raise TypeError(f"Target({self.name!r}): field 'peaks' must be a VendorPeaks or a function of the "
+                            f"detection returning one, got {type(self.peaks).__name__}")
         object.__setattr__(self, "compiler", tuple(self.compiler))
         object.__setattr__(self, "checkers", tuple(self.checkers))
 
     def resolved_flags(self, detection: Detection) -> tuple[str, ...]:
         flags = self.flags(detection) if callable(self.flags) else self.flags
         return tuple(flags)
+
+    def resolved_peaks(self, detection: Detection) -> VendorPeaks | None:
+        """The vendor's peaks for this machine (``TypeError`` naming the target when the function returns junk)."""
+        peaks = self.peaks(detection) if callable(self.peaks) else self.peaks
+        if peaks is not None and not isinstance(peaks, VendorPeaks):
+            raise TypeError(f"Target({self.name!r}): peaks() must return a VendorPeaks or None, "
+                            f"got {type(peaks).__name__}")
+        return peaks
 
 
 @dataclass(frozen=True, kw_only=True)

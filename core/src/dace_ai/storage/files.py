@@ -7,6 +7,7 @@ Layout under ``<build root>`` (``.dacecache`` by default)::
     ai-environments/  generated DaCe environment modules
     ai-check/         build folders of checks (precompiled headers, probes)
     ai-prompts/       manual-provider prompt and response files
+    ai-roofline/      this machine's measured peaks, per compiler and flags
 
 Writes go to a temporary file in the same folder and are renamed into place,
 so a reader never sees half a file, and two processes never corrupt each other.
@@ -27,7 +28,7 @@ from typing import Any
 
 from filelock import FileLock
 
-FOLDERS = ("ai-cache", "ai-sessions", "ai-environments", "ai-check", "ai-prompts")
+FOLDERS = ("ai-cache", "ai-sessions", "ai-environments", "ai-check", "ai-prompts", "ai-roofline")
 
 
 def build_root() -> Path:

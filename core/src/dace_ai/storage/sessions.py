@@ -73,7 +73,7 @@ class SessionWarning(DaceAIWarning):
 FORMAT = 1
 #: Details of a check report kept in checks.json (the bench's figures and why a candidate was refused).
 _FIGURES = ("rule", "reasons", "speedup", "speedup_range", "native_median", "candidate_median", "native_seconds",
-            "candidate_seconds", "sizes", "repeats", "bytes", "bandwidth")
+            "candidate_seconds", "sizes", "repeats", "bytes", "bandwidth", "speed_of_light", "speed_of_light_level")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
 #: Verification levels from weakest to strongest (a round's level is the last stage all of whose checks passed).
 LEVELS = ("none", "compile", "verify", "bench")

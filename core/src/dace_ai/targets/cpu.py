@@ -24,6 +24,7 @@ class CpuInfo:
     model: str
     flags: frozenset[str]
     caches: tuple[str, ...] = field(default=())  #: e.g. ("L1d 32K", "L2 512K", "L3 32768K")
+    mhz: float = 0.0  #: the clock ``/proc/cpuinfo`` reports (``cpu MHz``; 0 where it says none)
 
 
 def read_cpu(cpuinfo: Path = CPUINFO, cache_dir: Path = CACHE_DIR) -> CpuInfo:
@@ -43,7 +44,7 @@ def _this_cpu() -> CpuInfo:
 
 
 def _read(cpuinfo: Path, cache_dir: Path) -> CpuInfo:
-    model, flags, named = platform.processor() or platform.machine(), set(), False
+    model, flags, named, mhz = platform.processor() or platform.machine(), set(), False, 0.0
     try:
         with open(cpuinfo, encoding="utf-8", errors="replace") as f:
             for line in f:
@@ -53,11 +54,16 @@ def _read(cpuinfo: Path, cache_dir: Path) -> CpuInfo:
                     model, named = value.strip(), True
                 elif key in ("flags", "features"):
                     flags.update(value.split())
+                elif key == "cpu mhz" and not mhz:
+                    try:
+                        mhz = float(value.strip())
+                    except ValueError:
+                        pass
                 elif not line.strip() and flags:
                     break  # first processor block read
     except OSError:
         pass
-    return CpuInfo(platform.machine(), model, frozenset(flags), _caches(cache_dir))
+    return CpuInfo(platform.machine(), model, frozenset(flags), _caches(cache_dir), mhz)
 
 
 def _caches(cache_dir: Path) -> tuple[str, ...]:

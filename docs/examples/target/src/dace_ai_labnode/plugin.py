@@ -2,12 +2,13 @@
 
 A target says whether this machine is one (``detect``), how to describe it to the
 model (``describe``, the prompt's Target section), what the vendor advises
-(``guidance``), and how its code is compiled (``compiler``, ``flags``).
+(``guidance``), how its code is compiled (``compiler``, ``flags``), and what the data
+sheet says the node can do (``peaks``, shown beside the measured roofline).
 """
 
 from __future__ import annotations
 
-from dace_ai.plugin import Detection, Target, hookimpl, read_cpu
+from dace_ai.plugin import Detection, Target, VendorPeaks, hookimpl, read_cpu
 
 GUIDANCE = """\
 - The nodes have AVX-512 with a 256-bit datapath: prefer 256-bit vectors (`__m256d`) unless the loop is \
@@ -49,5 +50,8 @@ def dace_ai_targets():
         guidance=GUIDANCE,
         compiler=("g++",),
         flags=flags,
+        # EPYC 9654: 96 cores x 2.4 GHz x 16 float64 FMA flops per cycle; 12 channels of DDR5-4800.
+        peaks=VendorPeaks(peak_gflops={"float32": 7372.8, "float64": 3686.4}, bandwidth_gbs=460.8, threads=96,
+                          source="AMD EPYC 9654 data sheet (base clock)"),
         description="The lab's AMD EPYC (Zen 4) cluster nodes",
     )

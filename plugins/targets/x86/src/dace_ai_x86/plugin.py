@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from dace_ai.plugin import Checker, Detection, Target, hookimpl
+from dace_ai.plugin import Checker, Detection, Target, VendorPeaks, hookimpl
 
 from .checker import CHECKER, applies, check_x86
 from .cpu import LEVEL_FEATURES, REPORTED, read_cpu
@@ -68,6 +68,28 @@ def _avx512_flags(detection: Detection) -> tuple[str, ...]:
     return tuple(flags)
 
 
+#: FMA units per core the nominal peak assumes (Intel's server cores and AMD's Zen 4 have two).
+FMA_UNITS = 2
+
+
+def _nominal_peaks(width: int):
+    """Nominal peaks of the matched CPU: cores x clock x FMA units x lanes x 2 flops (None when no clock is known).
+
+    The clock is the one ``/proc/cpuinfo`` reports (no turbo): the figure says what the
+    ISA level promises at that clock, beside what ``dace-ai targets --roofline`` measures.
+    """
+    def peaks(detection: Detection) -> VendorPeaks | None:
+        cpu = read_cpu()
+        if not detection.matched or not cpu.mhz:
+            return None
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        per_lane = cores * cpu.mhz / 1e3 * FMA_UNITS * 2
+        return VendorPeaks(peak_gflops={"float32": per_lane * width / 32, "float64": per_lane * width / 64},
+                           threads=cores, source=f"nominal: {cores} cores x {cpu.mhz:.0f} MHz x {FMA_UNITS} FMA units "
+                                                 f"x {width}-bit vectors")
+    return peaks
+
+
 GUIDANCE_COMMON = """\
 - Include <immintrin.h> in code_global; it declares every intrinsic.
 - Use unaligned loads and stores (_mm256_loadu_pd / _mm512_loadu_pd): DaCe does not promise alignment of \
@@ -100,14 +122,14 @@ def dace_ai_targets():
         name="x86-avx512", kind="cpu", priority=30,
         detect=lambda: _detect(AVX512_NEEDS), describe=_describe("x86-64-v4", 512),
         guidance=GUIDANCE_AVX512, compiler=_compiler(), flags=_avx512_flags,
-        checkers=(CHECKER,), language="cpp",
+        checkers=(CHECKER,), language="cpp", peaks=_nominal_peaks(512),
         description="x86-64 with AVX-512 (F, BW, DQ, VL): 512-bit vectors, -march=x86-64-v4",
     )
     yield Target(
         name="x86-avx2", kind="cpu", priority=20,
         detect=lambda: _detect(AVX2_NEEDS), describe=_describe("x86-64-v3", 256),
         guidance=GUIDANCE_AVX2, compiler=_compiler(), flags=("-O3", "-march=x86-64-v3"),
-        checkers=(CHECKER,), language="cpp",
+        checkers=(CHECKER,), language="cpp", peaks=_nominal_peaks(256),
         description="x86-64 with AVX2 and FMA: 256-bit vectors, -march=x86-64-v3",
     )
 

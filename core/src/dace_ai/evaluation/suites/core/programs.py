@@ -72,7 +72,8 @@ def fft(x: dace.complex128[N], y: dace.complex128[N]):
 # ------------------------------------------------------------------ AI nodes and their native baselines
 @dace.program
 def axpy(a: dace.float64, x: dace.float64[N], y: dace.float64[N], out: dace.float64[N]):
-    dace_ai.ai("Write _out[i] = _a * _x[i] + _y[i] for every 0 <= i < N.", a=a, x=x, y=y, out=out, name="axpy")
+    dace_ai.ai("Write _out[i] = _a * _x[i] + _y[i] for every 0 <= i < N.", a=a, x=x, y=y, out=out, name="axpy",
+               flops="2*N")
 
 
 @dace.program
@@ -84,7 +85,7 @@ def axpy_native(a: dace.float64, x: dace.float64[N], y: dace.float64[N], out: da
 def softmax(x: dace.float64[N, M], out: dace.float64[N, M]):
     dace_ai.ai("Row-wise softmax of the N x M row-major matrix _x: for each row i, "
                "_out[i, j] = exp(_x[i, j] - max_j _x[i, :]) / sum_j exp(_x[i, j] - max_j _x[i, :]).",
-               x=x, out=out, name="softmax")
+               x=x, out=out, name="softmax", flops="4*N*M")
 
 
 @dace.program
@@ -100,7 +101,7 @@ def layernorm(x: dace.float64[N, M], gamma: dace.float64[M], beta: dace.float64[
     dace_ai.ai("Layer normalisation over the last axis of the N x M row-major matrix _x: for each row i, "
                "mean = sum_j _x[i, j] / M, var = sum_j (_x[i, j] - mean)^2 / M, "
                "_out[i, j] = (_x[i, j] - mean) / sqrt(var + 1e-5) * _gamma[j] + _beta[j].",
-               x=x, gamma=gamma, beta=beta, out=out, name="layernorm")
+               x=x, gamma=gamma, beta=beta, out=out, name="layernorm", flops="8*N*M")
 
 
 @dace.program
@@ -116,7 +117,7 @@ def layernorm_native(x: dace.float64[N, M], gamma: dace.float64[M], beta: dace.f
 @dace.program
 def stencil1d(x: dace.float64[N], out: dace.float64[N]):
     dace_ai.ai("Three-point stencil: _out[i] = 0.25 * _x[i - 1] + 0.5 * _x[i] + 0.25 * _x[i + 1] for 1 <= i < N - 1; "
-               "_out[0] = _x[0] and _out[N - 1] = _x[N - 1].", x=x, out=out, name="stencil1d")
+               "_out[0] = _x[0] and _out[N - 1] = _x[N - 1].", x=x, out=out, name="stencil1d", flops="5*N")
 
 
 @dace.program
@@ -130,7 +131,7 @@ def stencil1d_native(x: dace.float64[N], out: dace.float64[N]):
 def jacobi2d(x: dace.float64[N, M], out: dace.float64[N, M]):
     dace_ai.ai("Five-point Jacobi step on the N x M row-major grid _x: for 1 <= i < N - 1 and 1 <= j < M - 1, "
                "_out[i, j] = 0.2 * (_x[i, j] + _x[i - 1, j] + _x[i + 1, j] + _x[i, j - 1] + _x[i, j + 1]); "
-               "boundary elements are copied: _out[i, j] = _x[i, j].", x=x, out=out, name="jacobi2d")
+               "boundary elements are copied: _out[i, j] = _x[i, j].", x=x, out=out, name="jacobi2d", flops="5*N*M")
 
 
 @dace.program
@@ -145,7 +146,7 @@ def conv2d(x: dace.float64[N, M], w: dace.float64[3, 3], out: dace.float64[N - 2
     dace_ai.ai("Valid 2-D convolution (cross-correlation) of the N x M row-major image _x with the 3 x 3 "
                "row-major kernel _w: _out[i, j] = sum over 0 <= di, dj < 3 of _x[i + di, j + dj] * _w[di, dj] "
                "for 0 <= i < N - 2, 0 <= j < M - 2 (_out is (N - 2) x (M - 2), row-major).",
-               x=x, w=w, out=out, name="conv2d")
+               x=x, w=w, out=out, name="conv2d", flops="18*(N-2)*(M-2)")
 
 
 @dace.program
@@ -159,7 +160,7 @@ def conv2d_native(x: dace.float64[N, M], w: dace.float64[3, 3], out: dace.float6
 @dace.program
 def histogram(x: dace.int32[N], hist: dace.int64[64]):
     dace_ai.ai("Histogram with 64 bins: _hist[b] = number of indices i < N with _x[i] == b; every _x[i] is in "
-               "[0, 64). Every bin must be written (zero bins included).", x=x, out=hist, name="histogram")
+               "[0, 64). Every bin must be written (zero bins included).", x=x, out=hist, name="histogram", flops="0")
 
 
 @dace.program
@@ -172,7 +173,7 @@ def histogram_native(x: dace.int32[N], hist: dace.int64[64]):
 @dace.program
 def scan(x: dace.float64[N], out: dace.float64[N]):
     dace_ai.ai("Inclusive prefix sum: _out[i] = _x[0] + _x[1] + ... + _x[i] for every 0 <= i < N.",
-               x=x, out=out, name="scan")
+               x=x, out=out, name="scan", flops="N")
 
 
 @dace.program
@@ -185,7 +186,7 @@ def scan_native(x: dace.float64[N], out: dace.float64[N]):
 @dace.program
 def conv1d(x: dace.float64[N], w: dace.float64[K], out: dace.float64[N - K + 1]):
     dace_ai.ai("Valid 1-D correlation: _out[i] = sum over 0 <= k < K of _x[i + k] * _w[k] for 0 <= i < N - K + 1.",
-               x=x, w=w, out=out, name="conv1d")
+               x=x, w=w, out=out, name="conv1d", flops="2*K*(N-K+1)")
 
 
 @dace.program
@@ -197,7 +198,7 @@ def conv1d_native(x: dace.float64[N], w: dace.float64[K], out: dace.float64[N - 
 @dace.program
 def outer(x: dace.float64[M], y: dace.float64[N], out: dace.float64[M, N]):
     dace_ai.ai("Outer product: _out[i, j] = _x[i] * _y[j] for 0 <= i < M, 0 <= j < N (_out row-major).",
-               x=x, y=y, out=out, name="outer")
+               x=x, y=y, out=out, name="outer", flops="M*N")
 
 
 @dace.program
@@ -208,7 +209,8 @@ def outer_native(x: dace.float64[M], y: dace.float64[N], out: dace.float64[M, N]
 
 @dace.program
 def relu(x: dace.float64[N], out: dace.float64[N]):
-    dace_ai.ai("Rectified linear unit: _out[i] = max(_x[i], 0) for every 0 <= i < N.", x=x, out=out, name="relu")
+    dace_ai.ai("Rectified linear unit: _out[i] = max(_x[i], 0) for every 0 <= i < N.", x=x, out=out, name="relu",
+               flops="N")
 
 
 @dace.program
@@ -223,7 +225,8 @@ def relu_native(x: dace.float64[N], out: dace.float64[N]):
 def mm2(alpha: dace.float64, beta: dace.float64, a: dace.float64[NI, NK], b: dace.float64[NK, NJ],
         c: dace.float64[NJ, NL], d: dace.float64[NI, NL], out: dace.float64[NI, NL]):
     dace_ai.ai("2mm: _out = _alpha * (_a @ _b) @ _c + _beta * _d, with _a NI x NK, _b NK x NJ, _c NJ x NL and "
-               "_d, _out NI x NL, all row-major.", alpha=alpha, beta=beta, a=a, b=b, c=c, d=d, out=out, name="mm2")
+               "_d, _out NI x NL, all row-major.", alpha=alpha, beta=beta, a=a, b=b, c=c, d=d, out=out, name="mm2",
+               flops="2*NI*NJ*NK + 2*NI*NJ*NL + 3*NI*NL")
 
 
 @dace.program
@@ -237,7 +240,8 @@ def mm2_native(alpha: dace.float64, beta: dace.float64, a: dace.float64[NI, NK],
 def mm3(a: dace.float64[NI, NK], b: dace.float64[NK, NJ], c: dace.float64[NJ, NM], d: dace.float64[NM, NL],
         out: dace.float64[NI, NL]):
     dace_ai.ai("3mm: _out = (_a @ _b) @ (_c @ _d), with _a NI x NK, _b NK x NJ, _c NJ x NM, _d NM x NL and "
-               "_out NI x NL, all row-major.", a=a, b=b, c=c, d=d, out=out, name="mm3")
+               "_out NI x NL, all row-major.", a=a, b=b, c=c, d=d, out=out, name="mm3",
+               flops="2*NI*NJ*NK + 2*NJ*NL*NM + 2*NI*NL*NJ")
 
 
 @dace.program
@@ -251,7 +255,7 @@ def mm3_native(a: dace.float64[NI, NK], b: dace.float64[NK, NJ], c: dace.float64
 @dace.program
 def atax(a: dace.float64[M, N], x: dace.float64[N], out: dace.float64[N]):
     dace_ai.ai("atax: _out = _a^T @ (_a @ _x), with _a an M x N row-major matrix, _x and _out of length N.",
-               a=a, x=x, out=out, name="atax")
+               a=a, x=x, out=out, name="atax", flops="4*M*N")
 
 
 @dace.program
@@ -263,7 +267,7 @@ def atax_native(a: dace.float64[M, N], x: dace.float64[N], out: dace.float64[N])
 @dace.program
 def bicg(a: dace.float64[M, N], p: dace.float64[N], r: dace.float64[M], s: dace.float64[N], q: dace.float64[M]):
     dace_ai.ai("bicg: _out0 = _a^T @ _r (length N) and _out1 = _a @ _p (length M), with _a an M x N row-major "
-               "matrix.", a=a, p=p, r=r, out=(s, q), name="bicg")
+               "matrix.", a=a, p=p, r=r, out=(s, q), name="bicg", flops="4*M*N")
 
 
 @dace.program
@@ -277,7 +281,7 @@ def bicg_native(a: dace.float64[M, N], p: dace.float64[N], r: dace.float64[M], s
 def mvt(a: dace.float64[N, N], x1: dace.float64[N], x2: dace.float64[N], y1: dace.float64[N], y2: dace.float64[N],
         o1: dace.float64[N], o2: dace.float64[N]):
     dace_ai.ai("mvt: _out0 = _x1 + _a @ _y1 and _out1 = _x2 + _a^T @ _y2, with _a an N x N row-major matrix.",
-               a=a, x1=x1, x2=x2, y1=y1, y2=y2, out=(o1, o2), name="mvt")
+               a=a, x1=x1, x2=x2, y1=y1, y2=y2, out=(o1, o2), name="mvt", flops="4*N*N + 2*N")
 
 
 @dace.program
@@ -291,7 +295,7 @@ def mvt_native(a: dace.float64[N, N], x1: dace.float64[N], x2: dace.float64[N], 
 def gesummv(alpha: dace.float64, beta: dace.float64, a: dace.float64[N, N], b: dace.float64[N, N],
             x: dace.float64[N], out: dace.float64[N]):
     dace_ai.ai("gesummv: _out = _alpha * (_a @ _x) + _beta * (_b @ _x), with _a and _b N x N row-major.",
-               alpha=alpha, beta=beta, a=a, b=b, x=x, out=out, name="gesummv")
+               alpha=alpha, beta=beta, a=a, b=b, x=x, out=out, name="gesummv", flops="4*N*N + 3*N")
 
 
 @dace.program
@@ -304,7 +308,7 @@ def gesummv_native(alpha: dace.float64, beta: dace.float64, a: dace.float64[N, N
 def syrk(alpha: dace.float64, beta: dace.float64, a: dace.float64[N, M], c: dace.float64[N, N],
          out: dace.float64[N, N]):
     dace_ai.ai("syrk: _out = _alpha * _a @ _a^T + _beta * _c (the full N x N matrix), with _a N x M, all "
-               "row-major.", alpha=alpha, beta=beta, a=a, c=c, out=out, name="syrk")
+               "row-major.", alpha=alpha, beta=beta, a=a, c=c, out=out, name="syrk", flops="2*N*N*M + 3*N*N")
 
 
 @dace.program
@@ -317,7 +321,8 @@ def syrk_native(alpha: dace.float64, beta: dace.float64, a: dace.float64[N, M], 
 def syr2k(alpha: dace.float64, beta: dace.float64, a: dace.float64[N, M], b: dace.float64[N, M],
           c: dace.float64[N, N], out: dace.float64[N, N]):
     dace_ai.ai("syr2k: _out = _alpha * (_a @ _b^T + _b @ _a^T) + _beta * _c (the full N x N matrix), with _a and "
-               "_b N x M, all row-major.", alpha=alpha, beta=beta, a=a, b=b, c=c, out=out, name="syr2k")
+               "_b N x M, all row-major.", alpha=alpha, beta=beta, a=a, b=b, c=c, out=out, name="syr2k",
+               flops="4*N*N*M + 3*N*N")
 
 
 @dace.program
@@ -329,7 +334,8 @@ def syr2k_native(alpha: dace.float64, beta: dace.float64, a: dace.float64[N, M],
 @dace.program
 def doitgen(a: dace.float64[NR, NQ, NP], c4: dace.float64[NP, NP], out: dace.float64[NR, NQ, NP]):
     dace_ai.ai("doitgen: _out[r, q, p] = sum over 0 <= s < NP of _a[r, q, s] * _c4[s, p], with _a and _out "
-               "NR x NQ x NP and _c4 NP x NP, all row-major.", a=a, c4=c4, out=out, name="doitgen")
+               "NR x NQ x NP and _c4 NP x NP, all row-major.", a=a, c4=c4, out=out, name="doitgen",
+               flops="2*NR*NQ*NP*NP")
 
 
 @dace.program
@@ -345,7 +351,7 @@ def heat3d(x: dace.float64[N, M, K], out: dace.float64[N, M, K]):
                "(1 <= i < N - 1, 1 <= j < M - 1, 1 <= k < K - 1) _out[i, j, k] = _x[i, j, k] + 0.125 * "
                "(_x[i + 1, j, k] - 2 _x[i, j, k] + _x[i - 1, j, k]) + 0.125 * (_x[i, j + 1, k] - 2 _x[i, j, k] + "
                "_x[i, j - 1, k]) + 0.125 * (_x[i, j, k + 1] - 2 _x[i, j, k] + _x[i, j, k - 1]); boundary points "
-               "are copied: _out[i, j, k] = _x[i, j, k].", x=x, out=out, name="heat3d")
+               "are copied: _out[i, j, k] = _x[i, j, k].", x=x, out=out, name="heat3d", flops="16*(N-2)*(M-2)*(K-2)")
 
 
 @dace.program
@@ -361,7 +367,7 @@ def heat3d_native(x: dace.float64[N, M, K], out: dace.float64[N, M, K]):
 def batched_softmax(x: dace.float64[B, N, M], out: dace.float64[B, N, M]):
     dace_ai.ai("Softmax over the last axis of the B x N x M row-major tensor _x: for each (b, i), "
                "_out[b, i, j] = exp(_x[b, i, j] - max_j _x[b, i, :]) / sum_j exp(_x[b, i, j] - max_j _x[b, i, :]).",
-               x=x, out=out, name="batched_softmax")
+               x=x, out=out, name="batched_softmax", flops="4*B*N*M")
 
 
 @dace.program
@@ -377,7 +383,8 @@ def attention(scale: dace.float64, q: dace.float64[N, DH], k: dace.float64[N, DH
               out: dace.float64[N, DH]):
     dace_ai.ai("Single-head attention: S = _scale * _q @ _k^T (N x N), P = row-wise softmax of S "
                "(P[i, j] = exp(S[i, j] - max_j S[i, :]) / sum_j exp(S[i, j] - max_j S[i, :])), _out = P @ _v; "
-               "_q, _k, _v and _out are N x DH row-major.", scale=scale, q=q, k=k, v=v, out=out, name="attention")
+               "_q, _k, _v and _out are N x DH row-major.", scale=scale, q=q, k=k, v=v, out=out, name="attention",
+               flops="4*N*N*DH + 5*N*N")
 
 
 @dace.program
@@ -396,7 +403,7 @@ def attention_native(scale: dace.float64, q: dace.float64[N, DH], k: dace.float6
 def covariance(data: dace.float64[N, M], out: dace.float64[M, M]):
     dace_ai.ai("Covariance of the M features of N samples (_data is N x M row-major): mean[j] = sum_i _data[i, j] "
                "/ N, _out[j, l] = sum_i (_data[i, j] - mean[j]) * (_data[i, l] - mean[l]) / (N - 1) (M x M "
-               "row-major).", data=data, out=out, name="covariance")
+               "row-major).", data=data, out=out, name="covariance", flops="2*M*M*N + 2*N*M + M*M")
 
 
 @dace.program
@@ -409,7 +416,8 @@ def covariance_native(data: dace.float64[N, M], out: dace.float64[M, M]):
 @dace.program
 def mlp(x: dace.float64[N, K], w: dace.float64[K, M], bias: dace.float64[M], out: dace.float64[N, M]):
     dace_ai.ai("Dense layer with ReLU: _out[i, j] = max(0, sum_k _x[i, k] * _w[k, j] + _bias[j]), with _x N x K, "
-               "_w K x M, _out N x M, all row-major.", x=x, w=w, bias=bias, out=out, name="mlp")
+               "_w K x M, _out N x M, all row-major.", x=x, w=w, bias=bias, out=out, name="mlp",
+               flops="2*N*K*M + 2*N*M")
 
 
 @dace.program
@@ -421,7 +429,7 @@ def mlp_native(x: dace.float64[N, K], w: dace.float64[K, M], bias: dace.float64[
 @dace.program
 def gelu(x: dace.float64[N], out: dace.float64[N]):
     dace_ai.ai("GELU (tanh form): _out[i] = 0.5 * _x[i] * (1 + tanh(0.7978845608028654 * (_x[i] + 0.044715 * "
-               "_x[i]^3))) for every 0 <= i < N.", x=x, out=out, name="gelu")
+               "_x[i]^3))) for every 0 <= i < N.", x=x, out=out, name="gelu", flops="8*N")
 
 
 @dace.program
@@ -432,7 +440,7 @@ def gelu_native(x: dace.float64[N], out: dace.float64[N]):
 @dace.program
 def rmsnorm(x: dace.float64[N, M], g: dace.float64[M], out: dace.float64[N, M]):
     dace_ai.ai("RMS normalisation of each row of the N x M row-major matrix _x: r = sqrt(sum_j _x[i, j]^2 / M + "
-               "1e-6), _out[i, j] = _x[i, j] / r * _g[j].", x=x, g=g, out=out, name="rmsnorm")
+               "1e-6), _out[i, j] = _x[i, j] / r * _g[j].", x=x, g=g, out=out, name="rmsnorm", flops="4*N*M")
 
 
 @dace.program
@@ -445,7 +453,7 @@ def rmsnorm_native(x: dace.float64[N, M], g: dace.float64[M], out: dace.float64[
 @dace.program
 def row_norms(x: dace.float64[N, M], out: dace.float64[N]):
     dace_ai.ai("Euclidean norm of each row: _out[i] = sqrt(sum_j _x[i, j]^2) for the N x M row-major _x.",
-               x=x, out=out, name="row_norms")
+               x=x, out=out, name="row_norms", flops="2*N*M")
 
 
 @dace.program
@@ -456,7 +464,8 @@ def row_norms_native(x: dace.float64[N, M], out: dace.float64[N]):
 
 @dace.program
 def sumsq(x: dace.float64[N], out: dace.float64[1]):
-    dace_ai.ai("Sum of squares: _out[0] = sum over 0 <= i < N of _x[i] * _x[i].", x=x, out=out, name="sumsq")
+    dace_ai.ai("Sum of squares: _out[0] = sum over 0 <= i < N of _x[i] * _x[i].", x=x, out=out, name="sumsq",
+               flops="2*N")
 
 
 @dace.program
@@ -467,7 +476,8 @@ def sumsq_native(x: dace.float64[N], out: dace.float64[1]):
 @dace.program
 def pairwise_dist(x: dace.float64[N, 3], out: dace.float64[N, N]):
     dace_ai.ai("Squared distances between N points in 3-D (_x is N x 3 row-major): _out[i, j] = sum over "
-               "0 <= d < 3 of (_x[i, d] - _x[j, d])^2 (N x N row-major).", x=x, out=out, name="pairwise_dist")
+               "0 <= d < 3 of (_x[i, d] - _x[j, d])^2 (N x N row-major).", x=x, out=out, name="pairwise_dist",
+               flops="8*N*N")
 
 
 @dace.program
@@ -480,7 +490,7 @@ def pairwise_dist_native(x: dace.float64[N, 3], out: dace.float64[N, N]):
 @dace.program
 def gemv_t(a: dace.float64[M, N], x: dace.float64[M], out: dace.float64[N]):
     dace_ai.ai("Transposed matrix-vector product: _out = _a^T @ _x, with _a an M x N row-major matrix.",
-               a=a, x=x, out=out, name="gemv_t")
+               a=a, x=x, out=out, name="gemv_t", flops="2*M*N")
 
 
 @dace.program
