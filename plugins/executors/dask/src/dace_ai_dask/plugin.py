@@ -197,6 +197,19 @@ class DaskRunner:
         return (f"no worker of the dask cluster offers the resources {needed} this job needs; start workers with "
                 f"--resources \"{' '.join(f'{k}={v:g}' for k, v in needed.items())}\"")
 
+    def _refreshed(self, workers: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """The workers read again after waiting a little for the cluster's full count.
+
+        A loaded machine can answer the first read before every local worker has
+        registered its resources; a job is refused as unplaceable only on a second read.
+        """
+        expected = self.options.workers or DEFAULT_WORKERS
+        try:
+            self.client.wait_for_workers(expected, timeout=CONNECT_TIMEOUT)
+        except (OSError, TimeoutError):
+            pass  # fewer workers than started: judge by those there are
+        return self._placing() or workers
+
     def _submit(self, job: Job, resources: dict[str, float]) -> Any:
         return self.client.submit(run_job, job, key=f"{_KEY_PREFIX}{job.id}-{next(_serial)}", pure=False,
                                   resources=resources or None)
@@ -227,8 +240,12 @@ class DaskRunner:
         retries: dict[str, int] = {}
         lost: dict[str, list[str]] = {}
         futures = []
+        refreshed = False
         for job in jobs:
             reason = self._unplaceable(job, workers)
+            if reason and not refreshed and self.cluster is not None and self._promised is None:
+                workers, refreshed = self._refreshed(workers), True  # workers this run started may lag
+                reason = self._unplaceable(job, workers)
             if reason:
                 yield JobResult(job.id, error=reason)
                 continue
