@@ -57,6 +57,7 @@ from typing import Callable
 import dace
 import dace_ai
 import numpy as np
+from dace_ai.performance import describe_speed_of_light
 from dace_ai.plugin import Detection, Target, hookimpl
 from dace_ai.plugins.manager import get_plugin_manager
 from dace_ai.targets.host import cpu_facts
@@ -324,11 +325,23 @@ def time_side_by_side(comparison: Comparison, rounds: int, pause: float = PAUSE)
             comparison.seconds[label].append(time.perf_counter() - start)
 
 
-def speed_of_light_fraction(comparison: Comparison, seconds: float) -> float | None:
-    """Fraction of this machine's speed of light (its roofline for ``flops`` and ``nbytes``) the node reached.
+def speed_of_light(comparison: Comparison, seconds: float) -> dict | None:
+    """The node's figure against this machine's roofline (its ``flops`` and ``nbytes`` at ``seconds`` per call).
 
-    None where no roofline of the machine is known; the report then prints ``-``."""
-    return None
+    The roofline is the one the bench stage measured while checking the answers (stored
+    under the build root, so nothing is measured again here); None where it cannot be
+    measured on this machine, and the report then says so."""
+    from dace_ai.performance import machine_roofline
+    from dace_ai.performance.measure import RooflineError
+    from dace_ai.performance.speed_of_light import from_roofline
+    from dace_ai.performance.store import all_threads
+
+    try:
+        roofline = machine_roofline()
+    except RooflineError:
+        return None
+    figure, _level = from_roofline(roofline, comparison.flops, comparison.nbytes, seconds, "float32", all_threads())
+    return figure
 
 
 def report(comparison: Comparison, pick: Callable[[list], float] = min) -> list:
@@ -345,8 +358,9 @@ def report(comparison: Comparison, pick: Callable[[list], float] = min) -> list:
         ratio = seconds / best[own]
         verdict = "" if ratio >= 1 else f"  <- the shipped answer is slower than {label}"
         lines.append(f"  {own}: {ratio:.2f}x vs {label}{verdict}")
-    fraction = speed_of_light_fraction(comparison, best[own])
-    lines.append(f"  {own}: speed of light: {'-' if fraction is None else f'{fraction:.0%}'}")
+    figure = speed_of_light(comparison, best[own])
+    sol = describe_speed_of_light(figure) if figure else "no roofline of this machine (speed of light unknown)"
+    lines.append(f"  {own}: {sol}")
     return lines
 
 
