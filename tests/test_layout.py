@@ -207,3 +207,31 @@ def test_private_uses_are_found_in_every_spelling():
     found = sorted(name for _, name in _private_uses(tree, "checking"))
     assert found == ["dace_ai.expansion.pipeline._node_record", "dace_ai.providers.api._current_node",
                      "dace_ai.storage.cache._lock", "dace_ai.storage.files._tmp"]
+
+
+#: The longest a function or method under ``core/src`` may be, decorators and docstring included.
+MAX_FUNCTION_LINES = 80
+
+
+def _long_functions(tree: ast.AST, module: str, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """``module:function (N lines)`` for every function or method (nested ones too) longer than ``limit``."""
+    return [f"{module}:{node.name} ({node.end_lineno - node.lineno + 1} lines)" for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > limit]
+
+
+def test_no_function_in_core_is_longer_than_80_lines():
+    """A long function does several jobs; split it into helpers named for them (no behaviour change)."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        offenders += _long_functions(ast.parse(path.read_text(encoding="utf-8")), module)
+    assert not offenders, "functions over 80 lines:\n" + "\n".join(offenders)
+
+
+def test_long_functions_are_measured_from_def_to_last_line():
+    body = "".join(f"        x{i} = {i}\n" for i in range(80))
+    tree = ast.parse("def short():\n    pass\n\nclass C:\n    def long(self):\n" + body)
+    assert _long_functions(tree, "m", limit=80) == ["m:long (81 lines)"]
+    assert _long_functions(tree, "m", limit=81) == []
+
