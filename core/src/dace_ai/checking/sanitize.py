@@ -918,7 +918,7 @@ def _judge_run(build: SanitizerBuild, run: SanitizerRun, case: dict[str, Any], u
 
 def _answer_lines(request: CheckRequest, unit: str) -> int:
     """Lines of the unit that hold the answer (everything before our entry points)."""
-    from dace_ai.checking.candidate import entry_points
+    from dace_ai.checking.entry_code import entry_points
 
     return len(unit.splitlines()) - len(entry_points(request.node).splitlines())
 
