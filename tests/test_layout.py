@@ -14,7 +14,7 @@ PACKAGE = ROOT / "core" / "src" / "dace_ai"
 #: Concern packages by layer: a package may import its own layer's packages (without
 #: cycles) and lower layers, never a higher one.
 LAYERS: list[set[str]] = [
-    {"errors"},
+    {"errors", "state"},
     {"compat"},
     {"plugins"},
     {"config"},
@@ -85,7 +85,7 @@ def _edges() -> dict[str, set[str]]:
         for module in _imports(path):
             target = _unit(module)
             if target and target != source and target not in DOORS and (target in CONCERNS or target in
-                                                                          {"compat", "errors"}):
+                                                                          {"compat", "errors", "state"}):
                 edges.setdefault(source, set()).add(target)
     return edges
 
@@ -350,3 +350,28 @@ def test_import_circles_count_annotations_but_not_function_bodies():
     graph = {name: _load_time_imports(ast.parse(text), name, False, known) for name, text in sources.items()}
     assert graph == {"p.a": {"p.b"}, "p.b": {"p.a"}, "p.c": set(), "p.d": {"p.c"}}
     assert _import_circles(graph) == [["p.a", "p.b"]]
+
+
+def test_process_state_is_registered_and_reset_in_one_place():
+    """Every module-level cache or once-only notice is registered with ``dace_ai.state``, and reset empties it."""
+    import dace_ai.checking.harness
+    import dace_ai.checking.sanitize
+    import dace_ai.checking.verify
+    import dace_ai.config.settings
+    import dace_ai.environments.resolve
+    import dace_ai.expansion.check_results
+    import dace_ai.targets.select
+    from dace_ai import state
+
+    assert state.STATE.names() == [
+        "checking.harness.expected_memo", "checking.sanitize.told", "checking.verify.told",
+        "config.settings.warned", "environments.resolve.detections", "expansion.check_results.said",
+        "targets.select.detections"]
+    told = dace_ai.checking.verify._told
+    told.add("program")
+    dace_ai.targets.select._detections[("x", "y")] = None
+    state.reset()
+    assert dace_ai.checking.verify._told is told and not told
+    assert not dace_ai.targets.select._detections
+    with pytest.raises(ValueError, match="registered already"):
+        state.STATE.register("checking.verify.told", set())

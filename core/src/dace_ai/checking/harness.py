@@ -57,6 +57,7 @@ from dace_ai.checking.child import Case, CaseRecord, Job, Problem
 from dace_ai.checking.constraints import first_point, point_text
 from dace_ai.checking.ladder import build_ladder, case_place
 from dace_ai.checking.sandbox import ChildOutcome, SandboxLimits, run_child
+from dace_ai.state import STATE
 
 DEFAULT_SEEDS = (0, 1, 2)
 _EPS = {"f": {2: 9.8e-4, 4: 1.2e-7, 8: 2.3e-16}, "c": {8: 1.2e-7, 16: 2.3e-16}}
@@ -321,7 +322,8 @@ def reference_kind(request: CheckRequest) -> tuple[str | None, Any]:
 
 
 #: Outputs of reference functions per (function, case), kept for the next candidate of the node.
-_expected_memo: dict[tuple[int, str], dict[str, Any]] = {}
+_expected_memo: dict[tuple[int, str], dict[str, Any]] = STATE.register(
+    "checking.harness.expected_memo", {})
 _EXPECTED_MEMO_BYTES = 256 << 20
 
 

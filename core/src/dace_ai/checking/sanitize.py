@@ -76,6 +76,7 @@ from typing import Any
 from dace_ai.checking.api import CheckReport, CheckRequest, stable_paths
 from dace_ai.checking.units import UNIT_FILE, ToolResult, environment_classes
 from dace_ai.plugins.registrations import Checker, Setting
+from dace_ai.state import STATE
 
 NAME = "sanitizers"
 #: Where the background builds of a candidate live on ``request.shared``.
@@ -813,7 +814,7 @@ def unit_place(unit: str, line: int, answer_lines: int) -> tuple[str, bool]:
 # ----------------------------------------------------------------------------- the check
 #: Reasons that are the machine's, not the candidate's: said once per process, then ``told``.
 MACHINE_REASONS = ("clang missing", "libomp missing", "sanitizer runtime missing")
-_told: set[str] = set()
+_told: set[str] = STATE.register("checking.sanitize.told", set())
 _told_lock = threading.Lock()
 
 
