@@ -534,9 +534,10 @@ def describe_outcome(outcome: ChildOutcome, cases: list[dict[str, Any]], limits:
 
 
 # ----------------------------------------------------------------------------- entry point
-class _Stop(Exception):  # noqa: N818 - a way out of the run, not an error
-    """The run ends early with this (status, reason, message): raised by the steps of
-    :func:`run_against_reference`, so each step can end the run without a result protocol."""
+class _Stop(Exception):
+    """The run ends early with this (status, reason, message). The steps of
+    :func:`run_against_reference` raise it, so a step that finds the run cannot go on says why
+    in one statement, and only the entry point writes the result."""
 
     def __init__(self, status: str, reason: str | None, message: str) -> None:
         super().__init__(message)
