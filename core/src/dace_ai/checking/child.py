@@ -22,12 +22,14 @@ Modes: ``verify`` compares the candidate with the reference (or expected outputs
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import mmap
 import os
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any, TypedDict
 
 import numpy as np
@@ -625,6 +627,18 @@ def _free(buffers: dict[str, GuardedBuffer]) -> None:
         buf.free()
 
 
+@contextlib.contextmanager
+def _allocated(case: dict[str, Any], data: dict[str, np.ndarray]) -> Iterator[dict[str, GuardedBuffer]]:
+    """Guarded buffers for one run that are freed when the block ends, however it ends. Runs whose
+    buffers outlive the block (kept for timing, or freed only after the next run is allocated so it
+    gets new addresses) pair :func:`_allocate` and :func:`_free` themselves."""
+    buffers = _allocate(case, data)
+    try:
+        yield buffers
+    finally:
+        _free(buffers)
+
+
 class Threads:
     """The OpenMP thread count of the calls that follow.
 
@@ -786,15 +800,14 @@ def reference_outputs(reference: Any, case: dict[str, Any], phase: Phase, thread
         except (OSError, ValueError):
             pass
     threads.use(None)
-    buffers = _allocate(case, _inputs(case))
-    phase(who="reference", step="run", seed=case["seed"], sizes=case["sizes"],
-          buffers=[b.layout() for b in buffers.values()])
-    prepared = reference.prepare(case, buffers)
-    reference.call(prepared)
-    reference.finish(prepared)
-    phase(who="reference", step="done", seed=case["seed"], sizes=case["sizes"])
-    outputs = {n: buffers[n].array.copy() for n in names}
-    _free(buffers)
+    with _allocated(case, _inputs(case)) as buffers:
+        phase(who="reference", step="run", seed=case["seed"], sizes=case["sizes"],
+              buffers=[b.layout() for b in buffers.values()])
+        prepared = reference.prepare(case, buffers)
+        reference.call(prepared)
+        reference.finish(prepared)
+        phase(who="reference", step="done", seed=case["seed"], sizes=case["sizes"])
+        outputs = {n: buffers[n].array.copy() for n in names}
     for name in names:
         if cache.get(name):
             try:
@@ -1041,21 +1054,20 @@ def _right_with_one_thread(case: dict[str, Any], candidate: Any, native: dict[st
                            threads: Threads, data: dict[str, np.ndarray]) -> bool:
     """Whether the case, wrong with all cores, comes out right with one thread (then the threads are to blame)."""
     threads.use(1)
-    buffers = _allocate(case, data)
-    phase(who="candidate", step="run", seed=case["seed"], sizes=case["sizes"], threads=1,
-          buffers=[b.layout() for b in buffers.values()])
-    prepared = candidate.prepare(case, buffers)
-    candidate.call(prepared)
-    candidate.finish(prepared)
-    phase(who="candidate", step="done", seed=case["seed"], sizes=case["sizes"])
-    right = _outside_problem(case, buffers, data, "candidate") is None
-    for conn in case["connectors"]:
-        if not right or conn["direction"] != "out":
-            continue
-        expected = _expected(case, conn, native)
-        got = np.array(view(buffers[conn["container"]].array, conn))
-        right = expected is None or compare(conn, np.asarray(expected), got, case["rtol"][conn["name"]]) is None
-    _free(buffers)
+    with _allocated(case, data) as buffers:
+        phase(who="candidate", step="run", seed=case["seed"], sizes=case["sizes"], threads=1,
+              buffers=[b.layout() for b in buffers.values()])
+        prepared = candidate.prepare(case, buffers)
+        candidate.call(prepared)
+        candidate.finish(prepared)
+        phase(who="candidate", step="done", seed=case["seed"], sizes=case["sizes"])
+        right = _outside_problem(case, buffers, data, "candidate") is None
+        for conn in case["connectors"]:
+            if not right or conn["direction"] != "out":
+                continue
+            expected = _expected(case, conn, native)
+            got = np.array(view(buffers[conn["container"]].array, conn))
+            right = expected is None or compare(conn, np.asarray(expected), got, case["rtol"][conn["name"]]) is None
     threads.use(None)
     return right
 
@@ -1374,13 +1386,12 @@ def run_job(job: Job) -> ChildResult:
         _name_stale(record, case, earlier)
         if job["mode"] == "time" and reference is not None and "problem" not in record:
             threads.use(None)
-            buffers = _allocate(case, _inputs(case))
-            phase(who="reference", step="time", seed=case["seed"], sizes=case["sizes"],
-                  buffers=[b.layout() for b in buffers.values()])
-            prepared = reference.prepare(case, buffers)
-            record["reference_seconds"] = _time(reference, prepared, job)
-            reference.finish(prepared)
-            _free(buffers)
+            with _allocated(case, _inputs(case)) as buffers:
+                phase(who="reference", step="time", seed=case["seed"], sizes=case["sizes"],
+                      buffers=[b.layout() for b in buffers.values()])
+                prepared = reference.prepare(case, buffers)
+                record["reference_seconds"] = _time(reference, prepared, job)
+                reference.finish(prepared)
         results.append(record)
         if "problem" in record:
             return out
