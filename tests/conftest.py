@@ -9,8 +9,12 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def _isolated_dace_ai(tmp_path, monkeypatch):
-    """Own build root (caches, sessions, checks) and no DACE_ai_* variables leaking in."""
+    """Own build root (caches, sessions, checks), no DACE_ai_* variables leaking in, and none of
+    the process's caches or once-only notices left by an earlier test (``dace_ai.state``)."""
     import dace
+    from dace_ai import state
+
+    state.reset()
 
     for name in list(os.environ):
         if name.startswith("DACE_ai_"):

@@ -14,7 +14,7 @@ PACKAGE = ROOT / "core" / "src" / "dace_ai"
 #: Concern packages by layer: a package may import its own layer's packages (without
 #: cycles) and lower layers, never a higher one.
 LAYERS: list[set[str]] = [
-    {"errors"},
+    {"errors", "state"},
     {"compat"},
     {"plugins"},
     {"config"},
@@ -85,7 +85,7 @@ def _edges() -> dict[str, set[str]]:
         for module in _imports(path):
             target = _unit(module)
             if target and target != source and target not in DOORS and (target in CONCERNS or target in
-                                                                          {"compat", "errors"}):
+                                                                          {"compat", "errors", "state"}):
                 edges.setdefault(source, set()).add(target)
     return edges
 
@@ -207,3 +207,171 @@ def test_private_uses_are_found_in_every_spelling():
     found = sorted(name for _, name in _private_uses(tree, "checking"))
     assert found == ["dace_ai.expansion.pipeline._node_record", "dace_ai.providers.api._current_node",
                      "dace_ai.storage.cache._lock", "dace_ai.storage.files._tmp"]
+
+
+#: The longest a function or method under ``core/src`` may be, decorators and docstring included.
+MAX_FUNCTION_LINES = 80
+
+
+def _long_functions(tree: ast.AST, module: str, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """``module:function (N lines)`` for every function or method (nested ones too) longer than ``limit``."""
+    return [f"{module}:{node.name} ({node.end_lineno - node.lineno + 1} lines)" for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > limit]
+
+
+def test_no_function_in_core_is_longer_than_80_lines():
+    """A long function does several jobs; split it into helpers named for them (no behaviour change)."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        offenders += _long_functions(ast.parse(path.read_text(encoding="utf-8")), module)
+    assert not offenders, "functions over 80 lines:\n" + "\n".join(offenders)
+
+
+def test_long_functions_are_measured_from_def_to_last_line():
+    body = "".join(f"        x{i} = {i}\n" for i in range(80))
+    tree = ast.parse("def short():\n    pass\n\nclass C:\n    def long(self):\n" + body)
+    assert _long_functions(tree, "m", limit=80) == ["m:long (81 lines)"]
+    assert _long_functions(tree, "m", limit=81) == []
+
+
+def _module_names() -> dict[str, Path]:
+    """``dace_ai.checking.api`` -> its file, for every module of the package (packages by their ``__init__``)."""
+    names = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
+
+
+def _load_time_imports(tree: ast.Module, module: str, is_package: bool, known: set[str]) -> set[str]:
+    """The modules of ``known`` that importing ``module`` imports or names for its annotations.
+
+    Counted: imports at module level, in class bodies and under ``if``/``try`` (``if TYPE_CHECKING:``
+    included: a type checker follows it like an import). Not counted: imports inside function
+    bodies, which run on first use, after every module is loaded. ``from pkg import sub`` where
+    ``sub`` is a module depends on ``pkg.sub``, not on ``pkg``'s ``__init__`` (which Python runs
+    before any of its modules anyway); ``from pkg import name`` depends on ``pkg``.
+    """
+    found: set[str] = set()
+
+    def resolve(name: str) -> None:
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        if not name or name == module:
+            return
+        found.add(name)
+        parts = name.split(".")
+        for i in range(1, len(parts)):  # importing a.b.c first runs a and a.b, unless they hold the importer
+            ancestor = ".".join(parts[:i])
+            if ancestor in known and not module.startswith(ancestor + "."):
+                found.add(ancestor)
+
+    def visit(statements: list[ast.stmt]) -> None:
+        for node in statements:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    resolve(alias.name)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    here = module.split(".") if is_package else module.split(".")[:-1]
+                    base = ".".join([*here[:len(here) - node.level + 1], *([node.module] if node.module else [])])
+                for alias in node.names:
+                    resolve(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base)
+            else:
+                for block in ("body", "orelse", "finalbody"):
+                    visit(getattr(node, block, []))
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+
+    visit(tree.body)
+    return found
+
+
+def _import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected parts (more than one module) of ``graph``: each an import circle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            part = []
+            while True:
+                top = stack.pop()
+                part.append(top)
+                if top == node:
+                    break
+            if len(part) > 1:
+                circles.append(sorted(part))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return circles
+
+
+def test_no_import_circle_between_modules_even_for_annotations():
+    """No module needs, to load or to be type-checked, a module that needs it back.
+
+    Imports under ``if TYPE_CHECKING:`` count; imports inside functions do not (see
+    :func:`_load_time_imports`). The types plugins' callables receive are protocols at the
+    bottom (``dace_ai.plugins.types``), so the plugin layer names nothing above it.
+    """
+    known = _module_names()
+    graph = {name: _load_time_imports(ast.parse(path.read_text(encoding="utf-8")), name,
+                                      path.name == "__init__.py", set(known))
+             for name, path in known.items()}
+    circles = _import_circles(graph)
+    assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+def test_import_circles_count_annotations_but_not_function_bodies():
+    known = {"p", "p.a", "p.b", "p.c", "p.d"}
+    sources = {
+        "p.a": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from p.b import B\n",
+        "p.b": "from p import a\n",
+        "p.c": "def f():\n    from p.d import D\n",
+        "p.d": "from p.c import C\n",
+    }
+    graph = {name: _load_time_imports(ast.parse(text), name, False, known) for name, text in sources.items()}
+    assert graph == {"p.a": {"p.b"}, "p.b": {"p.a"}, "p.c": set(), "p.d": {"p.c"}}
+    assert _import_circles(graph) == [["p.a", "p.b"]]
+
+
+def test_process_state_is_registered_and_reset_in_one_place():
+    """Every module-level cache or once-only notice is registered with ``dace_ai.state``, and reset empties it."""
+    import dace_ai.checking.harness
+    import dace_ai.checking.sanitize
+    import dace_ai.checking.verify
+    import dace_ai.config.settings
+    import dace_ai.environments.resolve
+    import dace_ai.expansion.check_results
+    import dace_ai.targets.select
+    from dace_ai import state
+
+    assert state.STATE.names() == [
+        "checking.harness.expected_memo", "checking.sanitize.told", "checking.verify.told",
+        "config.settings.warned", "environments.resolve.detections", "expansion.check_results.said",
+        "targets.select.detections"]
+    told = dace_ai.checking.verify._told
+    told.add("program")
+    dace_ai.targets.select._detections[("x", "y")] = None
+    state.reset()
+    assert dace_ai.checking.verify._told is told and not told
+    assert not dace_ai.targets.select._detections
+    with pytest.raises(ValueError, match="registered already"):
+        state.STATE.register("checking.verify.told", set())

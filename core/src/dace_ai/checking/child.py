@@ -22,12 +22,14 @@ Modes: ``verify`` compares the candidate with the reference (or expected outputs
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import mmap
 import os
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any, TypedDict
 
 import numpy as np
@@ -625,6 +627,18 @@ def _free(buffers: dict[str, GuardedBuffer]) -> None:
         buf.free()
 
 
+@contextlib.contextmanager
+def _allocated(case: dict[str, Any], data: dict[str, np.ndarray]) -> Iterator[dict[str, GuardedBuffer]]:
+    """Guarded buffers for one run that are freed when the block ends, however it ends. Runs whose
+    buffers outlive the block (kept for timing, or freed only after the next run is allocated so it
+    gets new addresses) pair :func:`_allocate` and :func:`_free` themselves."""
+    buffers = _allocate(case, data)
+    try:
+        yield buffers
+    finally:
+        _free(buffers)
+
+
 class Threads:
     """The OpenMP thread count of the calls that follow.
 
@@ -786,15 +800,14 @@ def reference_outputs(reference: Any, case: dict[str, Any], phase: Phase, thread
         except (OSError, ValueError):
             pass
     threads.use(None)
-    buffers = _allocate(case, _inputs(case))
-    phase(who="reference", step="run", seed=case["seed"], sizes=case["sizes"],
-          buffers=[b.layout() for b in buffers.values()])
-    prepared = reference.prepare(case, buffers)
-    reference.call(prepared)
-    reference.finish(prepared)
-    phase(who="reference", step="done", seed=case["seed"], sizes=case["sizes"])
-    outputs = {n: buffers[n].array.copy() for n in names}
-    _free(buffers)
+    with _allocated(case, _inputs(case)) as buffers:
+        phase(who="reference", step="run", seed=case["seed"], sizes=case["sizes"],
+              buffers=[b.layout() for b in buffers.values()])
+        prepared = reference.prepare(case, buffers)
+        reference.call(prepared)
+        reference.finish(prepared)
+        phase(who="reference", step="done", seed=case["seed"], sizes=case["sizes"])
+        outputs = {n: buffers[n].array.copy() for n in names}
     for name in names:
         if cache.get(name):
             try:
@@ -888,6 +901,46 @@ def _call_again(case: dict[str, Any], candidate: Any, prepared: Any, buffers: di
             "seed": again["seed"]}
 
 
+def _save_outputs(job: Job, case: dict[str, Any], returned: dict[str, np.ndarray]) -> None:
+    """The candidate's outputs as .npy files, when the parent asked (whole programs it judges itself)."""
+    if job.get("save_outputs"):
+        for name in _output_containers(case):
+            _save(os.path.join(job["save_outputs"], f"{case.get('id', 0)}-candidate-{name}.npy"), returned[name])
+
+
+def _first_run_problem(problem: Problem, case: dict[str, Any], candidate: Any, native: dict[str, np.ndarray] | None,
+                       phase: Phase, threads: Threads, job: Job, data: dict[str, np.ndarray],
+                       buffers: dict[str, GuardedBuffer], returned: dict[str, np.ndarray],
+                       count: int | None) -> Problem:
+    """What to report for a first run that differs from the reference: work still running after
+    the call returned explains a wrong result best; a wrong result with several threads that is
+    right with one is the threads' doing (not deterministic), which says where to look."""
+    if job["mode"] != "time":  # an answer that returns before its work is done
+        problem = _written_late(buffers, returned, wait=0.05) or problem
+    if problem["kind"] == "late_write":
+        return problem
+    problem = {**problem, "threads": count or threads.count}
+    if (count or threads.count) > 1 and threads.runtime is not None \
+            and _right_with_one_thread(case, candidate, native, phase, threads, data):
+        problem = {**problem, "kind": "nondeterministic", "was": problem["kind"],
+                   "threads": [count or threads.count, 1], "runs": 2, "single_ok": True}
+    return problem
+
+
+def _differs_from_first(case: dict[str, Any], first: dict[str, np.ndarray], outs: dict[str, np.ndarray],
+                        counts: list[int]) -> Problem | None:
+    """A later thread run's outputs against the first run's: a difference beyond the tolerance
+    means the result depends on the threads' timing. ``counts``: the thread counts run so far."""
+    for conn in case["connectors"]:
+        if conn["direction"] != "out":
+            continue
+        problem = compare(conn, first[conn["name"]], outs[conn["name"]], case["rtol"][conn["name"]])
+        if problem is not None:
+            return {**problem, "kind": "nondeterministic", "was": problem["kind"], "threads": counts,
+                    "runs": len(counts)}
+    return None
+
+
 def run_case(case: Case, candidate: Any, native: dict[str, np.ndarray] | None, phase: Phase,
              threads: Threads, job: Job, keep: bool = False,
              again_native: dict[str, np.ndarray] | None = None) -> tuple[CaseRecord, Any]:
@@ -903,9 +956,8 @@ def run_case(case: Case, candidate: Any, native: dict[str, np.ndarray] | None, p
     """
     data = _inputs(case)
     record: CaseRecord = {"seed": case["seed"], "sizes": case["sizes"], "call_seconds": []}
-    counts = case.get("threads") or [None]
-    if threads.runtime is None:  # no OpenMP runtime loaded: the thread count changes nothing, run once
-        counts = [None]
+    # no OpenMP runtime loaded: the thread count changes nothing, run once
+    counts = (case.get("threads") or [None]) if threads.runtime is not None else [None]
     judge = case.get("judge", True)  # False: whole programs, whose outputs the parent judges
     first: dict[str, np.ndarray] = {}
     kept: Any = None
@@ -931,22 +983,16 @@ def run_case(case: Case, candidate: Any, native: dict[str, np.ndarray] | None, p
         outs = _connector_views(case, returned)
         if problem is None and judge and run == 0:
             problem = _against_reference(case, outs, native)
-            if problem is not None and job["mode"] != "time":  # an answer that returns before its work is done
-                problem = _written_late(buffers, returned, wait=0.05) or problem
-            if problem is not None and problem["kind"] != "late_write":
-                problem = {**problem, "threads": count or threads.count}
-                if (count or threads.count) > 1 and threads.runtime is not None \
-                        and _right_with_one_thread(case, candidate, native, phase, threads, data):
-                    problem = {**problem, "kind": "nondeterministic", "was": problem["kind"],
-                               "threads": [count or threads.count, 1], "runs": 2, "single_ok": True}
+            if problem is not None:
+                problem = _first_run_problem(problem, case, candidate, native, phase, threads, job, data,
+                                             buffers, returned, count)
             if problem is None and case.get("again") and not keep:
                 problem = _call_again(case, candidate, prepared, buffers, again_native, phase)
         if not (keep and run == 0):
             candidate.finish(prepared)
         phase(who="candidate", step="done", seed=case["seed"], sizes=case["sizes"])
-        if run == 0 and job.get("save_outputs"):
-            for name in _output_containers(case):
-                _save(os.path.join(job["save_outputs"], f"{case.get('id', 0)}-candidate-{name}.npy"), returned[name])
+        if run == 0:
+            _save_outputs(job, case, returned)
         if keep and run == 0 and problem is None:
             kept = (buffers, prepared)
         else:
@@ -964,17 +1010,10 @@ def run_case(case: Case, candidate: Any, native: dict[str, np.ndarray] | None, p
             record["outputs"] = outs
             first = outs
         else:
-            for conn in case["connectors"]:
-                if conn["direction"] != "out":
-                    continue
-                problem = compare(conn, first[conn["name"]], outs[conn["name"]], case["rtol"][conn["name"]])
-                if problem is not None:
-                    record["problem"] = {**problem, "kind": "nondeterministic", "was": problem["kind"],
-                                         "threads": [c or threads.count for c in counts[:run + 1]],
-                                         "runs": run + 1}
-                    break
-        if "problem" in record:
-            break
+            problem = _differs_from_first(case, first, outs, [c or threads.count for c in counts[:run + 1]])
+            if problem is not None:
+                record["problem"] = problem
+                break
     if previous is not None:
         _free(previous)
     if kept is not None and "problem" in record:
@@ -1015,27 +1054,123 @@ def _right_with_one_thread(case: dict[str, Any], candidate: Any, native: dict[st
                            threads: Threads, data: dict[str, np.ndarray]) -> bool:
     """Whether the case, wrong with all cores, comes out right with one thread (then the threads are to blame)."""
     threads.use(1)
-    buffers = _allocate(case, data)
-    phase(who="candidate", step="run", seed=case["seed"], sizes=case["sizes"], threads=1,
-          buffers=[b.layout() for b in buffers.values()])
-    prepared = candidate.prepare(case, buffers)
-    candidate.call(prepared)
-    candidate.finish(prepared)
-    phase(who="candidate", step="done", seed=case["seed"], sizes=case["sizes"])
-    right = _outside_problem(case, buffers, data, "candidate") is None
-    for conn in case["connectors"]:
-        if not right or conn["direction"] != "out":
-            continue
-        expected = _expected(case, conn, native)
-        got = np.array(view(buffers[conn["container"]].array, conn))
-        right = expected is None or compare(conn, np.asarray(expected), got, case["rtol"][conn["name"]]) is None
-    _free(buffers)
+    with _allocated(case, data) as buffers:
+        phase(who="candidate", step="run", seed=case["seed"], sizes=case["sizes"], threads=1,
+              buffers=[b.layout() for b in buffers.values()])
+        prepared = candidate.prepare(case, buffers)
+        candidate.call(prepared)
+        candidate.finish(prepared)
+        phase(who="candidate", step="done", seed=case["seed"], sizes=case["sizes"])
+        right = _outside_problem(case, buffers, data, "candidate") is None
+        for conn in case["connectors"]:
+            if not right or conn["direction"] != "out":
+                continue
+            expected = _expected(case, conn, native)
+            got = np.array(view(buffers[conn["container"]].array, conn))
+            right = expected is None or compare(conn, np.asarray(expected), got, case["rtol"][conn["name"]]) is None
     threads.use(None)
     return right
 
 
 def _same_outputs(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
     return a.keys() == b.keys() and all(np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind in "fc") for k in a)
+
+
+def _input_independent(bench: dict[str, Any], natives: list[Any], outputs: list[dict[str, np.ndarray]]) -> bool:
+    """Whether the candidate gave the same outputs for different inputs whose references differ
+    (a result precomputed or kept, not computed from the inputs)."""
+    refs_differ = True
+    if natives[0] is not None and len(natives) > 1:
+        refs_differ = not _same_outputs(natives[0], natives[1])
+    elif bench["cases"][0].get("expected") and len(bench["cases"]) > 1:
+        refs_differ = not _same_outputs(*({k: np.load(v, allow_pickle=False) for k, v in c["expected"].items()}
+                                          for c in bench["cases"][:2]))
+    has_inputs = any(c["direction"] == "in" for c in bench["cases"][0]["connectors"])
+    return bool(has_inputs and len(outputs) > 1 and refs_differ
+                and all(_same_outputs(outputs[0], o) for o in outputs[1:]))
+
+
+def _native_samples(bench: dict[str, Any], known: dict[str, Any] | None, timed: dict[str, Any],
+                    result: dict[str, Any]) -> list[float] | None:
+    """The native reference's samples: reused from an earlier candidate (a slow reference), or
+    timed now and saved for the node's next candidate."""
+    native_samples = timed["samples"].get("native")
+    if known is not None:
+        native_samples = known["samples"]
+        timed["batch"]["native"] = known["batch"]
+        result["native_reused"] = True
+    elif native_samples and bench.get("native_timing"):
+        try:
+            _save_json(bench["native_timing"], {"samples": native_samples, "batch": timed["batch"]["native"]})
+        except OSError:
+            pass
+    return native_samples
+
+
+def _baseline_samples(sides: list[dict[str, Any]], timed: dict[str, Any]) -> tuple[dict[str, list[float]], list[str]]:
+    """Each baseline's samples (timed now, or known from an earlier candidate: ``reused``); frees the
+    baselines timed now and saves their samples for the node's next candidate."""
+    baselines: dict[str, list[float]] = {}
+    reused: list[str] = []
+    for side in sides:
+        label = side["label"]
+        if "known" in side:
+            baselines[label] = side["known"]["samples"]
+            timed["batch"][label] = side["known"]["batch"]
+            reused.append(label)
+            continue
+        samples = timed["samples"].pop(f"baseline:{label}")
+        baselines[label] = samples
+        timed["batch"][label] = timed["batch"].pop(f"baseline:{label}")
+        side["program"].finish(side["prepared"])
+        _free(side["buffers"])
+        if side.get("timing"):
+            try:
+                _save_json(side["timing"], {"samples": samples, "batch": timed["batch"][label]})
+            except OSError:
+                pass
+    return baselines, reused
+
+
+def _time_bench(job: dict[str, Any], candidate: Any, prepared: Any, reference: Any, records: list[dict[str, Any]],
+                phase: Phase, threads: Threads) -> dict[str, Any]:
+    """The bench section's timing under the lock: the candidate on its kept buffers, interleaved with
+    the native reference and the baselines on the same inputs and threads, and the memory bandwidth."""
+    bench = job["bench"]
+    result: dict[str, Any] = {}
+    calls = {"candidate": lambda: candidate.call(prepared)}
+    ref_held: Any = None
+    if reference is not None:
+        case = bench["cases"][0]
+        threads.use(None)
+        ref_buffers = _allocate(case, _inputs(case))
+        ref_prepared = reference.prepare(case, ref_buffers)
+        ref_held = (ref_buffers, ref_prepared)
+        calls = {"native": lambda: reference.call(ref_prepared), **calls}
+    known = _known_native(bench)
+    if known is not None:  # a slow native reference timed by an earlier candidate of the node
+        calls.pop("native", None)
+    sides = _baseline_sides(bench, phase, threads, job)
+    for side in sides:  # the same inputs, interleaved with the candidate, the same threads
+        if "program" in side:
+            calls[f"baseline:{side['label']}"] = (lambda s=side: s["program"].call(s["prepared"]))
+    threads.use(None)
+    with _bench_lock(bench.get("lock")):
+        # the thread runs just called the candidate on these buffers, the last one with all cores
+        last = records[0]["call_seconds"][-1] if len(records[0]["call_seconds"]) > 1 else None
+        timed = interleaved(calls, int(bench.get("repeats", 7)), phase,
+                            warm={"candidate": last} if last is not None else None)
+        phase(who="loader", step="bandwidth")
+        result["bandwidth"] = measure_bandwidth(int(bench.get("bytes") or 0))
+    native_samples = _native_samples(bench, known, timed, result)
+    baselines, reused = _baseline_samples(sides, timed)
+    result.update(candidate=timed["samples"]["candidate"], native=native_samples,
+                  batch=timed["batch"], timer_resolution=timed["timer_resolution"],
+                  baselines=baselines, baselines_reused=reused)
+    if ref_held is not None:
+        reference.finish(ref_held[1])
+        _free(ref_held[0])
+    return result
 
 
 def run_bench(job: dict[str, Any], candidate: Any, reference: Any, natives: list[Any], phase: Phase,
@@ -1060,76 +1195,9 @@ def run_bench(job: dict[str, Any], candidate: Any, reference: Any, natives: list
     result: dict[str, Any] = {"bytes": bench.get("bytes"), "reads_outside": sorted({c for r in records
                                                                                     for c in r["reads_outside"]}),
                               "call_seconds": records[0]["call_seconds"][:1]}
-    refs_differ = True
-    if natives[0] is not None and len(natives) > 1:
-        refs_differ = not _same_outputs(natives[0], natives[1])
-    elif bench["cases"][0].get("expected") and len(bench["cases"]) > 1:
-        refs_differ = not _same_outputs(*({k: np.load(v, allow_pickle=False) for k, v in c["expected"].items()}
-                                          for c in bench["cases"][:2]))
-    has_inputs = any(c["direction"] == "in" for c in bench["cases"][0]["connectors"])
-    result["input_independent"] = bool(has_inputs and len(outputs) > 1 and refs_differ
-                                       and all(_same_outputs(outputs[0], o) for o in outputs[1:]))
+    result["input_independent"] = _input_independent(bench, natives, outputs)
     if bench.get("time") and kept is not None:
-        _, prepared = kept
-        calls = {"candidate": lambda: candidate.call(prepared)}
-        ref_held: Any = None
-        if reference is not None:
-            case = bench["cases"][0]
-            threads.use(None)
-            ref_buffers = _allocate(case, _inputs(case))
-            ref_prepared = reference.prepare(case, ref_buffers)
-            ref_held = (ref_buffers, ref_prepared)
-            calls = {"native": lambda: reference.call(ref_prepared), **calls}
-        known = _known_native(bench)
-        if known is not None:  # a slow native reference timed by an earlier candidate of the node
-            calls.pop("native", None)
-        sides = _baseline_sides(bench, phase, threads, job)
-        for side in sides:  # the same inputs, interleaved with the candidate, the same threads
-            if "program" in side:
-                calls[f"baseline:{side['label']}"] = (lambda s=side: s["program"].call(s["prepared"]))
-        threads.use(None)
-        with _bench_lock(bench.get("lock")):
-            # the thread runs just called the candidate on these buffers, the last one with all cores
-            last = records[0]["call_seconds"][-1] if len(records[0]["call_seconds"]) > 1 else None
-            timed = interleaved(calls, int(bench.get("repeats", 7)), phase,
-                                warm={"candidate": last} if last is not None else None)
-            phase(who="loader", step="bandwidth")
-            result["bandwidth"] = measure_bandwidth(int(bench.get("bytes") or 0))
-        native_samples = timed["samples"].get("native")
-        if known is not None:
-            native_samples = known["samples"]
-            timed["batch"]["native"] = known["batch"]
-            result["native_reused"] = True
-        elif native_samples and bench.get("native_timing"):
-            try:
-                _save_json(bench["native_timing"], {"samples": native_samples, "batch": timed["batch"]["native"]})
-            except OSError:
-                pass
-        baselines: dict[str, list[float]] = {}
-        reused: list[str] = []
-        for side in sides:
-            label = side["label"]
-            if "known" in side:
-                baselines[label] = side["known"]["samples"]
-                timed["batch"][label] = side["known"]["batch"]
-                reused.append(label)
-                continue
-            samples = timed["samples"].pop(f"baseline:{label}")
-            baselines[label] = samples
-            timed["batch"][label] = timed["batch"].pop(f"baseline:{label}")
-            side["program"].finish(side["prepared"])
-            _free(side["buffers"])
-            if side.get("timing"):
-                try:
-                    _save_json(side["timing"], {"samples": samples, "batch": timed["batch"][label]})
-                except OSError:
-                    pass
-        result.update(candidate=timed["samples"]["candidate"], native=native_samples,
-                      batch=timed["batch"], timer_resolution=timed["timer_resolution"],
-                      baselines=baselines, baselines_reused=reused)
-        if ref_held is not None:
-            reference.finish(ref_held[1])
-            _free(ref_held[0])
+        result.update(_time_bench(job, candidate, kept[1], reference, records, phase, threads))
     if kept is not None:
         candidate.finish(kept[1])
         _free(kept[0])
@@ -1318,13 +1386,12 @@ def run_job(job: Job) -> ChildResult:
         _name_stale(record, case, earlier)
         if job["mode"] == "time" and reference is not None and "problem" not in record:
             threads.use(None)
-            buffers = _allocate(case, _inputs(case))
-            phase(who="reference", step="time", seed=case["seed"], sizes=case["sizes"],
-                  buffers=[b.layout() for b in buffers.values()])
-            prepared = reference.prepare(case, buffers)
-            record["reference_seconds"] = _time(reference, prepared, job)
-            reference.finish(prepared)
-            _free(buffers)
+            with _allocated(case, _inputs(case)) as buffers:
+                phase(who="reference", step="time", seed=case["seed"], sizes=case["sizes"],
+                      buffers=[b.layout() for b in buffers.values()])
+                prepared = reference.prepare(case, buffers)
+                record["reference_seconds"] = _time(reference, prepared, job)
+                reference.finish(prepared)
         results.append(record)
         if "problem" in record:
             return out

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dace_ai.checking.api import CheckRequest
-from dace_ai.checking.candidate import entry_points
 from dace_ai.checking.diagnostics import summarize_output
+from dace_ai.checking.entry_code import entry_points
 from dace_ai.checking.remarks import remark_flags, remark_kind
 from dace_ai.checking.sanitize import start_sanitizer_builds, stop_sanitizer_builds
 from dace_ai.checking.units import UNIT_FILE, ToolResult, environment_classes, host_unit, run_tool

@@ -45,6 +45,7 @@ import copy
 import functools
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -56,6 +57,7 @@ from dace_ai.checking.child import Case, CaseRecord, Job, Problem
 from dace_ai.checking.constraints import first_point, point_text
 from dace_ai.checking.ladder import build_ladder, case_place
 from dace_ai.checking.sandbox import ChildOutcome, SandboxLimits, run_child
+from dace_ai.state import STATE
 
 DEFAULT_SEEDS = (0, 1, 2)
 _EPS = {"f": {2: 9.8e-4, 4: 1.2e-7, 8: 2.3e-16}, "c": {8: 1.2e-7, 16: 2.3e-16}}
@@ -320,7 +322,8 @@ def reference_kind(request: CheckRequest) -> tuple[str | None, Any]:
 
 
 #: Outputs of reference functions per (function, case), kept for the next candidate of the node.
-_expected_memo: dict[tuple[int, str], dict[str, Any]] = {}
+_expected_memo: dict[tuple[int, str], dict[str, Any]] = STATE.register(
+    "checking.harness.expected_memo", {})
 _EXPECTED_MEMO_BYTES = 256 << 20
 
 
@@ -388,31 +391,37 @@ def _precision_hint(problem: dict[str, Any], case: dict[str, Any]) -> str:
     return ""
 
 
+def _describe_nondeterministic(problem: dict[str, Any], where: str) -> str:
+    """The sentence for runs that differ: by thread count, by a run leaving an output unwritten, or
+    between runs with the same threads; each points at its likely cause."""
+    counts = " then ".join(f"{n} thread{'s' if n != 1 else ''}" for n in problem["threads"])
+    if problem.get("single_ok"):
+        return (
+            f"The result is not deterministic ({where}): with {problem['threads'][0]} threads output "
+            f"{problem['connector']} at index {problem['index']} is {problem.get('got', 'not written')}, expected "
+            f"{problem['expected']} ({problem['count']} of {problem['elements']} elements differ beyond the "
+            f"reduction tolerance), while with 1 thread it is right. A data race (threads updating shared data "
+            f"without atomics or a reduction clause) or a reduction whose order depends on the threads' timing.")
+    if problem.get("was") == "unwritten":
+        return (
+            f"The result is not deterministic ({where}; runs with {counts}): in run {problem['runs']} output "
+            f"{problem['connector']} at index {problem['index']} was never written ({problem['count']} of "
+            f"{problem['elements']} elements), though the first run wrote it. Every call must compute its "
+            f"outputs (no results kept from an earlier call; no thread may skip its share).")
+    return (
+        f"The result is not deterministic ({where}; runs with {counts}): output {problem['connector']} at "
+        f"index {problem['index']} was {problem['expected']} in the first run and {problem.get('got')} in run "
+        f"{problem['runs']}; {problem['count']} of {problem['elements']} elements differ beyond the reduction "
+        f"tolerance. A data race (threads updating shared data without atomics or a reduction clause) or a "
+        f"reduction whose order depends on the threads' timing.")
+
+
 def describe_problem(problem: dict[str, Any], case: dict[str, Any]) -> tuple[str, str]:
     """(reason, sentence for the model) for a problem the child found in one case."""
     where = case_place(case)
     kind = problem["kind"]
     if kind == "nondeterministic":
-        counts = " then ".join(f"{n} thread{'s' if n != 1 else ''}" for n in problem["threads"])
-        if problem.get("single_ok"):
-            return "nondeterministic", (
-                f"The result is not deterministic ({where}): with {problem['threads'][0]} threads output "
-                f"{problem['connector']} at index {problem['index']} is {problem.get('got', 'not written')}, expected "
-                f"{problem['expected']} ({problem['count']} of {problem['elements']} elements differ beyond the "
-                f"reduction tolerance), while with 1 thread it is right. A data race (threads updating shared data "
-                f"without atomics or a reduction clause) or a reduction whose order depends on the threads' timing.")
-        if problem.get("was") == "unwritten":
-            return "nondeterministic", (
-                f"The result is not deterministic ({where}; runs with {counts}): in run {problem['runs']} output "
-                f"{problem['connector']} at index {problem['index']} was never written ({problem['count']} of "
-                f"{problem['elements']} elements), though the first run wrote it. Every call must compute its "
-                f"outputs (no results kept from an earlier call; no thread may skip its share).")
-        return "nondeterministic", (
-            f"The result is not deterministic ({where}; runs with {counts}): output {problem['connector']} at "
-            f"index {problem['index']} was {problem['expected']} in the first run and {problem.get('got')} in run "
-            f"{problem['runs']}; {problem['count']} of {problem['elements']} elements differ beyond the reduction "
-            f"tolerance. A data race (threads updating shared data without atomics or a reduction clause) or a "
-            f"reduction whose order depends on the threads' timing.")
+        return "nondeterministic", _describe_nondeterministic(problem, where)
     if problem.get("threads") and isinstance(problem["threads"], int) and problem["threads"] == 1:
         where += ", 1 thread"
     if kind == "stale":
@@ -525,6 +534,206 @@ def describe_outcome(outcome: ChildOutcome, cases: list[dict[str, Any]], limits:
 
 
 # ----------------------------------------------------------------------------- entry point
+class _Stop(Exception):
+    """The run ends early with this (status, reason, message). The steps of
+    :func:`run_against_reference` raise it, so a step that finds the run cannot go on says why
+    in one statement, and only the entry point writes the result."""
+
+    def __init__(self, status: str, reason: str | None, message: str) -> None:
+        super().__init__(message)
+        self.status, self.reason, self.message = status, reason, message
+
+
+@dataclass
+class _Plan:
+    """The cases of one run: ``cases`` (the ladder's, then the distributions'), ``bench_cases``
+    (the bench section's), ``agains`` (second calls on the same buffers), and the ladder they came from."""
+
+    ladder: Any
+    sizes: list[dict[str, int]]
+    cases: list[dict[str, Any]]
+    bench_cases: list[dict[str, Any]]
+    agains: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def all_cases(self) -> list[dict[str, Any]]:
+        """What the child runs, in order (the second calls ride inside their first case)."""
+        return [*self.cases, *self.bench_cases]
+
+
+_NO_VALUES = "Not verified: could not give the node's symbols values ({})."
+
+
+def _ladder_cases(request: CheckRequest, mode: str, seeds: list[int], sizes: Any, bench: Any) -> _Plan:
+    """The ladder's cases and the bench section's; which rungs depends on the mode, since the
+    bench section checks the bench sizes against the reference itself."""
+    if mode == "time":
+        rungs: tuple[str, ...] = ("bench",)
+    elif bench is not None:
+        rungs = ("small", "odd", "vector", "multi-tile")
+    else:
+        rungs = ("small", "odd", "vector", "multi-tile", "bench")
+    try:
+        ladder = None if mode == "bench" else build_ladder(
+            request, sizes, bench_sizes=getattr(request.settings, "bench_sizes", None), seeds=seeds, rungs=rungs)
+        size_list = ladder.sizes() if ladder is not None else []
+        cases = ([make_case(request, c.seed, c.sizes, c.point, c.rung, c.point_words) for c in ladder.cases()]
+                 if ladder is not None else [])
+        bench_cases = ([make_case(request, seed, bench.sizes, rung="bench") for seed in bench.seeds]
+                       if bench is not None else [])
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        raise _Stop("inconclusive", "sizes", _NO_VALUES.format(exc)) from exc
+    return _Plan(ladder, size_list, cases, bench_cases)
+
+
+def _plan_cases(request: CheckRequest, mode: str, seeds: list[int], sizes: Any, bench: Any, kind: str | None,
+                count: int, result: SandboxRun) -> _Plan:
+    """Make every case the child runs, numbered in the order it runs them: the ladder, thread runs,
+    other input distributions and second calls (verify), the bench section. Records the sizes,
+    the skipped sizes and the ladder in ``result``."""
+    from dace_ai.checking.runner import plan_threads, thread_counts
+
+    plan = _ladder_cases(request, mode, seeds, sizes, bench)
+    result["sizes"] = plan.sizes
+    result["skipped"] = plan.ladder.skipped if plan.ladder is not None else []
+    result["ladder"] = plan.ladder.describe() if plan.ladder is not None else []
+    if not plan.cases and not plan.bench_cases:
+        raise _Stop("inconclusive", "sizes", "Not verified: the program allows none of the sizes tried: "
+                    + "; ".join(map(str, result["skipped"])) + ".")
+    if mode == "verify":
+        plan_threads(plan.cases, count)
+        try:
+            plan.cases += distribution_cases(request, plan.ladder, kind)
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+            raise _Stop("inconclusive", "sizes", _NO_VALUES.format(exc)) from exc
+        add_second_call(request, plan.cases)
+    if plan.bench_cases:
+        plan.bench_cases[0]["threads"] = thread_counts(count)
+    all_cases = plan.all_cases
+    for index, case in enumerate(all_cases):
+        case["id"] = index
+    plan.agains = [c["again"] for c in all_cases if c.get("again")]
+    for index, case in enumerate(plan.agains, start=len(all_cases)):
+        case["id"] = index
+    result["threads"]["runs"] = [{"sizes": c["sizes"], "seed": c["seed"], "threads": c["threads"]}
+                                 for c in all_cases if c.get("threads")]
+    return plan
+
+
+def _compile_candidate(request: CheckRequest, plan: _Plan, result: SandboxRun) -> Path:
+    """The candidate's shared library; a candidate that does not build ends the run. Without
+    OpenMP in the code one thread or all run the same code, so each case runs once."""
+    from dace_ai.checking.candidate import candidate_library
+    from dace_ai.checking.runner import uses_openmp
+
+    start = time.perf_counter()
+    library, build, link = candidate_library(request)
+    result["seconds"]["compile"] = time.perf_counter() - start
+    if library is None:
+        if build.missing_compiler:
+            raise _Stop("inconclusive", "compiler", build.result.output)
+        if not build.ok:
+            raise _Stop("failed", "compile", "The code does not compile as DaCe builds it:\n" + build.diagnostics)
+        raise _Stop("failed", "link", "The code compiles but does not link into a shared library:\n"
+                    + (link.output.strip()[-3000:] if link is not None else ""))
+    result["library"] = str(library)
+    if not uses_openmp(library):
+        for case in plan.all_cases:
+            case.pop("threads", None)
+        result["threads"]["runs"] = []
+    return library
+
+
+def _child_job(request: CheckRequest, mode: str, plan: _Plan, library: Path, bench: Any, count: int,
+               timing: dict[str, Any]) -> Job:
+    """The job the child reads: its cases, the candidate, the bench section (reference added later)."""
+    from dace_ai.checking.runner import baseline_timing_file
+
+    job: Job = {"mode": "verify" if mode == "bench" else mode, **timing, "threads": count,
+                "candidate": {"library": str(library), "symbols": list(request.node.symbols),
+                              "params": _scope_params(request),
+                              "connectors": [c.name for c in request.node.connectors]},
+                "reference": None, "cases": plan.cases,
+                "bench": bench.job(plan.bench_cases) if bench is not None else None}
+    if plan.bench_cases and job["bench"]["baselines"]:
+        for side in job["bench"]["baselines"]:  # slow ones timed once per node, like the native reference
+            side["timing"] = baseline_timing_file(side["program"]["library"], plan.bench_cases[0], count)
+    return job
+
+
+def _add_native_reference(request: CheckRequest, job: Job, plan: _Plan, count: int, result: SandboxRun) -> None:
+    """Build (or reuse) the node's native program and give it to the job; one DaCe cannot build
+    says nothing about the candidate, so the run ends inconclusive."""
+    from dace_ai.checking.reference import build_native_reference
+    from dace_ai.checking.runner import cache_reference_outputs, native_timing_file
+
+    start = time.perf_counter()
+    try:
+        native = build_native_reference(request)
+    except Exception as exc:  # noqa: BLE001 - a reference DaCe cannot build says nothing about the candidate
+        result["seconds"]["reference"] = time.perf_counter() - start
+        raise _Stop("inconclusive", "reference failed",
+                    f"Not verified: the node's native reference could not be built: {type(exc).__name__}: "
+                    f"{str(exc).strip()[-1500:]}") from exc
+    result["seconds"]["reference"] = time.perf_counter() - start
+    result["reference"]["implementation"] = native.implementation
+    job["reference"] = native.spec()
+    cache_reference_outputs([*plan.all_cases, *plan.agains], native.library)
+    if plan.bench_cases:
+        job["bench"]["native_timing"] = native_timing_file(plan.bench_cases[0], count)
+
+
+def _add_function_outputs(function: Any, plan: _Plan, folder: Path) -> None:
+    """Run the user's reference function here and save its outputs for the child. It failing on
+    unit inputs ends the run (not the candidate's fault); on another distribution marks the case unfit."""
+    for case in [*plan.all_cases, *plan.agains]:
+        unit = (case.get("distribution") or "unit") == "unit"
+        try:
+            with np.errstate(all="ignore" if not unit else "warn"):
+                case["expected"] = _expected_outputs(case, function, folder, case["id"])
+        except Exception as exc:  # noqa: BLE001 - the user's reference failed: not the candidate's fault
+            if unit:
+                raise _Stop("inconclusive", "reference failed",
+                            f"Not verified: the reference function raised {type(exc).__name__}: {exc}") from exc
+            case["unfit"] = f"the reference raised {type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
+
+
+def _read_child(outcome: ChildOutcome, plan: _Plan, limits: SandboxLimits, result: SandboxRun) -> dict[str, Any]:
+    """Copy what the child wrote into ``result``; a child that did not finish, or the first case
+    with a problem, ends the run with the problem as data and a sentence for the model."""
+    result["seconds"]["run"] = outcome.seconds
+    all_cases = plan.all_cases
+    if outcome.status != "finished":
+        status, reason, message = describe_outcome(outcome, all_cases, limits)
+        result["problem"] = fault_problem(reason, outcome.fault if outcome.status == "crashed" else None)
+        raise _Stop(status, reason, message)
+    result["cases"] = outcome.result["cases"]
+    result["distributions"] = distributions.summary(all_cases, result["cases"])
+    result["threads"]["runtime"] = (outcome.result.get("threads") or {}).get("runtime")
+    for case, record in zip(all_cases, result["cases"]):  # the child runs the cases in order
+        problem = record.get("problem")
+        if problem is None:
+            continue
+        reason, message = describe_problem(problem, case)
+        result["problem"] = case_problem(reason, problem, case)
+        raise _Stop("failed", reason, message)
+    return outcome.result
+
+
+def _passed_message(plan: _Plan, bench: Any, count: int, result: SandboxRun) -> str:
+    """What a passed verification covered, in words: seeds, sizes, rungs, threads, distributions."""
+    skipped = f"; not run: {'; '.join(map(str, result['skipped']))}" if result["skipped"] else ""
+    rung_names = list(dict.fromkeys([r.name for r in plan.ladder.rungs] + (["bench"] if bench is not None else [])))
+    return (f"matches the reference on {len(result['seeds'])} seed(s) x {len(plan.sizes)} size(s) "
+            f"({len(plan.all_cases)} cases: {', '.join(rung_names)})"
+            + (" and at the bench sizes " + ", ".join(f"{k}={v}" for k, v in bench.sizes.items())
+               if bench is not None else "")
+            + (f"; deterministic with 1 and {count} threads" if result["threads"]["runs"]
+               else "; no OpenMP in the code: each case run once")
+            + f"; {distributions.summary_words(result['distributions'])}"
+            + ("; a second call on the same buffers with new inputs" if plan.agains else "") + skipped)
+
+
 def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds: Sequence[int] | int = DEFAULT_SEEDS,
                           sizes: Any = None, repeats: int = 5, warmup: int = 1, min_sample_seconds: float = 1e-3,
                           limits: SandboxLimits | None = None, bench: Any = None,
@@ -544,16 +753,11 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
     list or a count; ``sizes`` a list of ``{symbol: value}`` or a ``{symbol: [values]}``
     (zipped). ``limits`` default to the settings' ``sandbox_*`` values. Never raises
     for the candidate's faults.
+
+    The steps: plan the cases, compile the candidate, write the job (with the reference's
+    outputs or program), run the child, read its result; any step may end the run early.
     """
-    from dace_ai.checking.runner import (
-        all_cores,
-        baseline_timing_file,
-        cache_reference_outputs,
-        native_timing_file,
-        plan_threads,
-        thread_counts,
-        uses_openmp,
-    )
+    from dace_ai.checking.runner import all_cores
 
     if mode not in ("verify", "time", "bench"):
         raise ValueError(f"mode must be 'verify', 'time' or 'bench', got {mode!r}")
@@ -564,148 +768,37 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
     limits = limits or SandboxLimits.from_settings(request.settings)
     count = threads or all_cores(request.settings)
     result: SandboxRun = {"mode": mode, "status": "inconclusive", "reason": None, "message": "",
-                              "seeds": seeds, "sizes": [], "cases": [], "bench": None, "skipped": [], "ladder": [],
-                              "reference": {"kind": None, "implementation": None}, "problem": None,
-                              "threads": {"count": count, "runs": [], "runtime": None},
-                              "seconds": {"compile": 0.0, "reference": 0.0, "run": 0.0, "total": 0.0}}
-
-    def done(status: str, reason: str | None, message: str) -> SandboxRun:
-        result.update(status=status, reason=reason, message=message)
-        result["seconds"]["total"] = time.perf_counter() - total_start
-        return result
-
+                          "seeds": seeds, "sizes": [], "cases": [], "bench": None, "skipped": [], "ladder": [],
+                          "reference": {"kind": None, "implementation": None}, "problem": None,
+                          "threads": {"count": count, "runs": [], "runtime": None},
+                          "seconds": {"compile": 0.0, "reference": 0.0, "run": 0.0, "total": 0.0}}
     kind, detail = reference_kind(request)
     result["reference"]["kind"] = kind
-    if kind is None and mode == "verify":
-        return done("inconclusive", "no reference", f"Not verified: {detail}.")
     try:
-        if mode == "time":
-            rungs = ("bench",)
-        elif bench is not None:  # the bench section checks the bench sizes against the reference itself
-            rungs = ("small", "odd", "vector", "multi-tile")
-        else:
-            rungs = ("small", "odd", "vector", "multi-tile", "bench")
-        ladder = None if mode == "bench" else build_ladder(
-            request, sizes, bench_sizes=getattr(request.settings, "bench_sizes", None), seeds=seeds, rungs=rungs)
-        size_list = ladder.sizes() if ladder is not None else []
-        cases = ([make_case(request, c.seed, c.sizes, c.point, c.rung, c.point_words) for c in ladder.cases()]
-                 if ladder is not None else [])
-        bench_cases = ([make_case(request, seed, bench.sizes, rung="bench") for seed in bench.seeds]
-                       if bench is not None else [])
-    except (KeyError, ValueError, TypeError, AttributeError) as exc:
-        return done("inconclusive", "sizes", f"Not verified: could not give the node's symbols values ({exc}).")
-    result["sizes"] = size_list
-    result["skipped"] = ladder.skipped if ladder is not None else []
-    result["ladder"] = ladder.describe() if ladder is not None else []
-    if not cases and not bench_cases:
-        return done("inconclusive", "sizes", "Not verified: the program allows none of the sizes tried: "
-                    + "; ".join(map(str, result["skipped"])) + ".")
-    if mode == "verify":
-        plan_threads(cases, count)
-        try:
-            cases += distribution_cases(request, ladder, kind)
-        except (KeyError, ValueError, TypeError, AttributeError) as exc:
-            return done("inconclusive", "sizes", f"Not verified: could not give the node's symbols values ({exc}).")
-        add_second_call(request, cases)
-    if bench_cases:
-        bench_cases[0]["threads"] = thread_counts(count)
-    all_cases = [*cases, *bench_cases]
-    for index, case in enumerate(all_cases):
-        case["id"] = index
-    agains = [c["again"] for c in all_cases if c.get("again")]
-    for index, case in enumerate(agains, start=len(all_cases)):
-        case["id"] = index
-    result["threads"]["runs"] = [{"sizes": c["sizes"], "seed": c["seed"], "threads": c["threads"]}
-                                 for c in all_cases if c.get("threads")]
-
-    from dace_ai.checking.candidate import candidate_library
-
-    start = time.perf_counter()
-    library, build, link = candidate_library(request)
-    result["seconds"]["compile"] = time.perf_counter() - start
-    if library is None:
-        if build.missing_compiler:
-            return done("inconclusive", "compiler", build.result.output)
-        if not build.ok:
-            return done("failed", "compile", "The code does not compile as DaCe builds it:\n" + build.diagnostics)
-        return done("failed", "link", "The code compiles but does not link into a shared library:\n"
-                    + (link.output.strip()[-3000:] if link is not None else ""))
-    result["library"] = str(library)
-    if not uses_openmp(library):  # one thread or all: the same code runs; each case once
-        for case in all_cases:
-            case.pop("threads", None)
-        result["threads"]["runs"] = []
-    folder = Path(request.workdir) / "sandbox"
-    job: Job = {"mode": "verify" if mode == "bench" else mode, "repeats": repeats, "warmup": warmup,
-                           "min_sample_seconds": min_sample_seconds, "threads": count,
-                           "candidate": {"library": str(library), "symbols": list(request.node.symbols),
-                                         "params": _scope_params(request),
-                                         "connectors": [c.name for c in request.node.connectors]},
-                           "reference": None, "cases": cases,
-                           "bench": bench.job(bench_cases) if bench is not None else None}
-    if bench_cases and job["bench"]["baselines"]:
-        for side in job["bench"]["baselines"]:  # slow ones timed once per node, like the native reference
-            side["timing"] = baseline_timing_file(side["program"]["library"], bench_cases[0], count)
-    if kind == "native":
-        from dace_ai.checking.reference import build_native_reference
-
-        start = time.perf_counter()
-        try:
-            native = build_native_reference(request)
-        except Exception as exc:  # noqa: BLE001 - a reference DaCe cannot build says nothing about the candidate
-            result["seconds"]["reference"] = time.perf_counter() - start
-            return done("inconclusive", "reference failed",
-                        f"Not verified: the node's native reference could not be built: {type(exc).__name__}: "
-                        f"{str(exc).strip()[-1500:]}")
-        result["seconds"]["reference"] = time.perf_counter() - start
-        result["reference"]["implementation"] = native.implementation
-        job["reference"] = native.spec()
-        cache_reference_outputs([*all_cases, *agains], native.library)
-        if bench_cases:
-            job["bench"]["native_timing"] = native_timing_file(bench_cases[0], count)
-    elif kind == "function":
-        for case in [*all_cases, *agains]:
-            unit = (case.get("distribution") or "unit") == "unit"
-            try:
-                with np.errstate(all="ignore" if not unit else "warn"):
-                    case["expected"] = _expected_outputs(case, detail, folder, case["id"])
-            except Exception as exc:  # noqa: BLE001 - the user's reference failed: not the candidate's fault
-                if unit:
-                    return done("inconclusive", "reference failed",
-                                f"Not verified: the reference function raised {type(exc).__name__}: {exc}")
-                case["unfit"] = f"the reference raised {type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
-    outcome = run_child(job, folder / "run", limits, threads=count)
-    result["seconds"]["run"] = outcome.seconds
-    if outcome.status != "finished":
-        status, reason, message = describe_outcome(outcome, all_cases, limits)
-        result["problem"] = fault_problem(reason, outcome.fault if outcome.status == "crashed" else None)
-        return done(status, reason, message)
-    result["cases"] = outcome.result["cases"]
-    result["distributions"] = distributions.summary(all_cases, result["cases"])
-    result["threads"]["runtime"] = (outcome.result.get("threads") or {}).get("runtime")
-    for case, record in zip(all_cases, result["cases"]):  # the child runs the cases in order
-        problem = record.get("problem")
-        if problem is None:
-            continue
-        reason, message = describe_problem(problem, case)
-        result["problem"] = case_problem(reason, problem, case)
-        return done("failed", reason, message)
-    if bench is not None:
-        result["bench"] = {**(outcome.result.get("bench") or {}), "sizes": bench.sizes,
-                           "timed": bool(job["bench"]["time"]), "library": str(library),
-                           "native_label": bench.native_label, "baselines_left_out": dict(bench.baselines_left_out)}
-    if mode in ("time", "bench"):
-        return done("passed", None, "")
-    skipped = f"; not run: {'; '.join(map(str, result['skipped']))}" if result["skipped"] else ""
-    rung_names = list(dict.fromkeys([r.name for r in ladder.rungs] + (["bench"] if bench is not None else [])))
-    return done("passed", None, f"matches the reference on {len(seeds)} seed(s) x {len(size_list)} size(s) "
-                                f"({len(all_cases)} cases: {', '.join(rung_names)})"
-                + (" and at the bench sizes " + ", ".join(f"{k}={v}" for k, v in bench.sizes.items())
-                   if bench is not None else "")
-                + (f"; deterministic with 1 and {count} threads" if result["threads"]["runs"]
-                   else "; no OpenMP in the code: each case run once")
-                + f"; {distributions.summary_words(result['distributions'])}"
-                + ("; a second call on the same buffers with new inputs" if agains else "") + skipped)
+        if kind is None and mode == "verify":
+            raise _Stop("inconclusive", "no reference", f"Not verified: {detail}.")
+        plan = _plan_cases(request, mode, seeds, sizes, bench, kind, count, result)
+        library = _compile_candidate(request, plan, result)
+        timing = {"repeats": repeats, "warmup": warmup, "min_sample_seconds": min_sample_seconds}
+        job = _child_job(request, mode, plan, library, bench, count, timing)
+        folder = Path(request.workdir) / "sandbox"
+        if kind == "native":
+            _add_native_reference(request, job, plan, count, result)
+        elif kind == "function":
+            _add_function_outputs(detail, plan, folder)
+        written = _read_child(run_child(job, folder / "run", limits, threads=count), plan, limits, result)
+        if bench is not None:
+            result["bench"] = {**(written.get("bench") or {}), "sizes": bench.sizes,
+                               "timed": bool(job["bench"]["time"]), "library": str(library),
+                               "native_label": bench.native_label,
+                               "baselines_left_out": dict(bench.baselines_left_out)}
+        status, reason = "passed", None
+        message = "" if mode in ("time", "bench") else _passed_message(plan, bench, count, result)
+    except _Stop as stop:
+        status, reason, message = stop.status, stop.reason, stop.message
+    result.update(status=status, reason=reason, message=message)
+    result["seconds"]["total"] = time.perf_counter() - total_start
+    return result
 
 
 def _scope_params(request: CheckRequest) -> list[str]:

@@ -76,6 +76,7 @@ from typing import Any
 from dace_ai.checking.api import CheckReport, CheckRequest, stable_paths
 from dace_ai.checking.units import UNIT_FILE, ToolResult, environment_classes, unit_place
 from dace_ai.plugins.registrations import Checker, Setting
+from dace_ai.state import STATE
 
 NAME = "sanitizers"
 #: Where the background builds of a candidate live on ``request.shared``.
@@ -795,7 +796,7 @@ def read_report(run: SanitizerRun, case: dict[str, Any]) -> Finding | None:
 # ----------------------------------------------------------------------------- the check
 #: Reasons that are the machine's, not the candidate's: said once per process, then ``told``.
 MACHINE_REASONS = ("clang missing", "libomp missing", "sanitizer runtime missing")
-_told: set[str] = set()
+_told: set[str] = STATE.register("checking.sanitize.told", set())
 _told_lock = threading.Lock()
 
 
@@ -900,7 +901,7 @@ def _judge_run(build: SanitizerBuild, run: SanitizerRun, case: dict[str, Any], u
 
 def _answer_lines(request: CheckRequest, unit: str) -> int:
     """Lines of the unit that hold the answer (everything before our entry points)."""
-    from dace_ai.checking.candidate import entry_points
+    from dace_ai.checking.entry_code import entry_points
 
     return len(unit.splitlines()) - len(entry_points(request.node).splitlines())
 

@@ -27,8 +27,9 @@ from dace_ai.checking.sanitize import checker as sanitizer_checker
 from dace_ai.errors import UnverifiedWarning
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Checker
+from dace_ai.state import STATE
 
-_told: set[str] = set()
+_told: set[str] = STATE.register("checking.verify.told", set())
 _told_lock = threading.Lock()
 
 

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, Val
 from dace_ai.config.definitions import BY_KEY, SettingDef
 from dace_ai.errors import SettingsError, remember_secret
 from dace_ai.plugins.registrations import Setting
+from dace_ai.state import STATE
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -198,7 +199,7 @@ def _validate_plugin(setting: Setting, value: Any, source: str) -> Any:
     return checked
 
 
-_warned: set[str] = set()
+_warned: set[str] = STATE.register("config.settings.warned", set())
 
 
 def _warn_unknown_environment(environ: Mapping[str, str], known: list[str]) -> None:

@@ -20,11 +20,12 @@ from dace_ai.environments.generated import HOME_MODULE, materialise
 from dace_ai.environments.installed import EnvironmentInfo, environment_infos, find_header, suits
 from dace_ai.environments.spec import EnvironmentSpec
 from dace_ai.plugins.registrations import Detection, EnvironmentGenerator
+from dace_ai.state import STATE
 
 #: Largest part of a header read when looking for ``__device__`` functions.
 _HEADER_SCAN = 4 << 20
 
-_detections: dict[tuple[str, int], Detection] = {}
+_detections: dict[tuple[str, int], Detection] = STATE.register("environments.resolve.detections", {})
 _lock = threading.Lock()
 
 

@@ -51,6 +51,55 @@ def _bench_speedup(reports: list[Any]) -> float | None:
     return None
 
 
+def _record_refusal(out: dict[str, Any], reports: list[Any], verdict: Any) -> None:
+    """Name what refused the attempt: the first stage that failed (its diagnostics), or, when a
+    check could not decide and ``on_inconclusive=reject``, the undecided stage (the verdict's reason)."""
+    for stage in ("compile", "verify", "bench"):
+        if out[stage] == "failed":  # the first stage that refused the attempt decides it
+            out["refused_by"] = stage
+            out["refusal"] = " ".join(r.diagnostics.strip() for r in reports
+                                      if r.status == "failed" and r.details.get("stage") == stage)[:500]
+            break
+    if not verdict.accepted and not out.get("refused_by"):  # a check could not decide and on_inconclusive=reject
+        out["refused_by"] = str(verdict.inconclusive[0].details.get("stage") or "compile")
+        out["refusal"] = verdict.reason[:500]
+    if out["bench"] == "failed":
+        out["bench_refusal"] = out["refusal"] if out.get("refused_by") == "bench" else None
+
+
+def _run_whole_program(payload: dict[str, Any], suite: Any, task: Any, answer: Any,
+                       out: dict[str, Any]) -> dict[str, Any]:
+    """Run the task's whole program with the answer in the sandbox, unless the target is not the
+    host or the checks already verified it and nothing is timed; records ``task_run`` and errors.
+    Returns the run's record (empty when not run)."""
+    from dace_ai.evaluation.sandbox import run_task
+
+    run: dict[str, Any] = {}
+    if payload.get("target"):
+        out["task_run"] = f"not run: the whole program runs on the host only, not on target {payload['target']!r}"
+    elif out["verify"] == "passed" and not payload.get("time", True):
+        out["task_run"] = "not needed: verified by the checker stages, timing off"
+    else:
+        run = run_task({"suite": suite, "task": task.id, "answer": answer.model_dump(mode="json"),
+                        "build_root": payload["build_root"], "settings": payload.get("settings") or {},
+                        "seeds": payload.get("seeds", [0, 1]), "repeats": payload.get("repeats", 5),
+                        "time": payload.get("time", True), "baselines": payload.get("baselines", True)})
+        out["run"] = run
+        if "error" in run:
+            out["task_run"] = "failed"
+            out["error"] = run["error"]
+        elif not run.get("candidate_compiled"):
+            out["task_run"] = "failed"
+            out["error"] = run.get("compile_error", "the program did not build")
+        else:
+            out["task_run"] = "passed" if run.get("correct") else "failed"
+            if not run.get("baseline_correct", True):
+                out["task_problem"] = f"the native baseline disagrees with the reference: {run.get('baseline_mismatch')}"
+            if not run.get("correct"):
+                out["error"] = run.get("candidate_mismatch")
+    return run
+
+
 def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     """Outcomes of one attempt (see the module docstring); never raises for the candidate's faults."""
     import dace
@@ -58,7 +107,6 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     from dace_ai.checking.verdict import judge
     from dace_ai.config.settings import resolve_settings
     from dace_ai.evaluation.programs import program_sdfg, task_digest
-    from dace_ai.evaluation.sandbox import run_task
     from dace_ai.evaluation.tasks import find_task, missing_requirements
     from dace_ai.expansion.pipeline import check_answer, node_context
     from dace_ai.prompt.answer import parse_answer
@@ -110,44 +158,11 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     node_speedup = _bench_speedup(reports) if out["bench"] == "passed" else None
     verdict = judge(reports, settings)  # the rule the expansion applies (on_inconclusive included)
     out["accepted"] = verdict.accepted
-    for stage in ("compile", "verify", "bench"):
-        if out[stage] == "failed":  # the first stage that refused the attempt decides it
-            out["refused_by"] = stage
-            out["refusal"] = " ".join(r.diagnostics.strip() for r in reports
-                                      if r.status == "failed" and r.details.get("stage") == stage)[:500]
-            break
-    if not verdict.accepted and not out.get("refused_by"):  # a check could not decide and on_inconclusive=reject
-        out["refused_by"] = str(verdict.inconclusive[0].details.get("stage") or "compile")
-        out["refusal"] = verdict.reason[:500]
-    if out["bench"] == "failed":
-        out["bench_refusal"] = out["refusal"] if out.get("refused_by") == "bench" else None
-
+    _record_refusal(out, reports, verdict)
     if out.get("refused_by"):
         out["compiled"] = out["compile"] != "failed"
         return finish_verdict(out, start)
-    run: dict[str, Any] = {}
-    if payload.get("target"):
-        out["task_run"] = f"not run: the whole program runs on the host only, not on target {payload['target']!r}"
-    elif out["verify"] == "passed" and not payload.get("time", True):
-        out["task_run"] = "not needed: verified by the checker stages, timing off"
-    else:
-        run = run_task({"suite": suite, "task": task.id, "answer": answer.model_dump(mode="json"),
-                        "build_root": payload["build_root"], "settings": payload.get("settings") or {},
-                        "seeds": payload.get("seeds", [0, 1]), "repeats": payload.get("repeats", 5),
-                        "time": payload.get("time", True), "baselines": payload.get("baselines", True)})
-        out["run"] = run
-        if "error" in run:
-            out["task_run"] = "failed"
-            out["error"] = run["error"]
-        elif not run.get("candidate_compiled"):
-            out["task_run"] = "failed"
-            out["error"] = run.get("compile_error", "the program did not build")
-        else:
-            out["task_run"] = "passed" if run.get("correct") else "failed"
-            if not run.get("baseline_correct", True):
-                out["task_problem"] = f"the native baseline disagrees with the reference: {run.get('baseline_mismatch')}"
-            if not run.get("correct"):
-                out["error"] = run.get("candidate_mismatch")
+    run = _run_whole_program(payload, suite, task, answer, out)
     program_built = bool(run.get("candidate_compiled")) if run else out["compile"] == "passed"
     out["compiled"] = out["compile"] != "failed" and program_built
     ran_correct = out["task_run"] == "passed" if run else out["verify"] == "passed"

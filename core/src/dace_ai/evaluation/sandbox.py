@@ -21,6 +21,7 @@ import hashlib
 import os
 import statistics
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,13 +84,70 @@ def _case(sdfg: Any, task: Any, seed: int, folder: Path) -> tuple[Case, dict[str
     return case, args
 
 
+def _child_failure(outcome: Any, wall_seconds: float) -> str:
+    """Who (the native baseline, the candidate, a baseline) made the child stop, and how, in words."""
+    who = {"reference": "the native baseline", "candidate": "the candidate",
+           "baseline": f"the baseline {outcome.phase.get('label', '?')}"}.get(outcome.who, "the child")
+    how = {"timeout": f"timed out after {wall_seconds:.0f} s (wall)", "cpu_time": "ran out of CPU time",
+           "memory": "ran out of memory",
+           "crashed": f"died of {outcome.signal}"}.get(outcome.status, "could not run")
+    return f"{who}'s process {how}"
+
+
+def _judge_outputs(task: Any, reference: Any, cases: Sequence[Any], arguments: Sequence[Any], outputs: Path,
+                   sides: list[dict[str, Any]], timed_baselines: bool, result: dict[str, Any]) -> None:
+    """Compare what the child saved (the native baseline's and the candidate's outputs per case, and
+    the timed baselines' on the first) with the task's Python reference, run here on the same
+    arguments; records ``correct``, ``baseline_correct`` and the mismatches, and leaves out of the
+    timing each baseline whose outputs differ."""
+    from dace_ai.evaluation.programs import compare
+
+    result["correct"], result["baseline_correct"] = True, True
+    for case, args in zip(cases, arguments):
+        expected = reference(**{k: (v.copy() if hasattr(v, "copy") else v) for k, v in args.items()},
+                             **task.sizes)
+        for which, side in (("baseline", "reference"), ("candidate", "candidate")):
+            got = {name: np.load(outputs / f"{case['id']}-{side}-{name}.npy").reshape(args[name].shape)
+                   for name in task.outputs}
+            problem = compare(task, got, expected)
+            if problem is not None:
+                result["correct" if which == "candidate" else "baseline_correct"] = False
+                result.setdefault(f"{which}_mismatch", f"seed {case['seed']}, sizes {task.sizes}: {problem}")
+        if case is cases[0] and timed_baselines:  # DaCe's library implementations: same answer?
+            for index, side in enumerate(sides):
+                files = {name: outputs / f"timed-baseline{index}-{name}.npy" for name in task.outputs}
+                if side["kind"] != "program" or not all(f.is_file() for f in files.values()):
+                    continue
+                got = {name: np.load(f).reshape(args[name].shape) for name, f in files.items()}
+                problem = compare(task, got, expected)
+                if problem is not None:
+                    result.setdefault("baselines_left_out", {})[side["name"]] = (
+                        f"its outputs differ from the reference: {problem}"[:300])
+
+
+def _timing_figures(bench: dict[str, Any], sides: list[dict[str, Any]], left_out: dict[str, str]) -> dict[str, Any]:
+    """Medians, spreads and the speed-up of the task run's interleaved samples; the baselines whose
+    outputs were wrong are not timed against."""
+    base_times, cand_times = bench["native"], bench["candidate"]
+    tb, tc = statistics.median(base_times), statistics.median(cand_times)
+    figures: dict[str, Any] = dict(baseline_seconds=tb, candidate_seconds=tc, speedup=tb / tc if tc > 0 else None,
+                                   baseline_spread=[min(base_times), max(base_times)],
+                                   candidate_spread=[min(cand_times), max(cand_times)], repeats=len(cand_times),
+                                   calls_per_sample=[bench["batch"].get("native"), bench["batch"].get("candidate")])
+    wrong = {side["label"] for side in sides if side.get("name") in left_out}
+    figures["baselines_seconds"] = {label: statistics.median(times)
+                                    for label, times in (bench.get("baselines") or {}).items()
+                                    if times and label not in wrong}
+    return figures
+
+
 def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dict[str, Any]:
     """The task run's result for ``spec`` (suite, task, answer, build_root, settings, seeds, repeats, time)."""
     import dace
 
     from dace_ai.checking.sandbox import SandboxLimits, run_child
     from dace_ai.config.settings import resolve_settings
-    from dace_ai.evaluation.programs import baseline_sdfg, compare, program_sdfg, task_digest
+    from dace_ai.evaluation.programs import baseline_sdfg, program_sdfg, task_digest
     from dace_ai.evaluation.tasks import find_task, suite_member
     from dace_ai.expansion.pipeline import answer_environments, node_context
     from dace_ai.expansion.tasklet import make_tasklet, place_tasklet
@@ -125,7 +183,6 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
         return result
     result["candidate_compiled"] = True
 
-    reference = suite_member(suite, task.reference)
     seeds = list(spec.get("seeds", [0, 1]))
     timed = bool(spec.get("time", True))
     with tempfile.TemporaryDirectory(prefix="dace-ai-task-") as tmp:
@@ -152,45 +209,12 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
         job["threads"] = threads
         outcome = run_child(job, folder / "run", limits, threads=threads)
         if outcome.status != "finished":
-            who = {"reference": "the native baseline", "candidate": "the candidate",
-                   "baseline": f"the baseline {outcome.phase.get('label', '?')}"}.get(outcome.who, "the child")
-            how = {"timeout": f"timed out after {wall_seconds:.0f} s (wall)", "cpu_time": "ran out of CPU time",
-                   "memory": "ran out of memory",
-                   "crashed": f"died of {outcome.signal}"}.get(outcome.status, "could not run")
-            return {**result, "error": f"{who}'s process {how}", "stderr": outcome.output[-2000:]}
-        result["correct"], result["baseline_correct"] = True, True
-        for case, args in zip(cases, arguments):
-            expected = reference(**{k: (v.copy() if hasattr(v, "copy") else v) for k, v in args.items()},
-                                 **task.sizes)
-            for which, side in (("baseline", "reference"), ("candidate", "candidate")):
-                got = {name: np.load(outputs / f"{case['id']}-{side}-{name}.npy").reshape(args[name].shape)
-                       for name in task.outputs}
-                problem = compare(task, got, expected)
-                if problem is not None:
-                    result["correct" if which == "candidate" else "baseline_correct"] = False
-                    result.setdefault(f"{which}_mismatch", f"seed {case['seed']}, sizes {task.sizes}: {problem}")
-            if case is cases[0] and job["bench"] is not None:  # DaCe's library implementations: same answer?
-                for index, side in enumerate(sides):
-                    files = {name: outputs / f"timed-baseline{index}-{name}.npy" for name in task.outputs}
-                    if side["kind"] != "program" or not all(f.is_file() for f in files.values()):
-                        continue
-                    got = {name: np.load(f).reshape(args[name].shape) for name, f in files.items()}
-                    problem = compare(task, got, expected)
-                    if problem is not None:
-                        result.setdefault("baselines_left_out", {})[side["name"]] = (
-                            f"its outputs differ from the reference: {problem}"[:300])
+            return {**result, "error": _child_failure(outcome, wall_seconds), "stderr": outcome.output[-2000:]}
+        _judge_outputs(task, suite_member(suite, task.reference), cases, arguments, outputs, sides,
+                       job["bench"] is not None, result)
         bench = (outcome.result or {}).get("bench") or {}
     if not result["correct"] or not timed or not bench.get("candidate"):
         return result
-    base_times, cand_times = bench["native"], bench["candidate"]
-    tb, tc = statistics.median(base_times), statistics.median(cand_times)
-    result.update(baseline_seconds=tb, candidate_seconds=tc, speedup=tb / tc if tc > 0 else None,
-                  baseline_spread=[min(base_times), max(base_times)],
-                  candidate_spread=[min(cand_times), max(cand_times)], repeats=len(cand_times),
-                  calls_per_sample=[bench["batch"].get("native"), bench["batch"].get("candidate")],
+    result.update(_timing_figures(bench, sides, result.get("baselines_left_out") or {}),
                   threads=threads)
-    wrong = {side["label"] for side in sides if side.get("name") in (result.get("baselines_left_out") or {})}
-    result["baselines_seconds"] = {label: statistics.median(times)
-                                   for label, times in (bench.get("baselines") or {}).items()
-                                   if times and label not in wrong}
     return result

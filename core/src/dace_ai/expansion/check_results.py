@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from dace_ai.state import STATE
+
 #: Checker names a job may report besides installed checkers (refused environments, routing).
 SYNTHETIC_CHECKERS = frozenset({"environments", "routing", "executor"})
 
@@ -93,7 +95,7 @@ def to_reports(outcome: CheckOutcome) -> list[Any]:
     return [CheckReport(r.checker, r.status, r.diagnostics, r.seconds, dict(r.details)) for r in outcome.reports]
 
 
-_said: set[tuple[str, str]] = set()
+_said: set[tuple[str, str]] = STATE.register("expansion.check_results.said", set())
 
 
 def reemit_warnings(outcome: CheckOutcome) -> None:

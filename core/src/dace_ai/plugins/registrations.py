@@ -16,15 +16,17 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-if TYPE_CHECKING:  # the types plugins receive live in higher layers; annotations only
-    from dace_ai.checking.api import CheckReport, CheckRequest
-    from dace_ai.config.settings import AISettings
-    from dace_ai.context.types import NodeContext
-    from dace_ai.environments.spec import EnvironmentSpec
-    from dace_ai.prompt.answer import EnvironmentRequest
-    from dace_ai.providers.api import ProviderClient
+from dace_ai.plugins.types import (
+    CheckReportView,
+    CheckRequestView,
+    EnvironmentRequestView,
+    EnvironmentSpecView,
+    NodeView,
+    ProviderClientView,
+    SettingsView,
+)
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
@@ -164,7 +166,7 @@ class Provider(Registration):
                            sdk="mylab-sdk", description="Our in-house model gateway")
     """
 
-    factory: Callable[[AISettings], ProviderClient]
+    factory: Callable[[SettingsView], ProviderClientView]
     key_env: tuple[str, ...] = ()
     sdk: str | None = None
     #: Higher ranks are preferred when no provider is configured and this one is usable.
@@ -326,7 +328,7 @@ class PromptSection(Registration):
     """
 
     order: int
-    render: Callable[[NodeContext], str | None]
+    render: Callable[[NodeView], str | None]
     title: str = ""
     replace: bool = False
 
@@ -357,8 +359,8 @@ class Checker(Registration):
     """
 
     stage: Literal["compile", "verify", "bench"]
-    check: Callable[[CheckRequest], CheckReport]
-    applies: Callable[[CheckRequest], bool] | None = None
+    check: Callable[[CheckRequestView], CheckReportView]
+    applies: Callable[[CheckRequestView], bool] | None = None
     #: Run by default (when the ``checkers`` setting does not list checkers explicitly).
     default: bool = True
     #: Place within its stage: lower runs first; equal orders keep the selection's order (name order for
@@ -402,8 +404,8 @@ class EnvironmentGenerator(Registration):
                                                          headers=["zlib.h"], libraries=["z"]))
     """
 
-    offer: Callable[[NodeContext], str | None]
-    generate: Callable[[EnvironmentRequest], EnvironmentSpec]
+    offer: Callable[[NodeView], str | None]
+    generate: Callable[[EnvironmentRequestView], EnvironmentSpecView]
     detect: Callable[[], Detection] | None = None
 
     def __post_init__(self) -> None:

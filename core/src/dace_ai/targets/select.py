@@ -19,6 +19,7 @@ from dace_ai.config.settings import AISettings
 from dace_ai.errors import PluginError
 from dace_ai.plugins.manager import PluginManager, get_plugin_manager
 from dace_ai.plugins.registrations import Detection, Target
+from dace_ai.state import STATE
 
 
 @dataclass
@@ -38,7 +39,7 @@ class TargetInfo:
 
 FALLBACK_TARGET = "host"
 
-_detections: dict[tuple[str, str], Detection] = {}
+_detections: dict[tuple[str, str], Detection] = STATE.register("targets.select.detections", {})
 _lock = threading.Lock()
 
 
