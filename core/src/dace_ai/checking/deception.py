@@ -13,6 +13,8 @@ import re
 import statistics
 from typing import Any
 
+from dace_ai.prompt.feedback import format_seconds
+
 #: Below this many bytes of data the bandwidth rule is not applied (caches and call overhead dominate).
 MIN_BYTES_FOR_BANDWIDTH_RULE = 1 << 20
 #: A candidate faster than the bandwidth bound divided by this factor is implausible.
@@ -96,9 +98,3 @@ def bandwidth_reason(result: dict[str, Any]) -> str | None:
             f"measured {result['bandwidth'] / 1e9:.1f} GB/s (results cached between calls?)")
 
 
-def format_seconds(seconds: float) -> str:
-    if seconds >= 1:
-        return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.1f} µs"

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,13 +36,10 @@ BENCH_SEEDS = (1, 2)
 
 def all_cores(settings: Any = None) -> int:
     """The all-core thread count: setting ``check_threads`` if set, else the cores this process may use."""
+    from dace_ai.performance.store import usable_cores
+
     given = int(getattr(settings, "check_threads", 0) or 0)
-    if given > 0:
-        return given
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+    return given if given > 0 else usable_cores()
 
 
 def thread_counts(count: int) -> list[int]:

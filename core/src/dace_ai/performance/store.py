@@ -32,16 +32,19 @@ def build_command() -> tuple[list[str], list[str]]:
 def all_threads() -> int:
     """The all-core thread count of the sandboxed runs: setting ``check_threads``, else the cores this process
     may use (as :func:`dace_ai.checking.runner.all_cores` counts them, so a bench finds its thread count here)."""
-    import os
-
     try:
         from dace_ai.config.settings import resolve_settings
 
         given = int(resolve_settings().check_threads or 0)
     except Exception:  # noqa: BLE001 - a bad settings file is reported where settings are used
         given = 0
-    if given > 0:
-        return given
+    return given if given > 0 else usable_cores()
+
+
+def usable_cores() -> int:
+    """The cores this process may use (its affinity mask where the system has one)."""
+    import os
+
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
