@@ -50,7 +50,8 @@ def test_settings_table_lists_every_core_and_plugin_setting(built):
 
 def test_reference_comes_from_docstrings_with_typed_signatures(built):
     registrations = _text(built / "reference" / "registrations" / "index.html")
-    assert "Callable[[NodeContext], str | None]" in registrations.replace("&lt;", "<").replace("&gt;", ">")
+    assert "Callable[[NodeView], str | None]" in registrations.replace("&lt;", "<").replace("&gt;", ">")
+    assert "What a model must know about a node (dace_ai.context.types.NodeContext)" in registrations  # its class
     assert "A check of generated code at one stage of the cascade" in registrations
     hooks = _text(built / "reference" / "hooks" / "index.html")
     assert "dace_ai_environment_generators" in hooks

@@ -175,9 +175,11 @@ def scripted(fake, register_dace_ai_plugin):
     _Roofline.fraction = 0.27
     register_dace_ai_plugin(_Roofline(), "test-roofline")
     dace.Config.set("ai", "provider", value="scripted")
+    dace.Config.set("ai", "speed_of_light", value="off")  # the figure comes from t-roofline, at a set fraction
     yield fake
     for key, value in (("provider", ""), ("checkers", ""), ("bench", "report"), ("min_speedup", 1.03),
-                       ("max_repair_attempts", 2), ("target_sol", 0.0), ("bench_sizes", "")):
+                       ("max_repair_attempts", 2), ("target_sol", 0.0), ("bench_sizes", ""),
+                       ("speed_of_light", "on")):
         dace.Config.set("ai", key, value=value)
 
 
