@@ -23,9 +23,7 @@ never evaluated.
 
 from __future__ import annotations
 
-import functools
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,18 +66,16 @@ class LoopRemark:
 
 
 def remark_kind(executable: str) -> str | None:
-    """``"gcc"``, ``"clang"`` or None (a compiler whose remarks we cannot read: none are asked for)."""
-    return _kind(executable)
+    """``"gcc"``, ``"clang"`` or None (a compiler whose remarks we cannot read: none are asked for).
 
+    Read from the first line of ``--version`` as :func:`~dace_ai.targets.build_flags.compiler_identity`
+    keeps it (one run per compiler); a compiler that did not answer is named by itself there, and gets None.
+    """
+    from dace_ai.targets.build_flags import compiler_identity
 
-@functools.lru_cache(maxsize=16)
-def _kind(executable: str) -> str | None:
-    try:
-        out = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.SubprocessError):
+    first = compiler_identity(executable)
+    if first == executable:
         return None
-    text = out.stdout or out.stderr
-    first = text.strip().splitlines()[0] if text.strip() else ""
     if "clang" in first.lower():
         return "clang"
     if _GCC_VERSION.search(first):  # "g++ (GCC) 13.2.1", "c++ (Debian 12.2.0-14) 12.2.0", "aarch64-linux-gnu-g++ (...)"
