@@ -186,3 +186,66 @@ def test_pinned_tasklets_are_recognised_from_provenance_or_session(_isolated_dac
     assert not is_pinned(tasklet("// dace-ai: node=t\n"))
     assert is_pinned(tasklet("// dace-ai: node=t pinned=true\n"))
     assert is_pinned(tasklet("// dace-ai: node=t session=ai-sessions/prog.t/round-1\n"))
+
+
+def twice_of(a):
+    return 2 * a
+
+
+def referenced_program() -> dace.SDFG:
+    @dace.program
+    def twice_checked(A: dace.float64[N]):
+        return dace_ai.ai("TWICE: _out[i] = 2 * _a[i] for every i < N", a=A, name="twice", reference=twice_of)
+
+    return twice_checked.to_sdfg()
+
+
+def break_by_hand(tasklet) -> None:
+    """A hand edit that breaks the whole program's compile, so build() asks the tasklet for a repair."""
+    tasklet.code = dace.properties.CodeBlock(tasklet.code.as_string.replace("2.0 * x", "broken_by_hand"),
+                                             dace.Language.CPP)
+    tasklet.code_global = dace.properties.CodeBlock(
+        tasklet.code_global.as_string.replace("2.0 * x", "broken_by_hand"), dace.Language.CPP)
+
+
+def test_a_build_repair_that_computes_the_wrong_result_is_refused_and_the_tasklet_kept(scripted, monkeypatch):
+    """The repaired answer goes through the node's checks: a wrong one never replaces the tasklet silently."""
+    from dace_ai.expansion.provenance import level_from_code
+
+    monkeypatch.setenv("DACE_ai_max_repair_attempts", "1")
+    scripted.script = lambda request: helper_answer(GOOD, "twice_helper",
+                                                    "2.0 * x" if len(request.messages) == 1 else "3.0 * x")
+    sdfg = referenced_program()
+    (tasklet,) = implement_all(sdfg)
+    assert level_from_code(tasklet.code.as_string).startswith("verified (")
+    break_by_hand(tasklet)
+    broken = (tasklet.code.as_string, tasklet.code_global.as_string)
+    with pytest.raises(CheckFailed) as info:
+        build(sdfg, rounds=1)
+    assert len(scripted.requests) == 3  # the first answer, the build repair and one repair round of its checks
+    assert "'twice'" in str(info.value) and "verify" in str(info.value)
+    assert (tasklet.code.as_string, tasklet.code_global.as_string) == broken  # nothing placed
+    rounds = dace_ai.history(sdfg)
+    assert [(r["reason"], r["status"]) for r in rounds] == [
+        ("expansion", "accepted"), ("program build repair", "rejected"), ("repair", "rejected")]
+    repair_round = scripted.requests[2].messages[-1].content
+    assert "verify" in repair_round  # the verify stage's findings went back to the model
+
+
+def test_a_build_repair_that_passes_its_checks_carries_its_own_level(scripted):
+    from dace_ai.expansion.provenance import Provenance
+
+    scripted.script = lambda request: helper_answer(GOOD, "twice_helper" if len(request.messages) == 1
+                                                    else "twice_repaired")
+    sdfg = referenced_program()
+    (tasklet,) = implement_all(sdfg)
+    break_by_hand(tasklet)
+    compiled = build(sdfg, rounds=1)
+    assert len(scripted.requests) == 2
+    written = Provenance.parse(tasklet.code.as_string)
+    assert "twice_repaired" in tasklet.code_global.as_string and written.session.endswith("/round-2")
+    repair = dace_ai.history(sdfg)[-1]
+    assert repair["reason"] == "program build repair" and repair["status"] == "accepted"
+    assert written.verification.startswith("verified (") and repair["verification"] == written.verification
+    A = np.random.rand(7)
+    np.testing.assert_allclose(compiled(A=A, N=7), 2 * A)

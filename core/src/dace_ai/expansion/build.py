@@ -15,7 +15,6 @@ and told about the others.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +24,8 @@ from dace_ai import compat
 from dace_ai.checking.api import stable_paths
 from dace_ai.checking.diagnostics import Diagnostic, errors_with_notes, format_diagnostics, parse_diagnostics
 from dace_ai.config.settings import AISettings
-from dace_ai.errors import AnswerError, CheckFailed
-from dace_ai.expansion.provenance import is_pinned, provenance, session_round
+from dace_ai.errors import CheckFailed
+from dace_ai.expansion.provenance import is_pinned, provenance
 
 __all__ = ["blame", "build", "is_pinned", "provenance", "repair"]
 
@@ -43,15 +42,6 @@ class Blame:
     blocks: list[list[Diagnostic]] = field(default_factory=list)
     #: Labels of other generated tasklets that share one of these errors.
     shared_with: set[str] = field(default_factory=set)
-
-
-# ------------------------------------------------------------------------------------- provenance
-def _session_folder(fields: dict[str, str]) -> tuple[Path, int] | None:
-    """(session folder, round) from the ``session=ai-sessions/<name>/round-N`` field."""
-    from dace_ai.storage.files import build_root
-
-    found = session_round(fields)
-    return (build_root() / "ai-sessions" / found[0], found[1]) if found else None
 
 
 # ---------------------------------------------------------------------------------------- blame
@@ -130,113 +120,26 @@ def blame_message(entry: Blame, sdfg: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------- repair
-def _conversation(folder: Path, number: int) -> tuple[str, list[tuple[str, str]]]:
-    """(system, messages) of a recorded round, with that round's answer appended."""
-    round_dir = folder / f"round-{number}"
-    stored = round_dir / "messages.json"
-    if not stored.is_file():
-        raise CheckFailed(f"{round_dir}: the session round has no recorded conversation (messages.json)")
-    try:
-        data = json.loads(stored.read_text(encoding="utf-8"))
-        system, messages = data["system"], [tuple(m) for m in data["messages"]]
-        answer = (round_dir / "answer.txt").read_text(encoding="utf-8")
-        if not isinstance(system, str) or not all(
-                len(m) == 2 and m[0] in ("user", "assistant") and isinstance(m[1], str) for m in messages):
-            raise TypeError("unexpected shape")
-    except (OSError, ValueError, KeyError, TypeError) as exc:  # a damaged record: say which, never crash
-        raise CheckFailed(f"{round_dir}: the recorded conversation cannot be read "
-                          f"({type(exc).__name__}: {exc}); the tasklet cannot be repaired from it") from None
-    return system, [*messages, ("assistant", answer)]
+def repair_tasklet(entry: Blame, message: str, settings: AISettings, program: Any = None) -> Any:
+    """Continue the blamed tasklet's conversation with ``message`` (the errors that involve it); return the tasklet.
 
+    The repaired answer is held to the standard of the first one: the checks of the node's
+    context and repair rounds (:func:`dace_ai.expansion.revision.revise`); only an accepted
+    answer replaces the tasklet's code, with the level it reached. Hand edits since the
+    round's answer are what the model is asked to repair. ``program`` is the SDFG being built.
+    """
+    from dace_ai.expansion.revision import Revision, revise
+    from dace_ai.expansion.sessions import hand_edit_note, hand_edits, of_tasklet
 
-def repair_tasklet(entry: Blame, message: str, settings: AISettings) -> Any:
-    """Ask the tasklet's provider again with its conversation plus ``message``; update the tasklet."""
-    from dace_ai.expansion.pipeline import AnswerSource, request_for, request_record
-    from dace_ai.expansion.provenance import Provenance, of
-    from dace_ai.prompt.answer import parse_answer
-    from dace_ai.providers.select import select_provider
-    from dace_ai.storage.sessions import Session
-
-    tasklet = entry.tasklet
-    fields = provenance(tasklet) or {}
-    found = _session_folder(fields)
-    if found is None or not (found[0] / f"round-{found[1]}").is_dir():
-        raise CheckFailed(f"tasklet {tasklet.label!r}: its session ({fields.get('session', 'not recorded')}) "
+    g = of_tasklet(entry.state, entry.tasklet)
+    if g.session is None or g.round is None or not g.session.round_folder(g.round).is_dir():
+        raise CheckFailed(f"tasklet {entry.tasklet.label!r}: its session ({g.fields.get('session', 'not recorded')}) "
                           "is not in this build folder, so its conversation cannot be continued")
-    folder, number = found
-    system, messages = _conversation(folder, number)
-    session = Session(folder)
-    session_node = session.summary().get("node") or {"name": fields.get("node", tasklet.label)}
-    sdfg_name = session_node.get("sdfg", entry.sdfg.name)
-    from dace_ai.expansion.sessions import hand_edit_note, hand_edits
-
-    edited_code, edited_global = hand_edits(tasklet, session, number)
+    edited_code, edited_global = hand_edits(g.tasklet, g.session, g.round)
     if edited_code is not None:  # what the program contains is what must be repaired
         message = hand_edit_note(edited_code, edited_global) + "\n\n" + message
-    messages.append(("user", message))
-    provider = select_provider(settings)
-    request = request_for(system, messages[0][1], settings, messages[1:])
-    answers = AnswerSource(provider, settings)
-    reply, source, key = answers.reply(request, _asking_node(session_node, sdfg_name))
-    answer = parse_answer(reply.text, origin=f"{source} repair of tasklet {tasklet.label!r}",
-                          max_tokens=request.max_tokens)
-    answers.keep(key, reply, source)
-    record = {**request_record(provider.name, request, key), "reason": "program build repair"}
-    rnd = session.record_round(node=session_node,
-                               system=system, messages=messages, request=record, reply_text=reply.text,
-                               answer=answer.model_dump(mode="json"), reports=[], status="accepted", source=source,
-                               usage=reply.usage, reason="program build repair",
-                               extra={"parent": number, "edited_by_hand": edited_code is not None})
-    written = (of(tasklet) or Provenance()).replace(
-        provider=provider.name, model=reply.model or "", source=source, cache_key=key[:16],
-        session=f"ai-sessions/{folder.name}/round-{rnd.number}")
-    session.update_round(rnd.number, provenance=written.pairs())
-    tasklet.code = compat_code(written.to_comment() + answer.code)
-    tasklet.code_global = compat_code(answer.code_global)
-    tasklet.code_init = compat_code(answer.code_init)
-    tasklet.code_exit = compat_code(answer.code_exit)
-    tasklet.state_fields = list(answer.state_fields)
-    tasklet.environments = set(tasklet.environments or ()) | _resolved_envs(answer, tasklet, session_node)
-    return tasklet
-
-
-def _asking_node(session_node: dict[str, Any], sdfg_name: str) -> Any:
-    """A minimal node context naming the node, for providers that name files after it (manual)."""
-    from dace_ai.context.types import NodeContext, TargetInfo
-
-    return NodeContext(key=str(session_node.get("key", "")), name=str(session_node.get("name", "node")),
-                       node_type=str(session_node.get("type", "Tasklet")), library=session_node.get("library"),
-                       doc="", description="", properties={}, inputs=[], outputs=[], scopes=[], symbols={},
-                       in_gpu_kernel=False, gpu_notes="", target=TargetInfo(str(session_node.get("target", "")),
-                                                                            "cpu", ""), sdfg_name=sdfg_name)
-
-
-def compat_code(text: str) -> Any:
-    import dace
-
-    return dace.properties.CodeBlock(text, dace.Language.CPP)
-
-
-def _resolved_envs(answer: Any, tasklet: Any, session_node: dict[str, Any]) -> set[str]:
-    """Class paths of the repaired answer's environments; a refusal is an answer error."""
-    from dace_ai.environments.resolve import resolve_environments
-
-    if not answer.environments and not answer.use_environments:
-        return set()
-    resolution = resolve_environments(answer, _environment_node(session_node, answer))
-    if resolution.problems:
-        raise AnswerError(f"repair of tasklet {tasklet.label!r}: " + "; ".join(resolution.problems))
-    return resolution.paths
-
-
-def _environment_node(session_node: dict[str, Any], answer: Any) -> Any:
-    """The node context environments are resolved for: the session's target, GPU when the code is."""
-    from dataclasses import replace
-
-    ctx = _asking_node(session_node, "")
-    if answer.language in ("cuda", "hip") or ctx.target.name in ("cuda", "hip"):
-        ctx.target = replace(ctx.target, kind="gpu")
-    return ctx
+    revision = Revision(message, "program build repair", edited_by_hand=edited_code is not None)
+    return revise(program if program is not None else entry.sdfg, g, revision, settings)
 
 
 def compiler_output(sdfg: Any, error: BaseException) -> str:
@@ -287,7 +190,7 @@ def repair(sdfg: Any, error: BaseException, settings: AISettings | dict[str, Any
         text = format_diagnostics([d for block in unblamed or [b for e in blamed for b in e.blocks] for d in block])
         raise CheckFailed(f"SDFG {sdfg.name!r} does not compile and {why}:\n{_stable(text, sdfg)}") from error
     for entry in repairable:
-        repair_tasklet(entry, blame_message(entry, sdfg), settings)
+        repair_tasklet(entry, blame_message(entry, sdfg), settings, sdfg)
     return [entry.tasklet.label for entry in repairable]
 
 

@@ -27,6 +27,7 @@ from dace_ai.config.settings import AISettings, resolve_settings
 from dace_ai.context.types import NodeContext
 from dace_ai.errors import AnswerError, MissingAnswer, NativeKept, ProviderError
 from dace_ai.expansion.implementation import IMPLEMENTATION
+from dace_ai.expansion.provenance import Provenance
 from dace_ai.prompt.answer import Answer, answer_json_schema, parse_answer
 from dace_ai.providers.api import Message, ProviderReply, ProviderRequest, answering_for
 from dace_ai.storage.cache import AnswerCache, cache_key
@@ -391,6 +392,21 @@ def sol_provenance(figures: dict[str, Any] | None) -> str:
     return provenance_field((figures or {}).get("speed_of_light"))
 
 
+def accepted_provenance(node: str, provider: str, reply: ProviderReply, source: str, key: str, session_id: str,
+                        round_number: int, reports: Sequence[Any], level: str) -> Provenance:
+    """The first line of a tasklet holding an accepted answer: where it came from, what its checks measured and
+    the level they reached (:class:`~dace_ai.expansion.provenance.Provenance`).
+
+    The expansion, ``refine`` and build repairs write it from the answer's own reports, so a
+    tasklet never carries the level or the figures of code it no longer holds.
+    """
+    figures = bench_figures(list(reports))
+    return Provenance.from_fields({
+        "node": node, "provider": provider, "model": reply.model or "", "source": source, "cache_key": key[:16],
+        "session": f"ai-sessions/{session_id}/round-{round_number}", "bench": bench_provenance(figures),
+        "sol": sol_provenance(figures), "verification": level})
+
+
 def check_answer(answer: Answer, ctx: NodeContext, settings: AISettings,
                  run: Any = None) -> tuple[list[Any], set[str]]:
     """The check reports of ``answer`` and, when it passed, the environment class paths it resolved to.
@@ -455,15 +471,8 @@ def generate_tasklet(sdfg: Any, state: Any, node: Any, settings: Any = None, *,
     except Exception:
         node_json = None
     outcome = solve(ctx, settings, supplied=supplied, node_json=node_json)
-    from dace_ai.expansion.provenance import Provenance
-
-    provenance = Provenance.from_fields({
-        "node": ctx.name, "provider": outcome.provider, "model": outcome.reply.model or "",
-        "source": outcome.source, "cache_key": outcome.key[:16],
-        "session": f"ai-sessions/{outcome.session.rsplit('/', 1)[-1]}/round-{outcome.round}",
-        "bench": bench_provenance(bench_figures(outcome.reports)),
-        "sol": sol_provenance(bench_figures(outcome.reports)),
-        "verification": outcome.level})
+    provenance = accepted_provenance(ctx.name, outcome.provider, outcome.reply, outcome.source, outcome.key,
+                                     Path(outcome.session).name, outcome.round, outcome.reports, outcome.level)
     from dace_ai.storage.sessions import Session
 
     Session(Path(outcome.session)).update_round(outcome.round, provenance=provenance.pairs(),

@@ -23,12 +23,11 @@ After a change of code the program's build folder is removed, so the next
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from dace_ai import compat
-from dace_ai.errors import AIUsageError, AnswerError
+from dace_ai.errors import AIUsageError
 from dace_ai.expansion.provenance import Provenance, body, is_pinned, provenance, session_round, with_fields
 from dace_ai.storage.sessions import Session, session_by_id
 
@@ -61,23 +60,22 @@ def generated_tasklets(sdfg: Any) -> list[Generated]:
     """Every tasklet of ``sdfg`` (nested SDFGs included) that dace-ai generated."""
     from dace.sdfg import nodes
 
-    found = []
-    for node, parent in sdfg.all_nodes_recursive():
-        if not isinstance(node, nodes.Tasklet):
-            continue
-        fields = provenance(node)
-        if fields is None:
-            continue
-        where = session_round(fields)
-        session = None
-        if where is not None:
-            try:
-                candidate = session_by_id(where[0])
-            except ValueError:
-                candidate = None
-            session = candidate if candidate is not None and candidate.exists() else None
-        found.append(Generated(parent.sdfg, parent, node, fields, session, where[1] if where else None))
-    return found
+    return [of_tasklet(parent, node) for node, parent in sdfg.all_nodes_recursive()
+            if isinstance(node, nodes.Tasklet) and provenance(node) is not None]
+
+
+def of_tasklet(state: Any, tasklet: Any) -> Generated:
+    """The generated ``tasklet`` of ``state`` with its session (None when not under this build folder root)."""
+    fields = provenance(tasklet) or {}
+    where = session_round(fields)
+    session = None
+    if where is not None:
+        try:
+            candidate = session_by_id(where[0])
+        except ValueError:
+            candidate = None
+        session = candidate if candidate is not None and candidate.exists() else None
+    return Generated(state.sdfg, state, tasklet, fields, session, where[1] if where else None)
 
 
 def select(sdfg: Any, name: Any = None) -> Generated:
@@ -241,77 +239,24 @@ def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings
 
     The message carries the feedback and, when the round's checks measured its code, the
     "Where the time goes" section (times, speedups, speed of light, the compiler's remarks
-    on its loops). The answer goes through the usual checks and repair rounds. Only an accepted
-    answer changes the tasklet; otherwise the error is raised and the SDFG is left
-    as it was (the rejected rounds are recorded in the session).
+    on its loops). The answer goes through the usual checks and repair rounds
+    (:func:`dace_ai.expansion.revision.revise`). Only an accepted answer changes the tasklet;
+    otherwise the error is raised and the SDFG is left as it was (the rejected rounds are
+    recorded in the session).
     """
-    from dace_ai.checking.stages import failure_error, inconclusive_error, repair_message
-    from dace_ai.checking.verdict import judge
     from dace_ai.expansion import pipeline
-    from dace_ai.expansion.tasklet import update_tasklet
-    from dace_ai.prompt.answer import parse_answer
-    from dace_ai.providers.select import select_provider
+    from dace_ai.expansion.revision import Revision, revise
 
     if not isinstance(feedback, str) or not feedback.strip():
         raise AIUsageError("refine needs feedback: the text telling the model what to improve")
     g = _with_session(select(sdfg, name))
     _refuse_pinned(g, "refine")
     session: Session = g.session  # type: ignore[assignment]
-    conversation = session.conversation(g.round) if g.round is not None else None
-    if conversation is None:
-        raise AIUsageError(f"{g.describe()}: round {g.round} of its session has no recorded conversation "
-                           f"(messages.json and answer.txt in {session.round_folder(g.round or 0)})")
-    system, messages = conversation
-    settings = pipeline.resolve(settings)
     edited_code, edited_global = hand_edits(g.tasklet, session, g.round)
     edited = edited_code is not None
-    history_messages: list[tuple[str, str]] = [*messages[1:], ("user", refine_message(
-        feedback, edited_code, edited_global, _time_section(session, g.round, edited)))]
-    provider = select_provider(settings)
-    ctx = pipeline.node_context(g.sdfg, g.state, g.tasklet, settings)
-    replaced = _replaced_node(session, g)
-    if replaced is not None:  # checks compare with the library node the tasklet replaced
-        ctx.live = {**(ctx.live or {}), "reference_node": replaced}
-    node_record = {**(session.summary().get("node") or {}), "tasklet": g.tasklet.label}
-    answers = pipeline.AnswerSource(provider, settings)
-    attempts = 1 + (settings.max_repair_attempts if settings.compile_check else 0)
-    reports: list[Any] = []
-    for attempt in range(attempts):
-        started = time.time()
-        request = pipeline.request_for(system, messages[0][1], settings, history_messages)
-        reply, source, key = answers.reply(request, ctx)
-        record = {**pipeline.request_record(provider.name, request, key), "reason": "refine"}
-        conversation_sent = [(m.role, m.content) for m in request.messages]
-        extra = {"parent": g.round, "edited_by_hand": edited}
-        common: dict[str, Any] = {
-            "node": node_record, "system": request.system, "messages": conversation_sent, "request": record,
-            "reply_text": reply.text, "source": source, "usage": reply.usage, "started": started,
-            "reason": "refine" if attempt == 0 else "repair", "feedback": feedback if attempt == 0 else "",
-            "extra": extra}
-        try:
-            answer = parse_answer(reply.text, origin=f"{source} answer refining {g.name!r}")
-        except AnswerError as exc:
-            session.record_round(answer=None, reports=[], status="error", error=str(exc), **common)
-            raise
-        reports, environments = pipeline.check_answer(answer, ctx, settings)
-        verdict = judge(reports, settings)
-        rnd = session.record_round(answer=answer.model_dump(mode="json"), reports=reports,
-                                   status="accepted" if verdict.accepted else "rejected", level=verdict.level,
-                                   **common)
-        if verdict.accepted:
-            answers.keep(key, reply, source, reports, verdict.level)  # only an answer that passed is cached
-            verdict.warn(ctx, session.folder, stacklevel=2)
-            fields = Provenance(node=g.name, provider=provider.name, model=reply.model or "", source=source,
-                                cache_key=key[:16], session=f"ai-sessions/{session.id}/round-{rnd.number}",
-                                verification=verdict.level)
-            session.update_round(rnd.number, provenance=fields.pairs(), environments=sorted(environments))
-            update_tasklet(g.tasklet, answer, fields, environments)
-            compat.discard_build_folder(sdfg)
-            return g.tasklet
-        if not verdict.repairable:  # a check that cannot decide: no repair round can fix it
-            raise inconclusive_error(ctx, list(verdict.inconclusive), session.folder)
-        history_messages += [("assistant", reply.text), ("user", repair_message(reports))]
-    raise failure_error(ctx, reports, attempts - 1, session.folder)
+    message = refine_message(feedback, edited_code, edited_global, _time_section(session, g.round, edited))
+    return revise(sdfg, g, Revision(message, "refine", feedback=feedback, edited_by_hand=edited),
+                  pipeline.resolve(settings))
 
 
 def rollback(sdfg: Any, name: Any = None, round: int | None = None) -> Any:
@@ -368,7 +313,7 @@ def unpin(sdfg: Any, name: Any = None) -> Any:
     return g.tasklet
 
 
-def _replaced_node(session: Session, g: Any) -> Any:
+def replaced_node(session: Session, g: Any) -> Any:
     """The library node the tasklet replaced, rebuilt from the session's ``node.json`` (None when absent)."""
     try:
         data = json.loads((session.folder / "node.json").read_text(encoding="utf-8"))

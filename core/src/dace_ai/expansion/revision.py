@@ -1,0 +1,111 @@
+"""A new answer for a generated tasklet, placed only once it passes the checks.
+
+Two things continue a tasklet's recorded conversation: ``refine`` (the user's
+feedback) and ``build``/``repair`` (the whole program's compiler errors that blame
+the tasklet). Both ask the same provider in the same conversation, and both must
+hold the new answer to the same standard as the first one: the checks of the
+node's context (compile like the real build, verify against the node it replaced,
+bench), repair rounds with their diagnostics, and :func:`~dace_ai.checking.verdict.judge`.
+Only an accepted answer changes the tasklet, and its first line then carries the
+level *this* answer reached, never the level of the code it replaced. A refused
+one leaves the tasklet and the SDFG as they were (the rounds are recorded in the
+session) and raises :class:`~dace_ai.errors.CheckFailed`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from dace_ai import compat
+from dace_ai.config.settings import AISettings
+from dace_ai.context.types import NodeContext
+from dace_ai.errors import AnswerError, CheckFailed
+from dace_ai.expansion import pipeline
+from dace_ai.expansion.sessions import Generated, replaced_node
+from dace_ai.storage.sessions import Session
+
+
+@dataclass(frozen=True)
+class Revision:
+    """What asks for the new answer: the first message, and how its rounds are recorded."""
+
+    message: str  #: the user message that continues the conversation (feedback, compiler errors, ...)
+    reason: str  #: the first round's reason in the session ("refine", "program build repair")
+    feedback: str = ""  #: the user's feedback, recorded with the first round
+    edited_by_hand: bool = False  #: the tasklet's code differed from its round's answer
+
+
+def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) -> Any:
+    """Continue ``g``'s conversation with ``revision.message``; place the first accepted answer; return the tasklet.
+
+    ``sdfg`` is the program whose build folder is discarded after the change, so the
+    next ``compile()`` builds the new code. ``g.session`` must be set (the caller says
+    what is wrong when it is not).
+    """
+    from dace_ai.checking.stages import failure_error, inconclusive_error, repair_message
+    from dace_ai.checking.verdict import judge
+    from dace_ai.prompt.answer import parse_answer
+    from dace_ai.providers.select import select_provider
+
+    session: Session = g.session  # type: ignore[assignment]
+    conversation = session.conversation(g.round) if g.round is not None else None
+    if conversation is None:
+        raise CheckFailed(f"{g.describe()}: the recorded conversation of round {g.round} cannot be read "
+                          f"(messages.json and answer.txt in {session.round_folder(g.round or 0)}), so it cannot "
+                          "be continued", node=g.name, session=str(session.folder))
+    system, messages = conversation
+    provider = select_provider(settings)
+    ctx = _checked_context(g, session, settings)
+    node = {**(session.summary().get("node") or {}), "tasklet": g.tasklet.label}
+    answers = pipeline.AnswerSource(provider, settings)
+    history: list[tuple[str, str]] = [*messages[1:], ("user", revision.message)]
+    attempts = 1 + (settings.max_repair_attempts if settings.compile_check else 0)
+    reports: list[Any] = []
+    for attempt in range(attempts):
+        started = time.time()
+        request = pipeline.request_for(system, messages[0][1], settings, history)
+        reply, source, key = answers.reply(request, ctx)
+        common: dict[str, Any] = {
+            "node": node, "system": request.system, "messages": [(m.role, m.content) for m in request.messages],
+            "request": {**pipeline.request_record(provider.name, request, key), "reason": revision.reason},
+            "reply_text": reply.text, "source": source, "usage": reply.usage, "started": started,
+            "reason": revision.reason if attempt == 0 else "repair",
+            "feedback": revision.feedback if attempt == 0 else "",
+            "extra": {"parent": g.round, "edited_by_hand": revision.edited_by_hand}}
+        try:
+            answer = parse_answer(reply.text, origin=f"{source} answer revising {g.name!r} ({revision.reason})",
+                                  max_tokens=request.max_tokens)
+        except AnswerError as exc:
+            session.record_round(answer=None, reports=[], status="error", error=str(exc), **common)
+            raise
+        reports, environments = pipeline.check_answer(answer, ctx, settings)
+        verdict = judge(reports, settings)
+        rnd = session.record_round(answer=answer.model_dump(mode="json"), reports=reports,
+                                   status="accepted" if verdict.accepted else "rejected", level=verdict.level,
+                                   **common)
+        if verdict.accepted:
+            answers.keep(key, reply, source, reports, verdict.level)  # only an answer that passed is cached
+            verdict.warn(ctx, session.folder, stacklevel=3)
+            fields = pipeline.accepted_provenance(g.name, provider.name, reply, source, key, session.id,
+                                                  rnd.number, reports, verdict.level)
+            session.update_round(rnd.number, provenance=fields.pairs(), environments=sorted(environments))
+            from dace_ai.expansion.tasklet import update_tasklet
+
+            update_tasklet(g.tasklet, answer, fields, environments)
+            compat.discard_build_folder(sdfg)
+            return g.tasklet
+        if not verdict.repairable:  # a check that cannot decide: no repair round can fix it
+            raise inconclusive_error(ctx, list(verdict.inconclusive), session.folder)
+        history += [("assistant", reply.text), ("user", repair_message(reports))]
+    raise failure_error(ctx, reports, attempts - 1, session.folder)
+
+
+def _checked_context(g: Generated, session: Session, settings: AISettings) -> NodeContext:
+    """The tasklet's context, with the library node it replaced as the checks' reference."""
+    ctx = pipeline.node_context(g.sdfg, g.state, g.tasklet, settings)
+    replaced = replaced_node(session, g)
+    if replaced is not None:
+        ctx.live = {**(ctx.live or {}), "reference_node": replaced}
+    return ctx
