@@ -4,7 +4,8 @@ Expanding an SDFG asks the provider one node after another. Before compiling a
 program with many AI nodes, :func:`generate` sends all first-round requests
 concurrently instead and fills the answer cache; the expansion that follows
 (``sdfg.compile()``, ``sdfg.expand_library_nodes()``, a call of the program)
-then finds a cache hit for every node and only runs the checks.
+then finds a cache hit for every node and reuses the checks it passed here, unless
+something they depend on changed in between (:mod:`dace_ai.expansion.check_reuse`).
 
 * The requests are exactly the ones the expansion would send
   (:func:`dace_ai.expansion.pipeline.node_context` and :func:`~dace_ai.expansion.pipeline.build_request`
@@ -267,14 +268,15 @@ def _answer(provider: Any, client: Any, job: _Job, cache: AnswerCache, settings:
     from dace_ai.checking.verdict import judge
     from dace_ai.execution.jobs import ExecutorUnavailable
     from dace_ai.expansion.dispatch import job_note
-    from dace_ai.expansion.pipeline import ask_for_node, check_answer
+    from dace_ai.expansion.pipeline import ask_for_node, check_recorded
 
     try:
         with asks:
             reply: ProviderReply = ask_for_node(provider, client, job.request, job.ctx)
         answer = parse_answer(reply.text, origin=f"{provider.name} answer for node {job.ctx.name!r}",
                               max_tokens=job.request.max_tokens)
-        reports, _ = check_answer(answer, job.ctx, settings, run=dispatcher.check)
+        checked = check_recorded(answer, job.ctx, settings, run=dispatcher.check)
+        reports = checked.reports
     except ExecutorUnavailable:
         raise  # the run ends: no node can be checked any more
     except DaceAIError as exc:
@@ -291,7 +293,8 @@ def _answer(provider: Any, client: Any, job: _Job, cache: AnswerCache, settings:
         return _Answered("failed", f"refused: {verdict.reason}; nothing cached", reply.usage, "", where)
     checks = [{"checker": r.checker, "status": r.status, "stage": r.details.get("stage", "")} for r in reports]
     cache.put(job.key, provider.name, reply.as_record(),
-              extra={"node": job.ctx.name, "via": "dace_ai.generate", "checks": checks, "verification": verdict.level})
+              extra={"node": job.ctx.name, "via": "dace_ai.generate", "checks": checks, "verification": verdict.level,
+                     **({"checked": recorded} if (recorded := checked.record(verdict.level)) else {})})
     return _Answered("generated", None, reply.usage, verdict.level, where, verdict, job.ctx)
 
 

@@ -264,6 +264,12 @@ class AnswerSource:
         self.provider, self.settings = provider, settings
         self.cache = AnswerCache()
         self._client: Any = None
+        self._hits: dict[str, Any] = {}
+
+    def recorded_checks(self, key: str, source: str) -> dict[str, Any] | None:
+        """The checks the cached answer of ``key`` passed (when ``source`` says the reply is that answer)."""
+        hit = self._hits.get(key) if source == "cache" else None
+        return hit.checked if hit is not None else None
 
     def reply(self, request: ProviderRequest, ctx: NodeContext) -> tuple[ProviderReply, str, str]:
         """(reply, source, cache key); ``source`` is ``"cache"`` or the provider's name."""
@@ -271,6 +277,8 @@ class AnswerSource:
 
         key = cache_key(self.provider.name, request)
         hit = self.cache.get(key) if self.settings.cache else None
+        if hit is not None:
+            self._hits[key] = hit
         if hit is not None and not self.provider.answers_before_cache:
             return ProviderReply.from_record(hit.record), "cache", key
         if self._client is None:
@@ -284,15 +292,23 @@ class AnswerSource:
             return ProviderReply.from_record(hit.record), "cache", key  # the response file is gone, its answer is not
 
     def keep(self, key: str, reply: ProviderReply, source: str, reports: Sequence[Any] = (),
-             level: str = "") -> None:
-        """Cache an answer that passed its checks, with those checks (cached replies are already there).
+             level: str = "", checked: dict[str, Any] | None = None) -> None:
+        """Cache an answer that passed its checks, with those checks.
 
         Called only once the answer is accepted: a refused answer is never cached, so a
-        later run asks again (or reads the edited response file).
+        later run asks again (or reads the edited response file). ``checked``
+        (:func:`dace_ai.expansion.check_reuse.record`) lets a later expansion of the same
+        answer reuse its checks; a cached answer checked again here gets it added.
         """
-        if self.settings.cache and source != "cache":
+        if not self.settings.cache:
+            return
+        if source != "cache":
             checks = [{"checker": r.checker, "status": r.status, "stage": r.details.get("stage", "")} for r in reports]
-            self.cache.put(key, self.provider.name, reply.as_record(), extra={"checks": checks, "verification": level})
+            self.cache.put(key, self.provider.name, reply.as_record(),
+                           extra={"checks": checks, "verification": level,
+                                  **({"checked": checked} if checked else {})})
+        elif checked and not any(r.details.get("reused") for r in reports):
+            self.cache.record_checks(key, checked, level)
 
 
 def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None,
@@ -338,7 +354,8 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
                                  error=str(exc), source=source, node_json=node_json, usage=reply.usage,
                                  started=started)
             raise
-        reports, environments = check_answer(answer, ctx, settings)
+        checked = check_recorded(answer, ctx, settings, answers.recorded_checks(key, source))
+        reports, environments = checked.reports, checked.environments
         from dace_ai.checking.stages import failure_error, inconclusive_error, repair_message
         from dace_ai.checking.verdict import judge
 
@@ -349,9 +366,10 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
                                    request=record, reply_text=reply.text, answer=answer.model_dump(mode="json"),
                                    reports=reports, status="accepted" if verdict.accepted else "rejected",
                                    source=source, node_json=node_json, usage=reply.usage, started=started,
-                                   reason="expansion" if attempt == 0 else "repair", level=verdict.level)
+                                   reason="expansion" if attempt == 0 else "repair", level=verdict.level,
+                                   extra={"checks_reused": True} if checked.reused else None)
         if verdict.accepted:
-            answers.keep(key, reply, source, reports, verdict.level)
+            answers.keep(key, reply, source, reports, verdict.level, checked.record(verdict.level))
             verdict.warn(ctx, session.folder, stacklevel=2)
             return Outcome(answer, reply, provider.name, key, source, str(session.folder), rnd.number, environments,
                            verdict.level, reports)
@@ -405,6 +423,49 @@ def accepted_provenance(node: str, provider: str, reply: ProviderReply, source: 
         "node": node, "provider": provider, "model": reply.model or "", "source": source, "cache_key": key[:16],
         "session": f"ai-sessions/{session_id}/round-{round_number}", "bench": bench_provenance(figures),
         "sol": sol_provenance(figures), "verification": level})
+
+
+@dataclass
+class CheckedAnswer:
+    """An answer's check reports, the environments it resolved to, and what a later run may reuse."""
+
+    answer: Answer
+    ctx: NodeContext
+    settings: AISettings
+    reports: list[Any]
+    environments: set[str]
+    #: The reports were recorded by an earlier run under the same fingerprint (no check ran now).
+    reused: bool = False
+    fingerprint: str = ""
+
+    def record(self, level: str) -> dict[str, Any] | None:
+        """What the cache keeps so that a later run may reuse these checks (None when checks are off)."""
+        if not self.settings.compile_check or not self.settings.cache:
+            return None
+        from dace_ai.expansion.check_reuse import fingerprint, record
+
+        if not self.fingerprint:
+            self.fingerprint = fingerprint(self.answer, self.ctx, self.settings, self.environments)
+        return record(self.fingerprint, self.reports, level)
+
+
+def check_recorded(answer: Answer, ctx: NodeContext, settings: AISettings, recorded: dict[str, Any] | None = None,
+                   run: Any = None) -> CheckedAnswer:
+    """:func:`check_answer`, reusing the ``recorded`` checks of a cached answer when nothing they depend on
+    changed (:mod:`dace_ai.expansion.check_reuse`)."""
+    digest = ""
+    if recorded and settings.compile_check:
+        from dace_ai.expansion.check_reuse import fingerprint, reuse
+
+        resolution = answer_environments(answer, ctx)
+        if not resolution.problems:
+            environments = set(resolution.paths)
+            digest = fingerprint(answer, ctx, settings, environments)
+            reports = reuse(recorded, digest)
+            if reports is not None:
+                return CheckedAnswer(answer, ctx, settings, reports, environments, True, digest)
+    reports, environments = check_answer(answer, ctx, settings, run)
+    return CheckedAnswer(answer, ctx, settings, reports, environments, fingerprint=digest)
 
 
 def check_answer(answer: Answer, ctx: NodeContext, settings: AISettings,

@@ -94,6 +94,10 @@ class CachedAnswer:
     created: float
     #: The verification level the answer reached when it was accepted and cached.
     verification: str = ""
+    #: The checks it passed and the fingerprint of what they depended on
+    #: (:func:`dace_ai.expansion.check_reuse.record`); None when not recorded. Never trusted
+    #: as it is: :func:`dace_ai.expansion.check_reuse.reuse` validates it.
+    checked: dict[str, Any] | None = None
 
 
 class BadEntry(ValueError):
@@ -124,8 +128,9 @@ def parse_entry(key: str, raw: bytes) -> CachedAnswer:
         raise BadEntry("field 'usage' is not a usage record")
     record = {"text": data["text"], "usage": {k: usage.get(k) for k in _USAGE_FIELDS},
               "model": data.get("model"), "stop_reason": data.get("stop_reason")}
+    checked = data.get("checked")
     return CachedAnswer(key, record, data["provider"], float(data.get("created", 0.0)),
-                        str(data.get("verification") or ""))
+                        str(data.get("verification") or ""), checked if isinstance(checked, dict) else None)
 
 
 @dataclass(frozen=True)
@@ -187,6 +192,18 @@ class AnswerCache:
             _warn(f"answer cache: cannot write the entry for key {key[:16]}... under "
                   f"{_folder_hint(self._root)} ({exc}); the answer is used but not cached")
             return None
+
+    def record_checks(self, key: str, checked: dict[str, Any], verification: str) -> None:
+        """Keep ``checked`` (and the level) in the existing entry of ``key``: the checks its answer passed again."""
+        try:
+            data = json.loads(self.path(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return  # no entry (or a bad one, quarantined on its next read): nothing to add to
+        if isinstance(data, dict):
+            self.put(key, str(data.get("provider", "")), {k: v for k, v in data.items()
+                                                           if k not in ("key", "provider", "created")},
+                     extra={"created": data.get("created", time.time()), "checked": checked,
+                            "verification": verification})
 
     def quarantine(self, path: Path) -> Path | None:
         """Move a bad entry to ``quarantine/`` (keeping it for inspection); None when that fails."""

@@ -33,6 +33,7 @@ The generated tasklet names its session and round in its provenance comment
                  "expansion"|"repair"|"refine"|"program build repair", "error", "cache_key",
                  "started", "time" (finished), "tokens": {"input", "output"}, "cost_usd",
                  "feedback", "edited_by_hand", "parent" (round continued), "replayed",
+                 "checks_reused" (the reports of an earlier run of the same answer, no check ran),
                  "checks": [{"checker", "stage", "status", "seconds"}],
                  "verification" (level reached), "provenance" ({field: value} of the tasklet),
                  "environments" ([class paths])}, ...],
