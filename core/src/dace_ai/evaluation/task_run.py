@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from dace_ai.checking.child import Case, Job
+from dace_ai.checking.child import Case
+from dace_ai.checking.child import Job as ChildJob  # the sandbox child's job, not an executor's Job
 
 #: Limits of the child: wall seconds, CPU seconds, address space bytes.
 WALL_SECONDS = 600
@@ -190,8 +191,8 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
         cases, arguments = zip(*(_case(sdfg, task, seed, folder) for seed in seeds)) if seeds else ((), ())
         outputs = folder / "outputs"
         outputs.mkdir()
-        job: Job = {"mode": "verify", "candidate": candidate, "reference": baseline,
-                               "cases": list(cases), "save_outputs": str(outputs), "bench": None}
+        job: ChildJob = {"mode": "verify", "candidate": candidate, "reference": baseline,
+                         "cases": list(cases), "save_outputs": str(outputs), "bench": None}
         sides: list[dict[str, Any]] = []
         if timed and cases:
             bench_case = {**cases[0], "id": "timed"}
