@@ -24,8 +24,8 @@ from pathlib import Path
 
 
 def measure(task: str, build: Path, repeats: int) -> dict:
-    from dace_ai.evaluation.harness import shipped_answers
-    from dace_ai.evaluation.sandbox import run_task
+    from dace_ai.evaluation.campaign import shipped_answers
+    from dace_ai.evaluation.task_run import run_task
     from dace_ai.evaluation.tasks import recorded_answers
 
     answer = recorded_answers(shipped_answers("core"), task)[0]["answer"]

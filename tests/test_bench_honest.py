@@ -155,7 +155,7 @@ def test_a_task_whose_library_is_not_detected_is_skipped_with_the_reason(registe
 
 
 def test_the_suite_is_grown_and_its_answers_are_labelled_as_the_projects():
-    from dace_ai.evaluation.harness import shipped_answers
+    from dace_ai.evaluation.campaign import shipped_answers
     from dace_ai.evaluation.tasks import load_suite, suite_member
 
     suite = load_suite("core")
@@ -199,7 +199,7 @@ def _without_matplotlib(tmp_path: Path, code: str) -> subprocess.CompletedProces
 
 def test_without_matplotlib_the_report_is_written_and_one_line_says_how_to_get_the_plot(tmp_path):
     """A finished run (resumed from results.json: nothing left to run) ends in report.md, a hint, exit 0."""
-    from dace_ai.evaluation.harness import Configuration, attempt_id, shipped_answers
+    from dace_ai.evaluation.campaign import Configuration, attempt_id, shipped_answers
 
     out = tmp_path / "out"
     out.mkdir()

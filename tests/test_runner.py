@@ -176,7 +176,7 @@ def test_init_and_exit_code_get_exactly_the_symbols_dace_passes(where, code, pas
 def test_the_task_run_of_the_evaluation_harness_uses_the_same_child(monkeypatch):
     """``dace-ai bench``'s whole-program run goes through checking.sandbox.run_child, both programs loaded there."""
     from dace_ai.checking import sandbox
-    from dace_ai.evaluation.sandbox import run_task
+    from dace_ai.evaluation.task_run import run_task
 
     jobs = []
     original = sandbox.run_child

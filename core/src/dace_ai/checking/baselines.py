@@ -123,11 +123,11 @@ def _library_implementations(node_class: type) -> dict[str, Any]:
 
 def node_baselines(node: Any, target_kind: str = "cpu") -> NodeBaselines:
     """The baselines of library node ``node`` on this machine for a ``target_kind`` ("cpu"/"gpu") target."""
-    from dace_ai.checking.reference import _specializes, native_implementation
+    from dace_ai.checking.reference import _specializes, reference_implementation
     from dace_ai.environments.installed import environment_infos
 
     implementations = dict(getattr(type(node), "implementations", None) or {})
-    native = native_implementation(node)
+    native = reference_implementation(node)
     if _specializes(type(node)):  # MatMul: the implementations of the nodes it becomes (Gemm's OpenBLAS, ...)
         implementations = {**_library_implementations(type(node)), **implementations}
     available: list[Baseline] = []

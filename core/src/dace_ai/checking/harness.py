@@ -305,7 +305,7 @@ def add_second_call(request: CheckRequest, cases: list[dict[str, Any]]) -> None:
 # ----------------------------------------------------------------------------- references
 def reference_kind(request: CheckRequest) -> tuple[str | None, Any]:
     """("native", None), ("function", fn), or (None, reason) for the node of ``request``."""
-    from dace_ai.checking.reference import implemented_node, native_implementation, reference_function
+    from dace_ai.checking.reference import implemented_node, reference_function, reference_implementation
 
     node = implemented_node(request.node)
     if node is None:
@@ -316,7 +316,7 @@ def reference_kind(request: CheckRequest) -> tuple[str | None, Any]:
         if function is None:
             return None, f"reference function {key.split('#')[0]!r} is not registered in this process"
         return "function", function
-    if native_implementation(node) is not None:
+    if reference_implementation(node) is not None:
         return "native", None
     return None, "no reference"
 

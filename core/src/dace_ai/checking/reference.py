@@ -92,8 +92,9 @@ def implemented_node(node_ctx: Any) -> Any:
     return live.get("reference_node") or live.get("node")
 
 
-def native_implementation(node: Any) -> str | None:
-    """DaCe's own implementation of ``node`` that runs on this CPU without extra libraries, if any.
+def reference_implementation(node: Any) -> str | None:
+    """The implementation the node's native reference is built from: DaCe's own implementation of ``node``
+    that runs on this CPU without extra libraries, if any.
 
     The same preference as the native fallback (``pure`` first, then the class's or
     library's default), skipping accelerator and vendor-library expansions.
@@ -140,7 +141,7 @@ def reference_sdfg(request: Any, implementation: str | None = None) -> tuple[Any
     live_node, live_sdfg = implemented_node(node_ctx), (node_ctx.live or {}).get("sdfg")
     if live_node is None or live_sdfg is None:
         raise LookupError("the node is not available in this process")
-    implementation = implementation or native_implementation(live_node)
+    implementation = implementation or reference_implementation(live_node)
     if implementation is None:
         raise LookupError(f"{type(live_node).__name__} has no native implementation")
     own = implementation
@@ -149,7 +150,7 @@ def reference_sdfg(request: Any, implementation: str | None = None) -> tuple[Any
         # then the library implementation for the nodes it becomes (see _expand_natively)
         if not _specializes(type(live_node)):
             raise LookupError(f"{type(live_node).__name__} has no implementation {implementation!r}")
-        own = native_implementation(live_node)
+        own = reference_implementation(live_node)
 
     def place(state: Any) -> Any:
         node = copy.deepcopy(live_node)
@@ -186,7 +187,7 @@ def _expand_natively(sdfg: Any, top: str | None = None, nested: bool = False) ->
         for state, node in pending:
             own = top and (nested or state.sdfg is sdfg) and top in (getattr(type(node), "implementations", None)
                                                                       or {})
-            choice = top if own else native_implementation(node)
+            choice = top if own else reference_implementation(node)
             if choice is None:
                 raise LookupError(f"{type(node).__name__} (inside the reference) has no native implementation")
             expand_with(state.sdfg, state, node, choice)

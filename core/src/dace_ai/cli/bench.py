@@ -53,7 +53,7 @@ def add_parser(sub: Any) -> None:
 
 
 def configurations(args: argparse.Namespace) -> list[Any]:
-    from dace_ai.evaluation.harness import Configuration, shipped_answers
+    from dace_ai.evaluation.campaign import Configuration, shipped_answers
 
     targets = args.target or [None]
     if args.offline:
@@ -80,15 +80,15 @@ def configurations(args: argparse.Namespace) -> list[Any]:
 
 
 def main(args: argparse.Namespace) -> int:
+    from dace_ai.evaluation.campaign import EvaluationPlan, run_evaluation
     from dace_ai.evaluation.export import export_jsonl, parse_weights
-    from dace_ai.evaluation.harness import BenchPlan, run_bench
     from dace_ai.evaluation.report import write_reports
     from dace_ai.execution.jobs import ExecutorOptions
 
     if args.samples < 1:
         raise SettingsError(f"--samples must be at least 1, got {args.samples}")
     weights = parse_weights(args.reward)
-    plan = BenchPlan(suite=args.suite, configurations=configurations(args), samples=args.samples, out=args.out,
+    plan = EvaluationPlan(suite=args.suite, configurations=configurations(args), samples=args.samples, out=args.out,
                      tasks=[t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None,
                      executor=args.executor, options=ExecutorOptions(workers=args.workers, scheduler=args.scheduler),
                      record=args.record, repeats=args.repeats, build=args.build)
@@ -103,7 +103,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"{a['configuration']}  {a['task']}#{a['sample']}: {state}{retry}", file=sys.stderr)
 
     try:
-        data = run_bench(plan, progress)
+        data = run_evaluation(plan, progress)
         md, png, hint = write_reports(data, args.out)
     except OSError as exc:  # an output or build folder that cannot be written: a short message, no traceback
         raise SettingsError(f"bench: {exc.strerror or exc}: {exc.filename or args.out}") from None

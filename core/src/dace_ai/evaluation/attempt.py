@@ -72,7 +72,7 @@ def _run_whole_program(payload: dict[str, Any], suite: Any, task: Any, answer: A
     """Run the task's whole program with the answer in the sandbox, unless the target is not the
     host or the checks already verified it and nothing is timed; records ``task_run`` and errors.
     Returns the run's record (empty when not run)."""
-    from dace_ai.evaluation.sandbox import run_task
+    from dace_ai.evaluation.task_run import run_task
 
     run: dict[str, Any] = {}
     if payload.get("target"):

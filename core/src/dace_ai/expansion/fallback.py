@@ -18,7 +18,7 @@ from dace_ai.errors import CheckFailed, NativeFallbackWarning
 from dace_ai.expansion.implementation import IMPLEMENTATION
 
 
-def native_implementation(node: Any) -> str | None:
+def fallback_implementation(node: Any) -> str | None:
     """The native implementation ``node`` falls back to, or None when it has none (``AINode``)."""
     return compat.native_implementation(node, IMPLEMENTATION)
 
@@ -30,7 +30,7 @@ def expand_natively_or_raise(sdfg: Any, state: Any, node: Any, settings: AISetti
     """
     from dace_ai.checking.verdict import falls_back_natively
 
-    native = native_implementation(node)
+    native = fallback_implementation(node)
     if not falls_back_natively(settings.on_failure, native is not None):
         if settings.on_failure == "native" and native is None:
             raise CheckFailed(f"{error} (on_failure=native, but {type(node).__name__} {node.name!r} has no native "

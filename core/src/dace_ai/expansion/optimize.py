@@ -499,12 +499,12 @@ def _apply(result: NodeOptimization, best: _Attempt | None, sdfg: Any, state: An
     """Place the winner's tasklet, or keep the native expansion (gate, or nothing passed and ``on_failure`` allows)."""
     from dace_ai.checking.verdict import falls_back_natively
     from dace_ai.expansion import pipeline
-    from dace_ai.expansion.fallback import native_implementation
+    from dace_ai.expansion.fallback import fallback_implementation
     from dace_ai.expansion.implementation import IMPLEMENTATION
     from dace_ai.expansion.provenance import Provenance
     from dace_ai.expansion.tasklet import make_tasklet
 
-    native = native_implementation(node)
+    native = fallback_implementation(node)
     if best is None:
         result.reason = "no candidate passed its checks"
         if falls_back_natively(on_failure, native is not None):

@@ -22,7 +22,7 @@ _memo: dict[str, Roofline] = {}
 _memo_lock = threading.Lock()
 
 
-def build_command() -> tuple[list[str], list[str]]:
+def microbenchmark_build_command() -> tuple[list[str], list[str]]:
     """(compiler argv, flags) the microbenchmark is compiled with: those of DaCe's host build."""
     from dace_ai.targets.build_flags import dace_build_command
 
@@ -70,7 +70,7 @@ def folder() -> Path:
 
 
 def _current() -> tuple[list[str], list[str], int, str]:
-    compiler, flags = build_command()
+    compiler, flags = microbenchmark_build_command()
     threads = all_threads()
     return compiler, flags, threads, machine_key(compiler, flags, threads)
 

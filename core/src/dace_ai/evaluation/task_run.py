@@ -8,9 +8,9 @@ same limits, fault attribution and machine-wide timing lock as the verify and
 bench stages) on the task's inputs for each seed, and compares their outputs
 with the task's NumPy reference here. When timed, the child times the two
 interleaved on the first seed's inputs, and with them the task's baselines
-(:mod:`dace_ai.evaluation.baselines`: DaCe's installed library implementations and
+(:mod:`dace_ai.evaluation.task_baselines`: DaCe's installed library implementations and
 the task's NumPy reference, which the child imports from the suite's own module). The result is the plain dict the
-harness records (``candidate_compiled``, ``correct``, ``baseline_correct``,
+campaign records (``candidate_compiled``, ``correct``, ``baseline_correct``,
 ``*_mismatch``, ``baseline_seconds``, ``candidate_seconds``, ``speedup``, ...), or
 ``{"error": ...}`` saying how the run ended.
 """
@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from dace_ai.checking.child import Case, Job
+from dace_ai.checking.child import Case
+from dace_ai.checking.child import Job as ChildJob  # the sandbox child's job, not an executor's Job
 
 #: Limits of the child: wall seconds, CPU seconds, address space bytes.
 WALL_SECONDS = 600
@@ -190,13 +191,13 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
         cases, arguments = zip(*(_case(sdfg, task, seed, folder) for seed in seeds)) if seeds else ((), ())
         outputs = folder / "outputs"
         outputs.mkdir()
-        job: Job = {"mode": "verify", "candidate": candidate, "reference": baseline,
-                               "cases": list(cases), "save_outputs": str(outputs), "bench": None}
+        job: ChildJob = {"mode": "verify", "candidate": candidate, "reference": baseline,
+                         "cases": list(cases), "save_outputs": str(outputs), "bench": None}
         sides: list[dict[str, Any]] = []
         if timed and cases:
             bench_case = {**cases[0], "id": "timed"}
             if spec.get("baselines", True):  # the strongest implementations here, timed in the same child
-                from dace_ai.evaluation.baselines import native_label, task_baseline_sides
+                from dace_ai.evaluation.task_baselines import native_label, task_baseline_sides
 
                 result["native_label"] = native_label(suite, task)
                 sides, result["baselines_left_out"] = task_baseline_sides(

@@ -1,6 +1,6 @@
 """A task's baselines in the task run: the strongest implementations on this machine, timed alongside.
 
-The task run (:mod:`dace_ai.evaluation.sandbox`, in the sandbox child every check uses)
+The task run (:mod:`dace_ai.evaluation.task_run`, in the sandbox child every check uses)
 times the candidate's program against the task's native program. Next to it, in the
 same child run, with the same inputs, interleaved samples and the same threads, it times
 

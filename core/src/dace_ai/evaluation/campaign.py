@@ -1,4 +1,4 @@
-"""Drive a benchmark: tasks x configurations x samples -> answers -> jobs on an executor -> results.json.
+"""An evaluation campaign (``dace-ai bench``): tasks x configurations x samples -> answers -> jobs -> results.json.
 
 Answers come from recordings (``--offline``: the suite's shipped ``answers/`` or a
 folder written by ``--record``) or live from providers (asked here, in the driver,
@@ -42,7 +42,9 @@ class Configuration:
 
 
 @dataclass
-class BenchPlan:
+class EvaluationPlan:
+    """What ``dace-ai bench`` runs: a suite's tasks, the configurations, samples, executor and where results go."""
+
     suite: str
     configurations: list[Configuration]
     samples: int = 1
@@ -62,7 +64,7 @@ def attempt_id(config: Configuration, suite: str, task: str, sample: int) -> str
     return f"{task}-s{sample}-" + hashlib.sha256(raw.encode()).hexdigest()[:10]
 
 
-def selected_tasks(plan: BenchPlan) -> list[Task]:
+def selected_tasks(plan: EvaluationPlan) -> list[Task]:
     tasks = list(load_suite(plan.suite))
     if plan.tasks:
         known = {t.id for t in tasks}
@@ -139,7 +141,7 @@ def _record(folder: Path, task: str, sample: dict[str, Any]) -> None:
     atomic_write(path, json.dumps(data, indent=1) + "\n")
 
 
-def plan_attempts(plan: BenchPlan, done: set[str]) -> Iterator[tuple[dict[str, Any], Job]]:
+def plan_attempts(plan: EvaluationPlan, done: set[str]) -> Iterator[tuple[dict[str, Any], Job]]:
     """(attempt record without outcomes, job) for every attempt not in ``done``; live answers asked here."""
     from dace_ai.evaluation.attempt import evaluate_attempt
 
@@ -178,7 +180,7 @@ def write_results(out: Path, data: dict[str, Any]) -> None:
     atomic_write(out / "results.json", json.dumps(data, indent=1, default=float) + "\n")
 
 
-def run_bench(plan: BenchPlan, progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+def run_evaluation(plan: EvaluationPlan, progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run every attempt of ``plan`` not yet in ``<out>/results.json``; return the results."""
     from dace_ai.plugins.manager import get_plugin_manager
 
@@ -191,7 +193,7 @@ def run_bench(plan: BenchPlan, progress: Callable[[dict[str, Any]], None] | None
     for record, job in plan_attempts(plan, done):
         records[job.id] = record
         jobs.append(job)
-    roofline = machine_roofline(str((plan.build or plan.out / "build").resolve()))
+    roofline = results_roofline(str((plan.build or plan.out / "build").resolve()))
     if roofline is not None:
         data["roofline"] = roofline
     runs = data.setdefault("runs", [])
@@ -214,9 +216,10 @@ def run_bench(plan: BenchPlan, progress: Callable[[dict[str, Any]], None] | None
     return data
 
 
-def machine_roofline(build_root: str) -> dict[str, Any] | None:
-    """This machine's roofline under the run's build root (measured here, once, before any job runs, so
-    the workers read it instead of measuring beside each other's benches); its JSON form, or None."""
+def results_roofline(build_root: str) -> dict[str, Any] | None:
+    """This machine's roofline as ``results.json`` records it (its JSON form, or None), measured under the
+    run's build root here, once, before any job runs, so the workers read it instead of measuring beside
+    each other's benches."""
     import dace
 
     from dace_ai.performance.bench_figure import roofline_for
