@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from dace_ai.checking.child import Case, Job
+from dace_ai.checking.child.records import Case, Job
 
 #: Limits of the child: wall seconds, CPU seconds, address space bytes.
 WALL_SECONDS = 600
