@@ -83,8 +83,7 @@ def measure(name, req, repeats):
     whole = figures[0][2]
     calls = {}  # per rung: (cases, candidate seconds per call, reference seconds per call), from timed runs
     for rung in ladder.rungs:
-        timed = run_against_reference(req, mode="time", seeds=[0], sizes=[rung.sizes], repeats=3, warmup=1,
-                                      min_sample_seconds=0.0)
+        timed = run_against_reference(req, mode="time", seeds=[0], sizes=[rung.sizes], repeats=3, warmup=1)
         case = timed["cases"][0]
         cases = max(len(rung.seeds), len(rung.points))
         calls[tuple(rung.sizes.items())] = (cases, min(case["candidate_seconds"]),

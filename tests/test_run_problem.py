@@ -4,7 +4,7 @@ message worded for the model, so rewording a message cannot change what is refus
 from __future__ import annotations
 
 from dace_ai.checking.bench import _refusal
-from dace_ai.checking.child import Case, Problem
+from dace_ai.checking.child.records import Case, Problem
 from dace_ai.checking.harness import case_problem, fault_problem
 
 CASE: Case = {"seed": 0, "sizes": {"N": 13}, "connectors": [

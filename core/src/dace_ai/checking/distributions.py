@@ -5,7 +5,7 @@ to subtract the maximum overflows only at magnitudes of a few hundred, a kernel
 exact only for distinct values breaks on ties, an answer that returns zeros passes
 when every output is tiny under a loose tolerance. So besides the ``unit`` cases of
 every rung, the cheap rungs run one case per distribution (the child draws the values,
-:func:`dace_ai.checking.child.random_values`); the sizes of ``verify_sizes`` (rung
+:func:`dace_ai.checking.child.inputs.random_values`); the sizes of ``verify_sizes`` (rung
 ``given``) and a node's own sizes (rung ``own``) count as small:
 
 =========  ===================================================================  ==============

@@ -25,9 +25,9 @@ and returns a :class:`SandboxRun` (a plain dict, typed)::
      "problem": None | RunProblem,  # the failure as data: kind, container, connector, index, expected, got, access
      "seconds": {"compile": ..., "reference": ..., "run": ..., "total": ...}}
 
-The job, its cases and the child's records are the TypedDicts of :mod:`dace_ai.checking.child`
-(:class:`~dace_ai.checking.child.Job`, :class:`~dace_ai.checking.child.Case`,
-:class:`~dace_ai.checking.child.CaseRecord`, :class:`~dace_ai.checking.child.Problem`), defined
+The job, its cases and the child's records are the TypedDicts of :mod:`dace_ai.checking.child.records`
+(:class:`~dace_ai.checking.child.records.Job`, :class:`~dace_ai.checking.child.records.Case`,
+:class:`~dace_ai.checking.child.records.CaseRecord`, :class:`~dace_ai.checking.child.records.Problem`), defined
 there once because the child imports nothing else. Callers that act on a failure read
 ``result["problem"]`` (:class:`RunProblem`), never the message, which is worded for the model.
 
@@ -53,7 +53,7 @@ import numpy as np
 
 from dace_ai.checking import distributions
 from dace_ai.checking.api import CheckRequest
-from dace_ai.checking.child import Case, CaseRecord, Job, Problem
+from dace_ai.checking.child.records import Case, CaseRecord, Job, Problem
 from dace_ai.checking.constraints import first_point, point_text
 from dace_ai.checking.ladder import build_ladder, case_place
 from dace_ai.checking.sandbox import ChildOutcome, SandboxLimits, run_child
@@ -329,7 +329,7 @@ _EXPECTED_MEMO_BYTES = 256 << 20
 
 def _reference_results(function: Any, case: dict[str, Any], outputs: list[dict[str, Any]]) -> dict[str, Any]:
     """The user's reference on the case's inputs; remembered per function and case in this process."""
-    from dace_ai.checking.child import case_inputs, view
+    from dace_ai.checking.child.inputs import case_inputs, view
     from dace_ai.checking.reference import call_reference
     from dace_ai.checking.runner import case_key
 
@@ -735,7 +735,7 @@ def _passed_message(plan: _Plan, bench: Any, count: int, result: SandboxRun) -> 
 
 
 def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds: Sequence[int] | int = DEFAULT_SEEDS,
-                          sizes: Any = None, repeats: int = 5, warmup: int = 1, min_sample_seconds: float = 1e-3,
+                          sizes: Any = None, repeats: int = 5, warmup: int = 1,
                           limits: SandboxLimits | None = None, bench: Any = None,
                           threads: int | None = None) -> SandboxRun:
     """Run the candidate of ``request`` and the node's reference on the same inputs in a sandboxed child.
@@ -744,8 +744,9 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
     larger cases run with 1 thread and then twice with all cores (``threads``,
     default :func:`~dace_ai.checking.runner.all_cores`), and runs that differ are
     refused as not deterministic. ``mode="time"`` also times both sides per case:
-    ``warmup`` calls, then ``repeats`` samples, each of as many calls as fill
-    ``min_sample_seconds``, as seconds per call. ``mode="bench"`` runs only the bench
+    ``warmup`` calls, then ``repeats`` samples (fewer, at least 3, for a slow side), each
+    of as many calls as fill the child's one minimum sample time, as seconds per call
+    (the bench section's algorithm, :func:`dace_ai.checking.child.timing.time_calls`). ``mode="bench"`` runs only the bench
     section. ``bench`` (a :class:`~dace_ai.checking.runner.BenchPlan`) adds the bench
     section to the same child run, after the verify cases passed: cases at the bench
     sizes compared with the reference, the run rules, and the interleaved timing of
@@ -779,7 +780,7 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
             raise _Stop("inconclusive", "no reference", f"Not verified: {detail}.")
         plan = _plan_cases(request, mode, seeds, sizes, bench, kind, count, result)
         library = _compile_candidate(request, plan, result)
-        timing = {"repeats": repeats, "warmup": warmup, "min_sample_seconds": min_sample_seconds}
+        timing = {"repeats": repeats, "warmup": warmup}
         job = _child_job(request, mode, plan, library, bench, count, timing)
         folder = Path(request.workdir) / "sandbox"
         if kind == "native":

@@ -11,7 +11,7 @@ loads it by its C entry points.
 *AINode.* ``AINode(reference=fn)`` / ``dace_ai.ai(..., reference=fn)`` take a NumPy
 function of the node's named inputs. It is the user's own code, so it runs in the
 user's process (on the inputs the child will generate, see
-:func:`dace_ai.checking.child.case_inputs`); the node only stores a key into a
+:func:`dace_ai.checking.child.inputs.case_inputs`); the node only stores a key into a
 process-local registry (functions cannot be saved with an SDFG). Call convention:
 positional inputs ``_in0, _in1, ...`` are passed in order, keyword inputs ``_a`` as
 ``a=``; parameters named like a symbol (``N``) receive its value. It returns one array

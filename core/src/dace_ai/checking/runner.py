@@ -161,7 +161,7 @@ def baseline_timing_file(library: str | Path, case: dict[str, Any], threads: int
 def native_timing_file(case: dict[str, Any], threads: int) -> str | None:
     """Where the native reference's timing at a bench case is kept for the node's next candidates.
 
-    A slow native (:data:`dace_ai.checking.child.REUSE_NATIVE_SECONDS` per call or more) is
+    A slow native (:data:`dace_ai.checking.child.reuse.REUSE_NATIVE_SECONDS` per call or more) is
     timed by the first candidate only: its samples are keyed like its outputs, plus
     the thread count.
     """

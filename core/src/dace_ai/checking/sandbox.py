@@ -1,7 +1,7 @@
 """Run generated code in a child process with limits, and say what happened to it.
 
 Generated code never runs in the user's process: :func:`run_child` starts
-``python -I dace_ai/checking/child.py JOB.json`` in a new session. The child sets
+``python -I dace_ai/checking/child/__main__.py JOB.json`` in a new session. The child sets
 its own CPU-time, address-space and core-size limits (``resource.setrlimit``) before
 it loads anything; the parent enforces wall time and kills the child's whole process
 group when it runs over. What comes back is a :class:`ChildOutcome`: the child's
@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-CHILD = Path(__file__).with_name("child.py")
+#: The entry file of the sandbox child (it loads the other files of its folder itself).
+CHILD = Path(__file__).with_name("child") / "__main__.py"
 #: A fault this far past a buffer's end (beyond its guard pages) is attributed to that buffer.
 NEAR_BYTES = 4 << 20
 

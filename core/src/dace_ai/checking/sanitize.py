@@ -557,7 +557,7 @@ def write_job(case: dict[str, Any], request: CheckRequest, folder: Path, cpu_sec
     """
     import numpy as np
 
-    from dace_ai.checking.child import case_inputs
+    from dace_ai.checking.child.inputs import case_inputs
     from dace_ai.checking.units import scope_parameters
 
     data = case_inputs(case)

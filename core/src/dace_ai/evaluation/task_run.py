@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from dace_ai.checking.child import Case
-from dace_ai.checking.child import Job as ChildJob  # the sandbox child's job, not an executor's Job
+from dace_ai.checking.child.records import Case
+from dace_ai.checking.child.records import Job as ChildJob  # the sandbox child's job, not an executor's Job
 
 #: Limits of the child: wall seconds, CPU seconds, address space bytes.
 WALL_SECONDS = 600

@@ -1,0 +1,191 @@
+"""The bench section: its cases at the bench sizes, the run rules' findings, and the interleaved timing.
+
+The first bench case's buffers outlive its run: the candidate is timed on them,
+side by side with the native reference and the baselines, each on buffers of its
+own holding the same inputs (:func:`~.timing.time_calls`). Every one of those
+buffers (and each side's ``finish``) belongs to a :class:`contextlib.ExitStack`, so
+they are freed when the section ends, however it ends. What the anti-deception rules
+of :mod:`dace_ai.checking.deception` read (``input_independent``, ``reads_outside``,
+``bytes``, ``bandwidth``, ``candidate``) is in the :class:`~.records.BenchResult`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from typing import Any, TypedDict
+
+import numpy as np
+
+from .buffers import allocated
+from .compare import same_outputs
+from .inputs import case_data, output_containers
+from .process import Phase, Threads
+from .programs import PythonBaseline, Reference
+from .records import BaselineSpec, BenchJob, BenchResult, Case, CaseRecord, Job, Timed
+from .reuse import REUSE_NATIVE_SECONDS, Known, known_samples, save_array, save_samples
+from .runs import run_case
+from .timing import bench_lock, measure_bandwidth, time_calls
+
+
+class _Side(TypedDict, total=False):
+    """A baseline of the bench timing: timed now (``program``, ``prepared``) or ``known`` from an earlier candidate."""
+
+    label: str
+    known: Known
+    program: Any
+    prepared: Any
+    timing: str | None
+
+
+def _input_independent(bench: BenchJob, natives: list[Any], outputs: list[dict[str, np.ndarray]]) -> bool:
+    """Whether the candidate gave the same outputs for different inputs whose references differ
+    (a result precomputed or kept, not computed from the inputs)."""
+    refs_differ = True
+    if natives[0] is not None and len(natives) > 1:
+        refs_differ = not same_outputs(natives[0], natives[1])
+    elif bench["cases"][0].get("expected") and len(bench["cases"]) > 1:
+        refs_differ = not same_outputs(*({k: np.load(v, allow_pickle=False) for k, v in c["expected"].items()}
+                                         for c in bench["cases"][:2]))
+    has_inputs = any(c["direction"] == "in" for c in bench["cases"][0]["connectors"])
+    return bool(has_inputs and len(outputs) > 1 and refs_differ
+                and all(same_outputs(outputs[0], o) for o in outputs[1:]))
+
+
+def _held(program: Any, case: Case, threads: Threads, stack: contextlib.ExitStack) -> Any:
+    """``program`` prepared on buffers of its own holding the case's inputs; the buffers and its
+    ``finish`` belong to ``stack`` (finished first, then freed)."""
+    threads.use(None)
+    buffers = stack.enter_context(allocated(case, case_data(case)))
+    prepared = program.prepare(case, buffers)
+    stack.callback(program.finish, prepared)
+    return buffers, prepared
+
+
+def _baseline_sides(bench: BenchJob, phase: Phase, threads: Threads, job: Job,
+                    stack: contextlib.ExitStack) -> list[_Side]:
+    """Load and prepare the bench section's baselines (DaCe's library implementations, a NumPy reference).
+
+    Each gets its own buffers holding the first bench case's inputs (the candidate's
+    and the reference's very inputs), is called once there (its outputs saved for the
+    parent with ``save_outputs``: a baseline that computes something else is left
+    out there), and is then timed with the other sides. A baseline whose samples an
+    earlier candidate measured is not timed again (``known``).
+    """
+    case = bench["cases"][0]
+    sides: list[_Side] = []
+    for index, spec in enumerate(bench.get("baselines") or []):
+        label = spec["label"]
+        known = known_samples(spec.get("timing"))
+        if known is not None:
+            sides.append({"label": label, "known": known})
+            continue
+        phase(who="baseline", label=label, step="load")
+        program = PythonBaseline(spec) if spec.get("kind") == "python" else Reference(spec["program"])
+        buffers, prepared = _held(program, case, threads, stack)
+        phase(who="baseline", label=label, step="run", seed=case["seed"], sizes=case["sizes"])
+        program.call(prepared)
+        _save_baseline_outputs(job, case, spec, index, buffers)
+        sides.append({"label": label, "program": program, "prepared": prepared, "timing": spec.get("timing")})
+    return sides
+
+
+def _save_baseline_outputs(job: Job, case: Case, spec: BaselineSpec, index: int, buffers: dict[str, Any]) -> None:
+    if job.get("save_outputs") and spec.get("kind") != "python":
+        for name in output_containers(case):
+            save_array(os.path.join(job["save_outputs"], f"{case.get('id', 0)}-baseline{index}-{name}.npy"),
+                       buffers[name].array)
+
+
+def _native_samples(bench: BenchJob, known: Known | None, timed: Timed, result: BenchResult) -> list[float] | None:
+    """The native reference's samples: reused from an earlier candidate (a slow reference), or
+    timed now and saved for the node's next candidate."""
+    native_samples = timed["samples"].get("native")
+    if known is not None:
+        native_samples = known["samples"]
+        timed["batch"]["native"] = known["batch"]
+        result["native_reused"] = True
+    elif native_samples:
+        save_samples(bench.get("native_timing"), native_samples, timed["batch"]["native"])
+    return native_samples
+
+
+def _baseline_samples(sides: list[_Side], timed: Timed) -> tuple[dict[str, list[float]], list[str]]:
+    """Each baseline's samples (timed now, or known from an earlier candidate: ``reused``); saves
+    the samples of those timed now for the node's next candidate."""
+    baselines: dict[str, list[float]] = {}
+    reused: list[str] = []
+    for side in sides:
+        label = side["label"]
+        if "known" in side:
+            baselines[label] = side["known"]["samples"]
+            timed["batch"][label] = side["known"]["batch"]
+            reused.append(label)
+            continue
+        baselines[label] = timed["samples"].pop(f"baseline:{label}")
+        timed["batch"][label] = timed["batch"].pop(f"baseline:{label}")
+        save_samples(side.get("timing"), baselines[label], timed["batch"][label])
+    return baselines, reused
+
+
+def _time_bench(job: Job, candidate: Any, prepared: Any, reference: Any, records: list[CaseRecord],
+                phase: Phase, threads: Threads) -> BenchResult:
+    """The bench section's timing under the lock: the candidate on its kept buffers, interleaved with
+    the native reference and the baselines on the same inputs and threads, and the memory bandwidth.
+    A slow native reference timed by an earlier candidate of the node is neither prepared nor timed again."""
+    bench = job["bench"]
+    assert bench is not None
+    result: BenchResult = {}
+    calls: dict[str, Any] = {"candidate": lambda: candidate.call(prepared)}
+    known = known_samples(bench.get("native_timing"), REUSE_NATIVE_SECONDS)
+    with contextlib.ExitStack() as sides_held:
+        if reference is not None and known is None:
+            _, ref_prepared = _held(reference, bench["cases"][0], threads, sides_held)
+            calls = {"native": lambda: reference.call(ref_prepared), **calls}
+        sides = _baseline_sides(bench, phase, threads, job, sides_held)
+        for side in sides:  # the same inputs, interleaved with the candidate, the same threads
+            if "program" in side:
+                calls[f"baseline:{side['label']}"] = (lambda s=side: s["program"].call(s["prepared"]))
+        threads.use(None)
+        with bench_lock(bench.get("lock")):
+            # the thread runs just called the candidate on these buffers, the last one with all cores
+            last = records[0]["call_seconds"][-1] if len(records[0]["call_seconds"]) > 1 else None
+            timed = time_calls(calls, int(bench.get("repeats", 7)), phase,
+                               warm={"candidate": last} if last is not None else None)
+            phase(who="loader", step="bandwidth")
+            result["bandwidth"] = measure_bandwidth(int(bench.get("bytes") or 0))
+    native_samples = _native_samples(bench, known, timed, result)
+    baselines, reused = _baseline_samples(sides, timed)
+    result.update(candidate=timed["samples"]["candidate"], native=native_samples,
+                  batch=timed["batch"], timer_resolution=timed["timer_resolution"],
+                  baselines=baselines, baselines_reused=reused)
+    return result
+
+
+def run_bench(job: Job, candidate: Any, reference: Any, natives: list[Any], phase: Phase,
+              threads: Threads) -> tuple[BenchResult, list[CaseRecord]]:
+    """The bench section: its cases (seeds at the bench sizes), the run rules, then the timing under the lock."""
+    bench = job["bench"]
+    assert bench is not None
+    began = time.perf_counter()
+    records: list[CaseRecord] = []
+    with contextlib.ExitStack() as kept:  # the first case's buffers, for the timing
+        prepared: Any = None
+        for index, case in enumerate(bench["cases"]):
+            record, held = run_case(case, candidate, natives[index], phase, threads, job,
+                                    keep=kept if index == 0 else None)
+            record.pop("returned", None)
+            records.append(record)
+            if index == 0:
+                prepared = held
+            if "problem" in record:
+                return {}, records
+        outputs = [r.pop("outputs") for r in records]
+        result: BenchResult = {"bytes": bench.get("bytes"), "call_seconds": records[0]["call_seconds"][:1],
+                               "reads_outside": sorted({c for r in records for c in r["reads_outside"]})}
+        result["input_independent"] = _input_independent(bench, natives, outputs)
+        if bench.get("time") and prepared is not None:
+            result.update(_time_bench(job, candidate, prepared, reference, records, phase, threads))
+    result["seconds"] = time.perf_counter() - began
+    return result, records
