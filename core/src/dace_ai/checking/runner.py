@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.child.records import BenchJob, Case
 from dace_ai.checking.timing import connector_bytes, parse_sizes
 
 #: Cases with at least this many elements in their largest container get the thread runs.
@@ -101,7 +102,8 @@ class BenchPlan:
     native_label: str | None = None
     baselines_left_out: dict[str, str] = field(default_factory=dict)
 
-    def job(self, cases: list[dict[str, Any]]) -> dict[str, Any]:
+    def job(self, cases: list[Case]) -> BenchJob:
+        """The job's bench section for ``cases`` (the child's :class:`~dace_ai.checking.child.records.BenchJob`)."""
         return {"cases": cases, "time": self.time, "repeats": self.repeats, "lock": self.lock, "bytes": self.bytes,
                 "baselines": [dict(b) for b in self.baselines] if self.time else []}
 
