@@ -194,12 +194,12 @@ def _expand_natively(sdfg: Any, top: str | None = None, nested: bool = False) ->
     raise RuntimeError("library nodes kept expanding into library nodes")
 
 
-def _without_ids(value: Any) -> Any:
+def without_ids(value: Any) -> Any:
     """The SDFG's JSON without per-object ids (``guid``), so equal programs hash equal across runs."""
     if isinstance(value, dict):
-        return {k: _without_ids(v) for k, v in value.items() if k not in ("guid", "cfg_list_id")}
+        return {k: without_ids(v) for k, v in value.items() if k not in ("guid", "cfg_list_id")}
     if isinstance(value, list):
-        return [_without_ids(v) for v in value]
+        return [without_ids(v) for v in value]
     return value
 
 
@@ -223,7 +223,7 @@ def build_native_reference(request: Any, implementation: str | None = None) -> N
 
     baseline = implementation is not None  # another of DaCe's implementations: nested nodes take it too
     sdfg, implementation = reference_sdfg(request, implementation)
-    key = json.dumps(["spec 2", _without_ids(sdfg.to_json()), implementation, dace.__version__,
+    key = json.dumps(["spec 2", without_ids(sdfg.to_json()), implementation, dace.__version__,
                       build_command(request.node.target)], sort_keys=True,
                      default=str)
     digest = hashlib.sha256(key.encode()).hexdigest()[:20]

@@ -89,18 +89,11 @@ def reuse(checked: Any, fingerprint_: str) -> list[CheckReport] | None:
 def _program(ctx: NodeContext) -> Any:
     """The node in a program of its own, without the ids DaCe gives objects (they differ between copies)."""
     try:
-        return _without_ids(json.loads(carrier_program(ctx)))
+        from dace_ai.checking.reference import without_ids
+
+        return without_ids(json.loads(carrier_program(ctx)))
     except LookupError:
         return None
-
-
-def _without_ids(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_ids(v) for k, v in value.items() if k not in ("guid", "hash", "id", "cfg_list_id",
-                                                                        "sdfg_list_id", "start_block")}
-    if isinstance(value, list):
-        return [_without_ids(v) for v in value]
-    return value
 
 
 def _reference(ctx: NodeContext) -> Any:
