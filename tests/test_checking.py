@@ -187,7 +187,7 @@ def test_stages_run_in_order_and_stop_after_the_first_failed_stage(runtime_plugi
                                     applies=lambda request: False)), "stage-plugin")
     reports = run_checks(request_for(GOOD, checkers="t-bench,t-verify,t-compile,t-skip"))
     assert calls == ["t-compile", "t-verify"]
-    assert [(r.checker, r.status, r.details["stage"]) for r in reports] == [
+    assert [(r.checker, r.status, r.stage) for r in reports] == [
         ("t-compile", "passed", "compile"), ("t-verify", "failed", "verify")]
     assert "Check 't-verify' (stage verify) failed" in repair_message(reports)
 

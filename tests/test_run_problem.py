@@ -36,7 +36,7 @@ def test_the_bench_rules_read_the_problem_not_the_words():
     misleading = "The code crashed: it read 8 byte(s) past the end of container Z."
     wrote = _refusal(_failed("outside_buffer", {"kind": "outside_buffer", "container": "B", "access": "write"},
                              misleading))
-    assert wrote.status == "failed" and wrote.details["rule"] == "deception"
+    assert wrote.status == "failed" and wrote.rule == "deception"
     assert wrote.details["reasons"] == ["it writes outside its connectors' buffers (the bytes around B changed)"]
     read = _refusal(_failed("outside_buffer", {"kind": "outside_buffer", "container": "A", "access": "read"}))
     assert read.details["reasons"] == ["it reads outside its connectors' buffers (poison placed around the inputs "

@@ -79,7 +79,7 @@ def test_bench_times_the_library_verify_linked_and_no_candidate_is_built_by_dace
         library = str(request.workdir / "sandbox" / "candidate.so")
         assert request.shared["sandbox_run"]["library"] == library == bench.details["library"]
         assert bench.details["timed"] and bench.details["speedup"] > 0
-        assert len(bench.details["candidate_seconds"]) == 3 and bench.details["sizes"] == {"N": 40, "K": 30, "M": 50}
+        assert len(bench.details["candidate_seconds"]) == 3 and bench.sizes == [{"N": 40, "K": 30, "M": 50}]
         assert "and at the bench sizes N=40, K=30, M=50" in verify.diagnostics
         assert verify.details["threads"]["runs"] == [] and "no OpenMP in the code" in verify.diagnostics
     # DaCe built the node's native reference once, for both candidates, and never a candidate;
@@ -141,13 +141,13 @@ def test_a_data_race_is_refused_as_not_deterministic_naming_sizes_and_threads(be
     else:
         settings["bench_sizes"] = "N=16000003"
     report = run_checks(_request(_sum_program(f"racy_{bench}"), Answer(code=RACY_SUM), **settings))[0]
-    assert report.status == "failed" and report.details["reason"] == "nondeterministic", report.diagnostics
+    assert report.status == "failed" and report.reason == "nondeterministic", report.diagnostics
     # Named where it showed: at the large size in the thread runs, or already at a smaller size run with all
     # cores, which then comes out right with one thread.
     assert "not deterministic" in report.diagnostics and "data race" in report.diagnostics
     named = re.search(r"sizes N=(\d+)( \([a-z_ -]+\))?[;)]", report.diagnostics)
     assert named, report.diagnostics
-    checked = [s["N"] for s in report.details["sizes"]] + [report.details.get("bench_sizes", {}).get("N")]
+    checked = [s["N"] for s in report.sizes] + [report.details.get("bench_sizes", {}).get("N")]
     assert int(named.group(1)) in checked, (named.group(1), checked)  # a size the ladder really ran
     assert ("runs with 1 thread then 8 threads" in report.diagnostics
             or ("with 8 threads output _s" in report.diagnostics and "with 1 thread it is right" in report.diagnostics))

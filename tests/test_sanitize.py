@@ -144,7 +144,7 @@ def test_sanitizers_run_after_verify_in_their_stage_and_can_be_removed(_isolated
 
 def test_missing_clang_is_inconclusive_naming_the_debian_package(_isolated_dace_ai):
     (report,) = run_checks(request(san_twice, TWICE, checkers="sanitizers", sanitizers_compiler="clang++-not-here"))
-    assert report.status == "inconclusive" and report.details["reason"] == "clang missing"
+    assert report.status == "inconclusive" and report.reason == "clang missing"
     assert "`clang`" in report.diagnostics and "clang++-not-here" in report.diagnostics
 
 
@@ -253,7 +253,7 @@ def test_read_past_the_end_inside_the_slack_is_refused_by_address_sanitizer(shar
     # the values read there (NaN poison) never reach an output.
     assert reports["verify"].status == "passed", reports["verify"].diagnostics
     report = reports["sanitizers"]
-    assert report.status == "failed" and report.details["reason"] == "address", report.diagnostics
+    assert report.status == "failed" and report.reason == "address", report.diagnostics
     assert report.diagnostics.startswith("AddressSanitizer: heap-buffer-overflow: READ of ")
     assert "past the end of container A (connector _a)" in report.diagnostics or \
         "right after the end of container A (connector _a)" in report.diagnostics
@@ -273,7 +273,7 @@ def test_undefined_behaviour_with_a_right_result_is_refused_by_ubsan(shared_root
     reports = by_checker(run_checks(request(program, code)))
     assert reports["verify"].status == "passed", reports["verify"].diagnostics
     report = reports["sanitizers"]
-    assert report.status == "failed" and report.details["reason"] == "undefined", report.diagnostics
+    assert report.status == "failed" and report.reason == "undefined", report.diagnostics
     assert report.diagnostics.startswith(words), report.diagnostics
     assert "at tasklet.cpp:" in report.diagnostics and "(line " in report.diagnostics
 
@@ -287,7 +287,7 @@ def test_correct_twins_pass_the_sanitizers(shared_root, program, code):
     report = reports["sanitizers"]
     assert report.status == "passed", report.diagnostics
     assert report.details["sanitizers"] == ["address", "undefined"] and report.details["threads"] is None
-    assert report.details["sizes"] == {"address": {"N": 13}}
+    assert report.details["sanitizer_sizes"] == {"address": {"N": 13}} and report.sizes == [{"N": 13}]
     # clang compiled the DaCe in use's runtime headers (C++14 for DaCe 1.0, C++20 for DaCe 2) into its own pch.
     assert report.details["pch"]["address"] in ("pch built", "pch reused"), (DACE2, report.details["pch"])
 
@@ -342,7 +342,7 @@ def test_code_only_gcc_compiles_is_inconclusive_with_clangs_first_error(shared_r
     assert reports["verify"].status == "passed"
     report = reports["sanitizers"]
     assert report.status == "inconclusive", report.diagnostics
-    assert report.details["reason"] == "clang could not compile the code"
+    assert report.reason == "clang could not compile the code"
     assert "tasklet.cpp:1:" in report.diagnostics or "tasklet.cpp:" in report.diagnostics
     assert "cannot be narrowed" in report.diagnostics and "0x" not in report.diagnostics
 
@@ -357,7 +357,7 @@ def test_openmp_race_is_refused_every_time_by_thread_sanitizer(shared_root):
         code = RACY_SUM + f"\n// attempt {run}"
         reports = by_checker(run_checks(request(san_sum, code, checkers="probe,sanitizers")))
         report = reports["sanitizers"]
-        assert report.status == "failed" and report.details["reason"] == "race", (run, report.diagnostics)
+        assert report.status == "failed" and report.reason == "race", (run, report.diagnostics)
         assert report.diagnostics.startswith("ThreadSanitizer: data race between threads"), report.diagnostics
         assert "at tasklet.cpp:" in report.diagnostics and "s += _a[i];` (line 3 of your code)" in report.diagnostics
         assert "(OpenMP, 4 threads, seed 0, sizes N=67 (the larger odd size))" in report.diagnostics
@@ -372,7 +372,7 @@ def test_openmp_race_is_refused_with_the_default_stages(shared_root):
     """With ``verify`` first: refused by its thread runs when the threads collided, else by ThreadSanitizer."""
     reports = run_checks(request(san_sum, RACY_SUM + "\n// default stages"))
     (failed,) = [r for r in reports if r.status == "failed"]
-    assert (failed.checker, failed.details["reason"]) in (("verify", "nondeterministic"), ("sanitizers", "race"))
+    assert (failed.checker, failed.reason) in (("verify", "nondeterministic"), ("sanitizers", "race"))
 
 
 @pytest.mark.slow
@@ -386,7 +386,7 @@ def test_correct_openmp_passes_thread_sanitizer(shared_root, program, code):
     report = reports["sanitizers"]
     assert report.status == "passed", report.diagnostics
     assert report.details["sanitizers"] == ["address", "undefined", "thread"] and report.details["threads"] == 4
-    assert report.details["sizes"]["thread"] == {"N": 67}
+    assert report.details["sanitizer_sizes"]["thread"] == {"N": 67}
 
 
 @pytest.mark.slow
@@ -394,9 +394,9 @@ def test_correct_openmp_passes_thread_sanitizer(shared_root, program, code):
 def test_missing_libomp_makes_the_thread_run_inconclusive_but_the_address_run_counts(shared_root, monkeypatch):
     monkeypatch.setattr(sanitize, "libomp_problem", lambda compiler: "libomp.so not found; install `libomp-dev`")
     report = by_checker(run_checks(request(san_sum, REDUCED_SUM)))["sanitizers"]
-    assert report.status == "inconclusive" and report.details["reason"] == "libomp missing", report.diagnostics
+    assert report.status == "inconclusive" and report.reason == "libomp missing", report.diagnostics
     assert "libomp-dev" in report.diagnostics and report.details["passed"] == ["address"]
     # Without libomp the address run builds the code without OpenMP (the pragmas ignored): it still sees an overrun.
     overrun = REDUCED_SUM.replace("i < N; ++i) s += _a[i];", "i < N; ++i) s += _a[i] + 0 * _a[i + 1];")
     report = by_checker(run_checks(request(san_sum, overrun, checkers="probe,sanitizers")))["sanitizers"]
-    assert report.status == "failed" and report.details["reason"] == "address", report.diagnostics
+    assert report.status == "failed" and report.reason == "address", report.diagnostics

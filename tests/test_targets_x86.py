@@ -115,7 +115,7 @@ def test_run_checks_stops_the_avx512_answer_at_the_compile_stage(tmp_path):
     by_name = {r.checker: r for r in reports}
     assert by_name["x86-isa"].status == "failed", reports
     assert "avx512f" in by_name["x86-isa"].diagnostics
-    assert all(r.details.get("stage") == "compile" for r in reports)
+    assert all(r.stage == "compile" for r in reports)
 
 
 @pytest.mark.parametrize("name", ["x86-avx2", "x86-avx512"])

@@ -75,7 +75,7 @@ def request_for(sdfg, code: str, implementation: str | None = "ai", **settings) 
 
 def verify(sdfg, code: str, **settings):
     (report,) = run_checks(request_for(sdfg, code, **settings))
-    assert report.checker == "verify" and report.details["stage"] == "verify"
+    assert report.checker == "verify" and report.stage == "verify"
     return report
 
 
@@ -98,15 +98,15 @@ def test_matmul_answer_writing_ones_is_refused_with_the_mismatch():
     assert report.status == "failed"
     text = report.diagnostics
     assert "Wrong result (seed 0, sizes" in text and "output _c at index [0, 0] is 1.0, expected" in text
-    assert "largest error" in text and report.details["reason"] == "mismatch"
+    assert "largest error" in text and report.reason == "mismatch"
     assert report.details["reference"] == {"kind": "native", "implementation": "specialize"}
 
 
 def test_correct_matmul_is_accepted_over_three_seeds_and_the_size_ladder():
     report = verify(matmul.to_sdfg(), MATMUL)
     assert report.status == "passed", report.diagnostics
-    assert report.details["seeds"] == 3 and "reason" not in report.details
-    sizes = report.details["sizes"]
+    assert report.seeds == 3 and report.reason == "" and "reason" not in report.details
+    sizes = report.sizes
     assert all(v % 2 == 1 for s in sizes[:2] for v in s.values())  # small odd sizes first
     assert all(v % 64 == 0 for v in sizes[2].values())  # then multiples of every vector width
     assert [r["rung"] for r in report.details["ladder"]][-1] == "bench"
@@ -116,7 +116,7 @@ def test_correct_matmul_is_accepted_over_three_seeds_and_the_size_ladder():
 def test_answer_correct_only_for_multiples_of_eight_is_refused():
     report = verify(matmul.to_sdfg(), MATMUL_BY_8)
     assert report.status == "failed"
-    assert report.details["reason"] == "unwritten"
+    assert report.reason == "unwritten"
     assert "_c at index [0, 8] still holds the fill pattern" in report.diagnostics
 
 
@@ -188,9 +188,9 @@ def test_crashes_loops_and_overruns_are_reported_and_this_process_survives(code,
     assert report.status == "failed", report.diagnostics
     assert words in report.diagnostics
     if reason is None:
-        assert report.details["reason"] in ("timeout", "cpu_time")
+        assert report.reason in ("timeout", "cpu_time")
     else:
-        assert report.details["reason"] == reason
+        assert report.reason == reason
     assert os.getpid() == pid and "candidate.so" not in _loaded_libraries()
 
 
@@ -228,7 +228,7 @@ def test_strided_subset_views_are_honoured_and_writes_outside_the_subset_caught(
     bad = good + " _out[1] = 0.5;"  # the element between two of the view's columns
     answer = Answer(code=bad)
     report, = run_checks(CheckRequest(answer, ctx, settings, check_workdir(ctx, answer)))
-    assert report.status == "failed" and report.details["reason"] == "outside_subset"
+    assert report.status == "failed" and report.reason == "outside_subset"
     assert "wrote to element 2 of B, outside the part its output connector covers" in report.diagnostics
 
 
@@ -237,9 +237,9 @@ def test_softmax_with_reference_accepts_correct_code_and_refuses_zeros():
     sdfg = _softmax_program("softmax_checked")
     good = verify(sdfg, SOFTMAX, implementation=None)
     assert good.status == "passed", good.diagnostics
-    assert good.details["reference"]["kind"] == "function" and good.details["seeds"] == 3
+    assert good.details["reference"]["kind"] == "function" and good.seeds == 3
     zeros = verify(sdfg, "for (int i = 0; i < N; ++i) _out[i] = 0.0;", implementation=None)
-    assert zeros.status == "failed" and zeros.details["reason"] == "mismatch"
+    assert zeros.status == "failed" and zeros.reason == "mismatch"
     assert "output _out at index [0] is 0.0, expected" in zeros.diagnostics
 
 
@@ -259,7 +259,7 @@ def test_ainode_without_reference_is_inconclusive_and_told_once_per_program():
             answer = Answer(code="for (int i = 0; i < N; ++i) _out[i] = _a[i];")
             reports += run_checks(CheckRequest(answer, ctx, settings, check_workdir(ctx, answer)))
     assert [r.status for r in reports] == ["inconclusive", "inconclusive"]
-    assert all(r.details["reason"] == "no reference" for r in reports)
+    assert all(r.reason == "no reference" for r in reports)
     told = [w for w in caught if issubclass(w.category, UnverifiedWarning)]
     assert len(told) == 1 and "two_unreferenced" in str(told[0].message) and "reference=" in str(told[0].message)
 
@@ -285,5 +285,5 @@ def test_sizes_setting_is_parsed_and_used():
     assert parse_sizes_setting("N=5,9 M=3") == {"N": [5, 9], "M": [3]}
     report = verify(_softmax_program("softmax_sizes"), SOFTMAX, implementation=None, verify_sizes="N=5,9",
                     verify_seeds=2)
-    assert report.status == "passed" and report.details["sizes"] == [{"N": 5}, {"N": 9}]
-    assert report.details["seeds"] == 2
+    assert report.status == "passed" and report.sizes == [{"N": 5}, {"N": 9}]
+    assert report.seeds == 2

@@ -6,15 +6,21 @@ repair round, so they should be the compiler's own words with temporary paths
 replaced by stable names (see :func:`stable_paths`). ``inconclusive`` means the
 checker could not decide (a missing tool or header) and never counts as failure;
 :func:`dace_ai.checking.verdict.judge` then accepts the answer with a warning
-(``on_inconclusive=warn``) unless the report's ``details`` hold ``"told"`` (the
-checker told the user itself, e.g. once per program), or refuses it
-(``on_inconclusive=reject``).
+(``on_inconclusive=warn``) unless the report says ``told_user`` (the checker told
+the user itself, e.g. once per program), or refuses it (``on_inconclusive=reject``).
+
+What every stage reports is a field of :class:`CheckReport` (``stage``, ``reason``,
+``rule``, ``told_user``, ``seeds``, ``sizes``); ``details`` holds what only one checker
+knows (bench figures, remarks, the ladder). Reports travel as :meth:`CheckReport.record`
+(sessions' ``checks.json``, check jobs' results, the answer cache) and come back with
+:meth:`CheckReport.from_record`, so one shape is written and read everywhere.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -44,15 +50,79 @@ class CheckRequest:
 
 @dataclass
 class CheckReport:
+    """One checker's finding about one candidate.
+
+    The first five fields may be given by position (``CheckReport(name, "failed", text)``);
+    the rest by keyword. ``stage`` is filled by the stage runner from the checker's
+    registration when the checker leaves it empty.
+    """
+
     checker: str
     status: Status
     diagnostics: str = ""
     seconds: float = 0.0
     details: dict[str, Any] = field(default_factory=dict)
+    #: The stage the checker ran in: ``compile``, ``verify`` or ``bench``.
+    stage: str = field(default="", kw_only=True)
+    #: Why it could not decide or refused, in a few words ("no reference", "mismatch", "clang missing").
+    reason: str = field(default="", kw_only=True)
+    #: The bench rule that refused the candidate: ``gate`` (too slow), ``deception``, ``native-library``, ...
+    rule: str = field(default="", kw_only=True)
+    #: The checker has told the user about this itself (once per program): :func:`judge` warns no second time.
+    told_user: bool = field(default=False, kw_only=True)
+    #: How many seeds a comparison with the reference ran (0: none).
+    seeds: int = field(default=0, kw_only=True)
+    #: The sizes it ran, one mapping of symbol values per size.
+    sizes: list[dict[str, int]] = field(default_factory=list, kw_only=True)
+
+    def __post_init__(self) -> None:
+        self.fields_from_details()
 
     @property
     def failed(self) -> bool:
         return self.status == "failed"
+
+    def fields_from_details(self) -> CheckReport:
+        """Move what an older checker put into ``details`` by convention into the typed fields.
+
+        The keys ``stage``, ``reason``, ``rule``, ``seeds``, ``sizes`` and ``told`` (now
+        ``told_user``); a new report and the stage runner (for details filled in later) call
+        this, so a plugin written before the fields still reports its stage and reasons.
+        A value already set in a field wins; ``details["sizes"]`` becomes ``sizes`` only
+        when it is a list of mappings (a bench figure's one mapping stays a figure).
+        """
+        d = self.details
+        if not self.stage and isinstance(d.get("stage"), str):
+            self.stage = d.pop("stage")
+        if not self.reason and d.get("reason"):
+            self.reason = str(d.pop("reason"))
+        if not self.rule and d.get("rule"):
+            self.rule = str(d.pop("rule"))
+        if "told" in d:
+            self.told_user = self.told_user or bool(d.pop("told"))
+        if not self.seeds and isinstance(d.get("seeds"), int) and not isinstance(d["seeds"], bool):
+            self.seeds = d.pop("seeds")
+        sizes = d.get("sizes")
+        if not self.sizes and isinstance(sizes, list) and all(isinstance(s, dict) for s in sizes):
+            self.sizes = [dict(s) for s in d.pop("sizes")]
+        return self
+
+    def record(self) -> dict[str, Any]:
+        """The report as JSON data: what sessions, check jobs and the answer cache store."""
+        return {"checker": self.checker, "status": self.status, "diagnostics": self.diagnostics,
+                "seconds": float(self.seconds), "stage": self.stage, "reason": self.reason, "rule": self.rule,
+                "told_user": self.told_user, "seeds": self.seeds, "sizes": [dict(s) for s in self.sizes],
+                "details": json.loads(json.dumps(self.details, default=str))}
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> CheckReport:
+        """A report from :meth:`record`'s data (or from a record written before the typed fields)."""
+        report = cls(str(record["checker"]), record["status"], str(record.get("diagnostics") or ""),
+                     float(record.get("seconds") or 0.0), dict(record.get("details") or {}),
+                     stage=str(record.get("stage") or ""), reason=str(record.get("reason") or ""),
+                     rule=str(record.get("rule") or ""), told_user=bool(record.get("told_user")),
+                     seeds=int(record.get("seeds") or 0), sizes=[dict(s) for s in record.get("sizes") or []])
+        return report.fields_from_details()
 
 
 def stable_paths(text: str, replacements: dict[str, str]) -> str:

@@ -160,7 +160,7 @@ def _refusal(result: dict[str, Any]) -> CheckReport:
     from dace_ai.checking import deception
 
     if result["status"] == "inconclusive":
-        return CheckReport(NAME, "inconclusive", result["message"], details={"reason": result["reason"]})
+        return CheckReport(NAME, "inconclusive", result["message"], reason=str(result["reason"] or ""))
     problem = result.get("problem") or {}
     reason = result["reason"]
     container = problem.get("container") or "?"
@@ -172,11 +172,10 @@ def _refusal(result: dict[str, Any]) -> CheckReport:
     reasons = deception.run_reasons(findings) if findings else []
     if reasons:
         return CheckReport(NAME, "failed", "Refused: " + "; ".join(reasons) + f". ({result['message']})",
-                           details={"rule": "deception", "reasons": reasons, "reason": reason})
+                           rule="deception", reason=reason, details={"reasons": reasons})
     if reason in ("mismatch", "unwritten", "nondeterministic"):
-        return CheckReport(NAME, "failed", result["message"], details={"rule": reason})
-    return CheckReport(NAME, "failed", f"Running your code failed: {result['message']}",
-                       details={"rule": reason})
+        return CheckReport(NAME, "failed", result["message"], rule=reason, reason=reason)
+    return CheckReport(NAME, "failed", f"Running your code failed: {result['message']}", rule=reason, reason=reason)
 
 
 def bench_check(request: CheckRequest) -> CheckReport:
@@ -192,7 +191,7 @@ def bench_check(request: CheckRequest) -> CheckReport:
     forbidden = deception.forbidden_library_reason(
         request.answer, "\n".join([request.node.description, settings.extra_instructions or ""]))
     if forbidden:
-        return CheckReport(NAME, "failed", f"Refused: {forbidden}.", details={"rule": "native-library"})
+        return CheckReport(NAME, "failed", f"Refused: {forbidden}.", rule="native-library")
     result = request.shared.get(SHARED_RUN)
     seconds = 0.0
     if isinstance(result, dict) and result.get("bench") is not None:
@@ -222,10 +221,11 @@ def bench_check(request: CheckRequest) -> CheckReport:
         fig["baselines_reused"] = list(run["baselines_reused"])
     fig.update(_speed_of_light_details(request, fig))
     reasons = deception.run_reasons(run)
+    sizes = [dict(fig["sizes"])] if isinstance(fig.get("sizes"), dict) else []
     gate_on = settings.gate_baseline
     if reasons:
         return CheckReport(NAME, "failed", "Refused: " + "; ".join(reasons) + ".", seconds,
-                           details={"rule": "deception", "reasons": reasons, **fig})
+                           rule="deception", sizes=sizes, details={"reasons": reasons, **fig})
     gated = fig.get("speedup_strongest") if gate_on == "strongest" else fig.get("speedup")
     if settings.bench == "gate" and gated is not None and gated < settings.min_speedup:
         against = (f"the strongest baseline ({fig.get('strongest')})" if gate_on == "strongest"
@@ -233,9 +233,8 @@ def bench_check(request: CheckRequest) -> CheckReport:
         return CheckReport(NAME, "failed",
                            f"Too slow: {describe(fig)}; a speedup of at least {settings.min_speedup:.2f}x over "
                            f"{against} is required (settings min_speedup, gate_baseline). Make the code faster.",
-                           seconds,
-                           details={"rule": "gate", **fig})
-    return CheckReport(NAME, "passed", describe(fig), seconds, details=fig)
+                           seconds, rule="gate", sizes=sizes, details=fig)
+    return CheckReport(NAME, "passed", describe(fig), seconds, details=fig, sizes=sizes)
 
 
 def _speed_of_light_details(request: CheckRequest, fig: dict[str, Any]) -> dict[str, Any]:

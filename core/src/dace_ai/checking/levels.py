@@ -21,13 +21,13 @@ UNVERIFIED = "unverified"
 
 
 def _stage(report: CheckReport) -> str:
-    return str(report.details.get("stage", "compile"))
+    return report.stage or "compile"
 
 
 def _reason(report: CheckReport) -> str:
     """One line: the report's ``reason`` detail, else its checker and first line of diagnostics."""
-    if report.details.get("reason"):
-        reason = str(report.details["reason"])
+    if report.reason:
+        reason = report.reason
     else:
         first = next(iter(report.diagnostics.strip().splitlines()), "") or "could not decide"
         reason = f"{report.checker}: {first}"
@@ -46,8 +46,8 @@ def _plural(count: int, word: str) -> str:
 def _varied(report: CheckReport, supplements: Sequence[CheckReport]) -> list[str]:
     """What a passed verify report varied: seeds, sizes, thread counts, input distributions, sanitizers."""
     details = report.details
-    parts = [_plural(int(details["seeds"]), "seed")]
-    sizes = [dict(s) for s in details.get("sizes") or []]
+    parts = [_plural(report.seeds, "seed")]
+    sizes = [dict(s) for s in report.sizes]
     bench = details.get("bench_sizes")
     if bench and dict(bench) not in sizes:
         sizes.append(dict(bench))
@@ -70,8 +70,8 @@ def _varied(report: CheckReport, supplements: Sequence[CheckReport]) -> list[str
 def verification_level(reports: Sequence[CheckReport]) -> str:
     """The level of an answer checked by ``reports`` (see the module docstring).
 
-    A passed ``verify`` report with ``details["seeds"]`` -> ``verified (N seeds, ...)`` (see :func:`_varied`);
-    an inconclusive ``verify`` report -> ``unverified: <details["reason"]>``; compile
+    A passed ``verify`` report with ``seeds`` -> ``verified (N seeds, ...)`` (see :func:`_varied`);
+    an inconclusive ``verify`` report -> ``unverified: <its reason>``; compile
     reports only, all passed -> ``compile-only``; no reports -> ``unverified: checks are off``.
     """
     if not reports:
@@ -87,9 +87,9 @@ def verification_level(reports: Sequence[CheckReport]) -> str:
         return _reason(routed[0])  # "compile-only: no worker with resource 'cuda'" (an executor's routing)
     if inconclusive_verify:
         return f"{UNVERIFIED}: {_reason(inconclusive_verify[0])}"
-    passed = [r for r in verify if r.status == "passed" and r.details.get("seeds")]
+    passed = [r for r in verify if r.status == "passed" and r.seeds]
     if passed:
-        return f"verified ({', '.join(_varied(min(passed, key=lambda r: int(r.details['seeds'])), supplements))})"
+        return f"verified ({', '.join(_varied(min(passed, key=lambda r: r.seeds), supplements))})"
     compile_reports = [r for r in reports if _stage(r) == "compile"]
     if any(r.status == "passed" for r in compile_reports):
         return "compile-only"

@@ -41,9 +41,9 @@ message naming the class, the container and the answer's line::
     sizes N=13 (the small odd size)): every access must stay inside the data its connector covers, ...
 
 Reports: ``CheckReport("sanitizers", "passed" | "failed" | "inconclusive", diagnostics,
-details={"stage": "verify", "sanitizers": ["address", "undefined"(, "thread")],
-"reason": ..., "sizes": {"address": {...}, "thread": {...}}, "threads": 4 | None,
-"seconds": {...}, "pch": {...}})`` (``"passed": [...]``: the runs that passed when
+stage="verify", reason=..., sizes=[address run's, thread run's], details={"sanitizers":
+["address", "undefined"(, "thread")], "sanitizer_sizes": {"address": {...}, "thread": {...}},
+"threads": 4 | None, "seconds": {...}, "pch": {...}})`` (``"passed": [...]``: the runs that passed when
 another was inconclusive). Inconclusive (never failed) when clang++ is missing (Debian
 package ``clang``), when LLVM's OpenMP runtime or Archer is missing for the thread
 run (``libomp-dev``; the address run still counts), when clang has no sanitizer
@@ -73,7 +73,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dace_ai.checking.api import CheckReport, CheckRequest, stable_paths
+from dace_ai.checking.api import CheckReport, CheckRequest, Status, stable_paths
 from dace_ai.checking.units import UNIT_FILE, ToolResult, environment_classes, unit_place
 from dace_ai.plugins.registrations import Checker, Setting
 from dace_ai.state import STATE
@@ -913,17 +913,17 @@ def sanitizers_check(request: CheckRequest) -> CheckReport:
 
     start = time.perf_counter()
     seconds: dict[str, float] = {}
-    details: dict[str, Any] = {"sanitizers": ["address", "undefined"], "sizes": {}, "threads": None,
+    sizes: dict[str, dict[str, int]] = {}
+    details: dict[str, Any] = {"sanitizers": ["address", "undefined"], "sanitizer_sizes": sizes, "threads": None,
                                "seconds": seconds}
 
-    def report(status: str, reason: str, message: str) -> CheckReport:
-        if reason:
-            details["reason"] = reason
-        if status == "inconclusive" and reason in MACHINE_REASONS:
+    def report(status: Status, reason: str, message: str) -> CheckReport:
+        told = status == "inconclusive" and reason in MACHINE_REASONS
+        if told:
             tell_once(reason, message)
-            details["told"] = True
         seconds["check"] = time.perf_counter() - start
-        return CheckReport(NAME, status, message, seconds["check"], details)  # type: ignore[arg-type]
+        return CheckReport(NAME, status, message, seconds["check"], details, stage="verify", reason=reason,
+                           told_user=told, sizes=list(sizes.values()))
 
     compiler = sanitizer_compiler(request.settings)
     if compiler is None:
@@ -945,14 +945,14 @@ def sanitizers_check(request: CheckRequest) -> CheckReport:
     address = start_build(request, "address", unit, build.flags, openmp and omp_problem is None, compiler)
     thread = start_build(request, "thread", unit, build.flags, True, compiler) if openmp and not omp_problem else None
     parts: list[_Part] = []
-    details["sizes"]["address"] = dict(small["sizes"])
+    sizes["address"] = dict(small["sizes"])
     parts.append(_run_part(request, address, small, unit, answer_lines, ADDRESS_THREADS if openmp else 1, seconds))
     if openmp and omp_problem:
         parts.append(_Part("inconclusive", "libomp missing", f"no thread sanitizer run: {omp_problem}"))
     elif thread is not None:
         details["sanitizers"].append("thread")
         details["threads"] = THREAD_COUNT
-        details["sizes"]["thread"] = dict(odd["sizes"])
+        sizes["thread"] = dict(odd["sizes"])
         if parts[0].status == "failed":
             thread.stop()
         else:

@@ -90,7 +90,7 @@ def select_checkers(node: NodeContext, settings: Any,
                 missing.append(CheckReport(name, "inconclusive",
                                            f"checker {name!r} named by target {node.target.name!r} "
                                            f"({target.origin}) is not installed; installed: {', '.join(registered)}",
-                                           details={"stage": "compile"}))
+                                           stage="compile"))
             elif name not in names:
                 names.append(name)
         for entry in signed:
@@ -129,7 +129,8 @@ def _run_one(checker: Checker, request: CheckRequest) -> CheckReport | None:
             details={"traceback": traceback.format_exc()})
     if not report.seconds:
         report.seconds = time.perf_counter() - start
-    report.details.setdefault("stage", checker.stage)
+    report.fields_from_details()
+    report.stage = report.stage or checker.stage
     report.details.setdefault("origin", checker.origin)
     report.diagnostics = stable_paths(report.diagnostics, _stable_replacements(request.workdir))
     return report
@@ -191,10 +192,10 @@ def repair_message(reports: list[CheckReport]) -> str:
     parts = [("Your code did not pass the checks below. Fix every reported problem and answer again "
               "with the complete corrected answer in the same JSON format.")]
     for report in failures:
-        stage = report.details.get("stage", "compile")
+        stage = report.stage or "compile"
         text = stable_paths(report.diagnostics.strip(), replacements) or "(no diagnostics)"
         parts.append(f"Check {report.checker!r} (stage {stage}) failed:\n```\n{text}\n```")
-    if any(r.details.get("rule") == "gate" for r in failures):  # too slow: say where the time goes
+    if any(r.rule == "gate" for r in failures):  # too slow: say where the time goes
         from dace_ai.prompt.feedback import where_the_time_goes
 
         section = where_the_time_goes(reports).strip()
@@ -227,7 +228,7 @@ def inconclusive_error(node: NodeContext, reports: list[CheckReport],
                        session_folder: str | os.PathLike | None = None) -> CheckFailed:
     """The error when checks could not decide and ``on_inconclusive=reject`` refuses the answer."""
     where = f"; session: {session_folder}" if session_folder else ""
-    what = "; ".join(f"{r.checker}: " + ((r.details.get("reason") or r.diagnostics.strip() or "no reason given")
+    what = "; ".join(f"{r.checker}: " + ((r.reason or r.diagnostics.strip() or "no reason given")
                                          .splitlines()[0]) for r in reports)
     return CheckFailed(f"node {node.name!r} ({node.node_type}) in SDFG {node.sdfg_name!r}: the answer was refused "
                        f"because {len(reports)} check(s) could not decide ({what}) and on_inconclusive=reject{where}",

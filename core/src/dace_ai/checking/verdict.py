@@ -11,8 +11,8 @@ The rule:
 * otherwise an ``inconclusive`` report (a checker that could not decide: a missing
   tool, no reference, a crashed checker) refuses it under ``on_inconclusive=reject``
   (no repair round can fix a missing tool: not repairable), and under ``warn`` accepts
-  it with a warning about each such report, except reports whose ``details`` hold
-  ``"told"`` (their checker told the user itself, e.g. once per program);
+  it with a warning about each such report, except reports marked ``told_user``
+  (their checker told the user itself, e.g. once per program);
 * otherwise it is accepted, with the verification level its reports reached.
 
 When every answer was refused, ``on_failure`` decides what happens to the node
@@ -50,6 +50,9 @@ class Verdict:
     warnings: tuple[CheckReport, ...] = ()
     #: ``on_failure`` as set ("native", "error" or "" for: native where the node has a native expansion).
     on_failure: str = ""
+    #: The level the reports reached, accepted or not (``unverified: failed verify`` for a refused one):
+    #: what a session records for every round.
+    reached: str = ""
 
     @property
     def repairable(self) -> bool:
@@ -59,7 +62,7 @@ class Verdict:
     @property
     def too_slow(self) -> bool:
         """Refused only by the bench gate: the code works, it is just not faster than required."""
-        return bool(self.failed) and all(r.details.get("rule") == "gate" for r in self.failed)
+        return bool(self.failed) and all(r.rule == "gate" for r in self.failed)
 
     def keeps_native(self, has_native: bool) -> bool:
         """When no answer was accepted: expand natively (True) or stop with an error (False)?"""
@@ -78,17 +81,18 @@ def judge(reports: Sequence[CheckReport], settings: Any) -> Verdict:
     failed = tuple(r for r in reports if r.status == "failed")
     undecided = tuple(r for r in reports if r.status == "inconclusive")
     on_failure = str(getattr(settings, "on_failure", None) or "")
+    reached = verification_level(reports)
     if failed:
         names = ", ".join(dict.fromkeys(r.checker for r in failed))
         return Verdict(False, reason=f"refused by check(s) {names}: {_first_line(failed[0])}", failed=failed,
-                       inconclusive=undecided, on_failure=on_failure)
+                       inconclusive=undecided, on_failure=on_failure, reached=reached)
     if undecided and getattr(settings, "on_inconclusive", "warn") == "reject":
         names = ", ".join(dict.fromkeys(r.checker for r in undecided))
         return Verdict(False, reason=f"check(s) {names} could not decide and on_inconclusive=reject",
-                       inconclusive=undecided, on_failure=on_failure)
-    untold = tuple(r for r in undecided if "told" not in r.details)
-    return Verdict(True, level=verification_level(reports), inconclusive=undecided, warnings=untold,
-                   on_failure=on_failure)
+                       inconclusive=undecided, on_failure=on_failure, reached=reached)
+    untold = tuple(r for r in undecided if not r.told_user)
+    return Verdict(True, level=reached, inconclusive=undecided, warnings=untold, on_failure=on_failure,
+                   reached=reached)
 
 
 def falls_back_natively(on_failure: str | None, has_native: bool, *, too_slow: bool = False) -> bool:
@@ -101,7 +105,7 @@ def falls_back_natively(on_failure: str | None, has_native: bool, *, too_slow: b
 
 
 def _first_line(report: CheckReport) -> str:
-    text = report.details.get("reason") or report.diagnostics.strip() or "no reason given"
+    text = report.reason or report.diagnostics.strip() or "no reason given"
     return str(text).splitlines()[0] if str(text).strip() else "no reason given"
 
 

@@ -5,10 +5,10 @@ It runs the candidate against the node's reference in the sandbox
 for library nodes that have one, the ``reference=`` function for an ``AINode``. The
 report says what was checked::
 
-    CheckReport("verify", "passed", details={"seeds": 3, "sizes": [{"N": 13}, {"N": 67}, {"N": 64}, ...],
+    CheckReport("verify", "passed", seeds=3, sizes=[{"N": 13}, {"N": 67}, {"N": 64}, ...], details={
                                              "ladder": [...], "skipped": [...]})
     CheckReport("verify", "failed", "Wrong result (seed 0, sizes N=64 (the vector-multiple size)): output _out ...")
-    CheckReport("verify", "inconclusive", "Not verified: no reference.", details={"reason": "no reference"})
+    CheckReport("verify", "inconclusive", "Not verified: no reference.", reason="no reference", told_user=True)
 
 A failed report's diagnostics go back to the model in the next repair round. A node
 without a reference is reported as inconclusive and the user is told once per
@@ -70,19 +70,20 @@ def verify_check(request: CheckRequest) -> CheckReport:
             plan = None  # a bad bench_sizes is the bench stage's to report
     result = run_against_reference(request, mode="verify", seeds=seeds, sizes=sizes, bench=plan)
     request.shared[bench.SHARED_RUN] = result
-    details: dict[str, Any] = {"seeds": len(result["seeds"]), "sizes": result["sizes"],
-                               "reference": result["reference"], "timings": result["seconds"],
+    details: dict[str, Any] = {"reference": result["reference"], "timings": result["seconds"],
                                "threads": result["threads"], "ladder": result.get("ladder", []),
                                "skipped": [s.as_dict() for s in result.get("skipped", [])],
                                "distributions": result.get("distributions") or {}}
     if plan is not None:
         details["bench_sizes"] = plan.sizes
-    if result["status"] != "passed":
-        details["reason"] = result["reason"]
-    if result["status"] == "inconclusive":
-        details["told"] = tell_unverified(request, result["reason"] or "unknown")
+    reason = str(result["reason"] or "") if result["status"] != "passed" else ""
+    told = result["status"] == "inconclusive"
+    if told:  # once per program: this node's user has been told now or by an earlier node of the program
+        tell_unverified(request, reason or "unknown")
     seconds = result["seconds"]["total"] - float((result.get("bench") or {}).get("seconds") or 0.0)
-    return CheckReport("verify", result["status"], result["message"], seconds, details)
+    return CheckReport("verify", result["status"], result["message"], seconds, details, stage="verify",
+                       reason=reason, told_user=told, seeds=len(result["seeds"]),
+                       sizes=[dict(s) for s in result["sizes"]])
 
 
 @hookimpl

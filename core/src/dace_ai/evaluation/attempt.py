@@ -34,7 +34,7 @@ def prompt_hash(system: str, user: str) -> str:
 
 def _stage_status(reports: list[Any], stage: str) -> str:
     """``failed`` / ``passed`` / ``inconclusive`` from a stage's reports; ``not run`` when none ran."""
-    mine = [r for r in reports if r.details.get("stage") == stage]
+    mine = [r for r in reports if r.stage == stage]
     if not mine:
         return "not run"
     if any(r.status == "failed" for r in mine):
@@ -46,7 +46,7 @@ def _stage_status(reports: list[Any], stage: str) -> str:
 
 def _bench_speedup(reports: list[Any]) -> float | None:
     for report in reports:
-        if report.details.get("stage") == "bench" and isinstance(report.details.get("speedup"), (int, float)):
+        if report.stage == "bench" and isinstance(report.details.get("speedup"), (int, float)):
             return float(report.details["speedup"])
     return None
 
@@ -58,10 +58,10 @@ def _record_refusal(out: dict[str, Any], reports: list[Any], verdict: Any) -> No
         if out[stage] == "failed":  # the first stage that refused the attempt decides it
             out["refused_by"] = stage
             out["refusal"] = " ".join(r.diagnostics.strip() for r in reports
-                                      if r.status == "failed" and r.details.get("stage") == stage)[:500]
+                                      if r.status == "failed" and r.stage == stage)[:500]
             break
     if not verdict.accepted and not out.get("refused_by"):  # a check could not decide and on_inconclusive=reject
-        out["refused_by"] = str(verdict.inconclusive[0].details.get("stage") or "compile")
+        out["refused_by"] = str(verdict.inconclusive[0].stage or "compile")
         out["refusal"] = verdict.reason[:500]
     if out["bench"] == "failed":
         out["bench_refusal"] = out["refusal"] if out.get("refused_by") == "bench" else None
@@ -144,7 +144,7 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     with warnings.catch_warnings():  # "not verified" and the like are recorded per attempt, not printed
         warnings.simplefilter("ignore")
         reports, _ = check_answer(answer, ctx, settings)  # as an expansion checks it (environments resolved)
-    out["checks"] = [{"checker": r.checker, "stage": r.details.get("stage"), "status": r.status,
+    out["checks"] = [{"checker": r.checker, "stage": r.stage, "status": r.status,
                       "seconds": round(r.seconds, 4), "diagnostics": r.diagnostics[-2000:],
                       **{k: r.details[k] for k in BENCH_KEYS if k in r.details}} for r in reports]
     for stage in ("compile", "verify", "bench"):
@@ -176,7 +176,7 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
         out["speedup_source"] = "bench stage (the node vs its baselines)"
         out.update(_node_figures(reports))
         out["speed_of_light"] = next((r.details.get("speed_of_light") for r in reports
-                                      if r.details.get("stage") == "bench" and r.details.get("speed_of_light")), None)
+                                      if r.stage == "bench" and r.details.get("speed_of_light")), None)
     return finish_verdict(out, start)
 
 
@@ -220,7 +220,7 @@ def _machine_missing(reports: list[Any], out: dict[str, Any]) -> str | None:
     """
     if any(r.status == "failed" for r in reports) or out["compile"] != "inconclusive":
         return None
-    texts = [r.diagnostics.strip() for r in reports if r.details.get("stage") == "compile" and r.status == "inconclusive"]
+    texts = [r.diagnostics.strip() for r in reports if r.stage == "compile" and r.status == "inconclusive"]
     first = next((t.splitlines()[0] for t in texts if t), "the compile stage could not run")
     return f"cannot be built on this machine: {first[:200]}"
 
@@ -241,7 +241,7 @@ def speedups(run: dict[str, Any]) -> dict[str, Any]:
 def _node_figures(reports: list[Any]) -> dict[str, Any]:
     for report in reports:
         d = report.details
-        if d.get("stage") == "bench" and isinstance(d.get("speedup"), (int, float)):
+        if report.stage == "bench" and isinstance(d.get("speedup"), (int, float)):
             strongest = d.get("speedup_strongest", d["speedup"])
             return {"speedup": strongest, "speedup_native": d["speedup"],
                     "strongest": d.get("strongest") or d.get("native"), "native_baseline": d.get("native"),

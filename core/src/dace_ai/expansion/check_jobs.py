@@ -266,11 +266,9 @@ def run_check_job(data: dict[str, Any]) -> dict[str, Any]:
             reports = check_candidate(answer, ctx, check_settings_, set(payload.environments))
     if payload.compile_only:
         reports.append(CheckReport("routing", "inconclusive", f"Not run: {payload.compile_only}.",
-                                   details={"stage": "verify", "reason": payload.compile_only,
-                                            "compile_only": True}))
+                                   stage="verify", reason=payload.compile_only, details={"compile_only": True}))
     return CheckOutcome(
-        reports=[ReportModel(checker=r.checker, status=r.status, diagnostics=r.diagnostics, seconds=r.seconds,
-                             details=json.loads(json.dumps(r.details, default=str))) for r in reports],
+        reports=[ReportModel.model_validate(r.record()) for r in reports],
         warnings=[WarningModel(category=w.category.__name__, message=str(w.message)) for w in caught],
         seconds=time.perf_counter() - started, check_seconds=sum(r.seconds for r in reports),
         in_process=here is not None,

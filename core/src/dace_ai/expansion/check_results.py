@@ -1,11 +1,12 @@
 """What a check job brings back from a worker, and how the user's process decides whether to believe it.
 
 A worker returns a :class:`CheckOutcome` as plain data. :func:`read_outcome` validates it
-the way a local check's reports would hold up: every report has a known status, a stage
-and its timing; a ``passed`` verify report of the built-in ``verify`` checker carries its
-seeds and sizes, a passed bench's timings are positive numbers; a result with no report
-while checks are on, or one where a checker not installed here claims a verdict, is
-refused. A refused result never counts as passed (the dispatcher raises
+the way a local check's reports would hold up (the fields of
+:meth:`~dace_ai.checking.api.CheckReport.record`, no others): every report has a known
+status, a stage and its timing; a ``passed`` verify report of the built-in ``verify``
+checker carries its seeds and sizes, a passed bench's timings are positive numbers; a
+result with no report while checks are on, or one where a checker not installed here
+claims a verdict, is refused. A refused result never counts as passed (the dispatcher raises
 :class:`~dace_ai.expansion.dispatch.CheckJobFailed`).
 """
 
@@ -31,23 +32,28 @@ class ReportModel(BaseModel):
     status: Literal["passed", "failed", "inconclusive"]
     diagnostics: str = ""
     seconds: float = Field(ge=0)
+    stage: str
+    reason: str = ""
+    rule: str = ""
+    told_user: bool = False
+    seeds: int = Field(default=0, ge=0)
+    sizes: list[dict[str, int]] = Field(default_factory=list)
     details: dict[str, Any]
 
-    @field_validator("details")
+    @field_validator("stage")
     @classmethod
-    def _stage(cls, details: dict[str, Any]) -> dict[str, Any]:
+    def _stage(cls, stage: str) -> str:
         from dace_ai.plugins.registrations import STAGES
 
-        if details.get("stage") not in STAGES:
-            raise ValueError(f"details['stage'] must be one of {STAGES}, got {details.get('stage')!r}")
-        return details
+        if stage not in STAGES:
+            raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
+        return stage
 
     @model_validator(mode="after")
     def _passed_has_evidence(self) -> ReportModel:
-        stage = self.details["stage"]
+        stage = self.stage
         if self.status == "passed" and stage == "verify" and self.checker == "verify":
-            seeds = self.details.get("seeds")
-            if not isinstance(seeds, int) or seeds < 1 or not self.details.get("sizes"):
+            if self.seeds < 1 or not self.sizes:
                 raise ValueError(f"a passed verify report of {self.checker!r} without its seeds and sizes")
         if self.status == "passed" and stage == "bench" and self.details.get("candidate_seconds") is not None:
             times = self.details["candidate_seconds"]
@@ -92,7 +98,7 @@ def read_outcome(value: Any, *, checks_on: bool, known_checkers: set[str]) -> tu
 def to_reports(outcome: CheckOutcome) -> list[Any]:
     from dace_ai.checking.api import CheckReport
 
-    return [CheckReport(r.checker, r.status, r.diagnostics, r.seconds, dict(r.details)) for r in outcome.reports]
+    return [CheckReport.from_record(r.model_dump()) for r in outcome.reports]
 
 
 _said: set[tuple[str, str]] = STATE.register("expansion.check_results.said", set())

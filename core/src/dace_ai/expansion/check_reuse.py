@@ -63,8 +63,7 @@ def fingerprint(answer: Answer, ctx: NodeContext, settings: Any, environments: s
 def record(fingerprint_: str, reports: list[CheckReport], level: str) -> dict[str, Any]:
     """What an accepted answer's cache entry keeps about its checks (``checked``)."""
     return {"fingerprint": fingerprint_, "level": level,
-            "reports": [{"checker": r.checker, "status": r.status, "diagnostics": r.diagnostics,
-                         "seconds": r.seconds, "details": r.details} for r in reports]}
+            "reports": [r.record() for r in reports]}
 
 
 def reuse(checked: Any, fingerprint_: str) -> list[CheckReport] | None:
@@ -80,9 +79,10 @@ def reuse(checked: Any, fingerprint_: str) -> list[CheckReport] | None:
         return None
     reports = []
     for model in models:
-        details = {k: v for k, v in model.details.items() if k != "told"}  # warned in the run that checked
-        reports.append(CheckReport(model.checker, model.status, model.diagnostics, model.seconds,
-                                   {**details, "reused": True}))
+        report = CheckReport.from_record(model.model_dump())
+        report.told_user = False  # warned in the run that checked: this run warns again
+        report.details["reused"] = True
+        reports.append(report)
     return reports
 
 

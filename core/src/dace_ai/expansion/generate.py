@@ -291,7 +291,7 @@ def _answer(provider: Any, client: Any, job: _Job, cache: AnswerCache, settings:
                          "diagnostics): " + (first[0].splitlines()[0] if first else ""), reply.usage, "", where)
     if not verdict.accepted:
         return _Answered("failed", f"refused: {verdict.reason}; nothing cached", reply.usage, "", where)
-    checks = [{"checker": r.checker, "status": r.status, "stage": r.details.get("stage", "")} for r in reports]
+    checks = [{"checker": r.checker, "status": r.status, "stage": r.stage} for r in reports]
     cache.put(job.key, provider.name, reply.as_record(),
               extra={"node": job.ctx.name, "via": "dace_ai.generate", "checks": checks, "verification": verdict.level,
                      **({"checked": recorded} if (recorded := checked.record(verdict.level)) else {})})

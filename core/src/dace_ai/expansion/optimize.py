@@ -408,9 +408,9 @@ class _Runner:
         verdict = attempt.verdict = judge(reports, self.settings)
         if verdict.failed:
             first = verdict.failed[0]
-            c.status, c.stage, c.reason = "refused", first.details.get("stage", ""), first.diagnostics.strip()
+            c.status, c.stage, c.reason = "refused", first.stage, first.diagnostics.strip()
         elif not verdict.accepted:  # a check could not decide and on_inconclusive=reject
-            c.status, c.stage, c.reason = "refused", verdict.inconclusive[0].details.get("stage", ""), verdict.reason
+            c.status, c.stage, c.reason = "refused", verdict.inconclusive[0].stage, verdict.reason
         else:
             c.status = "passed"
             c.verification = verdict.level
@@ -430,7 +430,7 @@ class _Runner:
                 reply_text=attempt.reply.text if attempt.reply else None,
                 answer=attempt.answer.model_dump(mode="json") if attempt.answer is not None else None,
                 reports=attempt.reports or [], status=status, error=error, source=attempt.candidate.source,
-                node_json=self.node_json, level=attempt.candidate.verification)
+                node_json=self.node_json, level=attempt.verdict.reached if attempt.verdict else "")
         attempt.candidate.session_round = rnd.number
 
 

@@ -303,7 +303,7 @@ class AnswerSource:
         if not self.settings.cache:
             return
         if source != "cache":
-            checks = [{"checker": r.checker, "status": r.status, "stage": r.details.get("stage", "")} for r in reports]
+            checks = [{"checker": r.checker, "status": r.status, "stage": r.stage} for r in reports]
             self.cache.put(key, self.provider.name, reply.as_record(),
                            extra={"checks": checks, "verification": level,
                                   **({"checked": checked} if checked else {})})
@@ -366,7 +366,7 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
                                    request=record, reply_text=reply.text, answer=answer.model_dump(mode="json"),
                                    reports=reports, status="accepted" if verdict.accepted else "rejected",
                                    source=source, node_json=node_json, usage=reply.usage, started=started,
-                                   reason="expansion" if attempt == 0 else "repair", level=verdict.level,
+                                   reason="expansion" if attempt == 0 else "repair", level=verdict.reached,
                                    extra={"checks_reused": True} if checked.reused else None)
         if verdict.accepted:
             answers.keep(key, reply, source, reports, verdict.level, checked.record(verdict.level))
@@ -387,8 +387,8 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
 def bench_figures(reports: list[Any]) -> dict[str, Any] | None:
     """The bench checker's figures among ``reports`` (None when nothing was timed)."""
     for report in reports:
-        if report.details.get("stage") == "bench" and ("speedup" in report.details
-                                                        or "candidate_median" in report.details):
+        if report.stage == "bench" and ("speedup" in report.details
+                                        or "candidate_median" in report.details):
             return report.details
     return None
 
@@ -483,7 +483,7 @@ def check_answer(answer: Answer, ctx: NodeContext, settings: AISettings,
     if resolution.problems:
         from dace_ai.checking.api import CheckReport
 
-        return [CheckReport("environments", "failed", "\n".join(resolution.problems))], set()
+        return [CheckReport("environments", "failed", "\n".join(resolution.problems), stage="compile")], set()
     if run is not None and settings.compile_check:
         reports = run(answer, ctx, settings, set(resolution.paths))
     else:

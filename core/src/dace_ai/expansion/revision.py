@@ -83,7 +83,7 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
         reports, environments = pipeline.check_answer(answer, ctx, settings)
         verdict = judge(reports, settings)
         rnd = session.record_round(answer=answer.model_dump(mode="json"), reports=reports,
-                                   status="accepted" if verdict.accepted else "rejected", level=verdict.level,
+                                   status="accepted" if verdict.accepted else "rejected", level=verdict.reached,
                                    **common)
         if verdict.accepted:
             answers.keep(key, reply, source, reports, verdict.level)  # only an answer that passed is cached

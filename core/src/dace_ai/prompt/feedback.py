@@ -49,10 +49,10 @@ class TimeEvidence:
         remarks: tuple[str, ...] = ()
         compiled_with = note = ""
         for report in reports:
-            checker, details = _fields(report)
+            checker, stage, details = _fields(report)
             if not isinstance(details, Mapping):
                 continue
-            if figures is None and details.get("stage") == "bench" and (
+            if figures is None and stage == "bench" and (
                     "speedup" in details or "candidate_median" in details):
                 figures = details
             found = details.get("speed_of_light")
@@ -74,12 +74,13 @@ class TimeEvidence:
         return bool(self.figures or self.speed_of_light or self.remarks)
 
 
-def _fields(report: Any) -> tuple[str, Any]:
+def _fields(report: Any) -> tuple[str, str, Any]:
+    """(checker, stage, details) of a report or of its ``checks.json`` row (older rows kept the stage in details)."""
     if isinstance(report, Mapping):
-        details = dict(report.get("details") or {})
-        details.setdefault("stage", report.get("stage", ""))
-        return str(report.get("checker", "")), details
-    return str(getattr(report, "checker", "")), getattr(report, "details", None)
+        details = report.get("details") or {}
+        stage = report.get("stage") or (details.get("stage") if isinstance(details, Mapping) else "")
+        return str(report.get("checker", "")), str(stage or ""), details
+    return str(getattr(report, "checker", "")), str(getattr(report, "stage", "")), getattr(report, "details", None)
 
 
 def _compiled_with(details: Mapping[str, Any]) -> str:

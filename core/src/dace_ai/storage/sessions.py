@@ -12,7 +12,8 @@ Layout::
             answer.txt        the raw reply
             answer.json       the parsed answer (when it parsed)
             feedback.md       what the user asked for (refine rounds)
-            checks.json       the checkers' reports with their details (verification, bench results);
+            checks.json       the checkers' whole reports (CheckReport.record: stage, reason, rule,
+                              seeds, sizes, details such as bench results);
                               check-<name>.log each checker's diagnostics
         round-2/ ...
 
@@ -34,8 +35,9 @@ The generated tasklet names its session and round in its provenance comment
                  "started", "time" (finished), "tokens": {"input", "output"}, "cost_usd",
                  "feedback", "edited_by_hand", "parent" (round continued), "replayed",
                  "checks_reused" (the reports of an earlier run of the same answer, no check ran),
-                 "checks": [{"checker", "stage", "status", "seconds"}],
-                 "verification" (level reached), "provenance" ({field: value} of the tasklet),
+                 "checks": [{"checker", "stage", "status", "seconds", "rule", "figures"}],
+                 "verification" (the level its checks reached, accepted or not: ``verified (3 seeds,
+                 ...)``, ``unverified: failed verify``), "provenance" ({field: value} of the tasklet),
                  "environments" ([class paths])}, ...],
      "events": [{"action": "rollback"|"pin"|"unpin", "round", "time"}, ...]}
 
@@ -72,12 +74,10 @@ class SessionWarning(DaceAIWarning):
     """A session could not be read or recorded; the expansion goes on without it."""
 
 FORMAT = 1
-#: Details of a check report kept in checks.json (the bench's figures and why a candidate was refused).
-_FIGURES = ("rule", "reasons", "speedup", "speedup_range", "native_median", "candidate_median", "native_seconds",
+#: Details of a check report shown in session.json's rounds (the bench's figures and why a candidate was refused).
+_FIGURES = ("reasons", "speedup", "speedup_range", "native_median", "candidate_median", "native_seconds",
             "candidate_seconds", "sizes", "repeats", "bytes", "bandwidth", "speed_of_light", "speed_of_light_level")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
-#: Verification levels from weakest to strongest (a round's level is the last stage all of whose checks passed).
-LEVELS = ("none", "compile", "verify", "bench")
 
 
 def _safe(text: str) -> str:
@@ -109,17 +109,6 @@ def _tokens(usage: Any) -> tuple[dict[str, int | None], float | None]:
         return {"input": None, "output": None}, None
     get = usage.get if isinstance(usage, dict) else (lambda k: getattr(usage, k, None))
     return {"input": get("input_tokens"), "output": get("output_tokens")}, get("cost_usd")
-
-
-def verification_level(checks: list[dict[str, Any]]) -> str:
-    """The strongest stage whose checks all passed (and every stage before it), from ``checks`` rows."""
-    level = "none"
-    for stage in LEVELS[1:]:
-        rows = [row for row in checks if row.get("stage") == stage]
-        if not rows or any(row.get("status") != "passed" for row in rows):
-            break
-        level = stage
-    return level
 
 
 class Session:
@@ -295,7 +284,9 @@ class Session:
                 if status == "accepted":
                     summary["current"] = last["number"]
                 if level:
-                    last["verification"] = summary["verification"] = level
+                    last["verification"] = level
+                if level and status == "accepted":
+                    summary["verification"] = level
                 summary["updated"] = time.time()
                 atomic_write_json(self.summary_path, summary)
                 return RoundRecord(last["number"], self.round_folder(last["number"]))
@@ -313,15 +304,16 @@ class Session:
             report_rows = []
             for report in reports:
                 row = {"checker": report.checker, "status": report.status, "seconds": round(report.seconds, 3),
-                       "stage": report.details.get("stage", "")}
+                       "stage": report.stage}
+                if report.rule:
+                    row["rule"] = report.rule
                 figures = {k: v for k, v in report.details.items() if k in _FIGURES}
                 if figures:
                     row["figures"] = figures
                 report_rows.append(row)
                 atomic_write(folder / f"check-{_safe(report.checker)}.log", report.diagnostics or "")
-            # checks.json keeps each checker's details too (verification seeds, bench timings, ...)
-            atomic_write_json(folder / "checks.json", [{**row, "details": dict(report.details)}
-                                                       for row, report in zip(report_rows, reports)])
+            # checks.json keeps each whole report (seeds, sizes, reasons, bench timings, ...)
+            atomic_write_json(folder / "checks.json", [report.record() for report in reports])
             if node_json is not None and not (self.folder / "node.json").exists():
                 atomic_write_json(self.folder / "node.json", node_json)
             tokens, cost = _tokens(usage)
@@ -331,7 +323,7 @@ class Session:
             entry = {"number": number, "status": status, "source": source, "error": error,
                      "cache_key": request.get("cache_key"), "started": started or now, "time": now,
                      "tokens": tokens, "cost_usd": cost, "reason": reason or "expansion",
-                     "checks": report_rows, "verification": level or verification_level(report_rows)}
+                     "checks": report_rows, "verification": level}
             if feedback:
                 entry["feedback"] = feedback
             entry.update(extra or {})
