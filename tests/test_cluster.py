@@ -184,8 +184,8 @@ class RecordingRunner:
         for job in jobs:
             RecordingRunner.sent.append(pickle.dumps(job))
             if RecordingRunner.forge:
-                forged = {"reports": [{"checker": "verify", "status": "passed", "seconds": 0.0,
-                                       "details": {"stage": "verify"}}], "seconds": 0.1, "check_seconds": 0.0}
+                forged = {"reports": [{"checker": "verify", "status": "passed", "seconds": 0.0, "stage": "verify",
+                                       "details": {}}], "seconds": 0.1, "check_seconds": 0.0}
                 yield JobResult(job.id, forged, None, "forger:1")
                 continue
             out = run_job(pickle.loads(RecordingRunner.sent[-1]))

@@ -116,8 +116,8 @@ def test_optimize_keeps_the_fast_candidate_and_says_why_the_others_lost(openai_s
     assert session["optimize"]["outcome"] == "optimized" and session["current"] == fast.session_round
     checks = json.loads(Path(folder, f"round-{fast.session_round}", "checks.json").read_text())
     bench = next(row for row in checks if row["checker"] == "bench")
-    assert bench["status"] == "passed" and bench["figures"]["speedup"] == pytest.approx(fast.speedup)
-    assert len(bench["figures"]["candidate_seconds"]) == 5
+    assert bench["status"] == "passed" and bench["details"]["speedup"] == pytest.approx(fast.speedup)
+    assert len(bench["details"]["candidate_seconds"]) == 5
     run_natively(sdfg)
 
 
@@ -168,7 +168,7 @@ def test_bench_gate_in_the_expansion_keeps_native_with_a_warning(openai_server, 
     [session] = dace_ai.list_sessions()
     checks = json.loads(Path(session["folder"], "round-1", "checks.json").read_text())
     bench = next(row for row in checks if row["checker"] == "bench")
-    assert bench["status"] == "failed" and bench["figures"]["rule"] == "gate" and bench["figures"]["speedup"] < 1
+    assert bench["status"] == "failed" and bench["rule"] == "gate" and bench["details"]["speedup"] < 1
 
 
 def test_generate_finds_the_gemm_behind_a_matmul(openai_server, blas_ai):

@@ -44,4 +44,4 @@ def test_the_bench_rules_read_the_problem_not_the_words():
     modified = _refusal(_failed("outside_subset", {"kind": "outside_subset", "container": "A", "input": True}))
     assert modified.details["reasons"][0].startswith("it writes to its input data (A)")
     wrong = _refusal(_failed("mismatch", {"kind": "mismatch", "container": "B"}, "Wrong result."))
-    assert wrong.details == {"rule": "mismatch"} and wrong.diagnostics == "Wrong result."
+    assert wrong.rule == "mismatch" and wrong.details == {} and wrong.diagnostics == "Wrong result."

@@ -68,7 +68,7 @@ def _roofline_json(capsys) -> dict:
 
 
 @pytest.mark.slow
-def test_the_roofline_is_measured_once_and_numpy_stays_between_a_third_of_it_and_it(capsys, _isolated_dace_ai):
+def test_the_roofline_is_measured_once_and_numpy_stays_under_it(capsys, _isolated_dace_ai):
     from dace_ai.checking.runner import all_cores
     from dace_ai.performance import store
 
@@ -107,8 +107,11 @@ def test_the_roofline_is_measured_once_and_numpy_stays_between_a_third_of_it_and
     assert level == "memory"
     print(f"NumPy sgemm {numpy['sgemm_gflops']:.1f} GFLOP/s of peak {peak:.1f}; copy {numpy['copy_gbs']:.1f} GB/s "
           f"of {bandwidth:.1f} GB/s (one thread)")
-    assert peak / 3 < numpy["sgemm_gflops"] < peak
-    assert bandwidth / 3 < numpy["copy_gbs"] < bandwidth
+    # The roofline is an upper bound NumPy never beats; how close NumPy comes depends on the BLAS kernel it picks
+    # for this CPU (OpenBLAS's Haswell kernel on an AVX-512 machine reaches a fifth of it), so that fraction is a
+    # figure bench/roofline.py prints, not an assertion. The lower bound only catches a roofline off by a unit.
+    assert peak / 16 < numpy["sgemm_gflops"] < peak
+    assert bandwidth / 16 < numpy["copy_gbs"] < bandwidth
 
 
 def main_text(capsys) -> str:

@@ -78,7 +78,7 @@ def test_run_checks_runs_compile_then_vector_lengths_for_a_gemm(tmp_path):
     by_name = {r.checker: r for r in reports}
     assert by_name["sve-compile"].status == "passed", by_name["sve-compile"].diagnostics
     assert by_name["sve-vector-lengths"].status == "passed", by_name["sve-vector-lengths"].diagnostics
-    assert by_name["sve-vector-lengths"].details["stage"] == "verify"
+    assert by_name["sve-vector-lengths"].stage == "verify"
     assert by_name["sve-vector-lengths"].details["symbols"] == {"K": 37, "M": 41, "N": 43}
 
 
