@@ -358,20 +358,34 @@ def test_process_state_is_registered_and_reset_in_one_place():
     import dace_ai.checking.sanitize
     import dace_ai.checking.verify
     import dace_ai.config.settings
+    import dace_ai.environments.installed
     import dace_ai.environments.resolve
+    import dace_ai.evaluation.tasks
     import dace_ai.expansion.check_results
+    import dace_ai.expansion.check_reuse
+    import dace_ai.targets.build_flags
+    import dace_ai.targets.cpu
     import dace_ai.targets.select
     from dace_ai import state
 
     assert state.STATE.names() == [
-        "checking.harness.expected_memo", "checking.sanitize.told", "checking.verify.told",
-        "config.settings.warned", "environments.resolve.detections", "expansion.check_results.said",
+        "checking.harness.expected_memo", "checking.sanitize.fast_link_args", "checking.sanitize.libomp_problem",
+        "checking.sanitize.llvm_lib_folder", "checking.sanitize.symbolizer", "checking.sanitize.told",
+        "checking.verify.told", "config.settings.warned", "environments.installed.detected",
+        "environments.installed.include_dirs", "environments.resolve.detections", "evaluation.tasks.suites",
+        "expansion.check_results.said", "expansion.check_reuse.file_digests", "expansion.check_reuse.package_digest",
+        "targets.build_flags.compiler_identity", "targets.build_flags.compiler_machine", "targets.cpu.this_cpu",
         "targets.select.detections"]
     told = dace_ai.checking.verify._told
     told.add("program")
     dace_ai.targets.select._detections[("x", "y")] = None
+    # A machine fact cached by a function (is clang's OpenMP runtime installed?) is forgotten too.
+    libomp_problem = dace_ai.checking.sanitize.libomp_problem
+    libomp_problem("/no/such/clang++")
+    assert libomp_problem.cache_info().currsize == 1
     state.reset()
     assert dace_ai.checking.verify._told is told and not told
     assert not dace_ai.targets.select._detections
+    assert libomp_problem.cache_info().currsize == 0
     with pytest.raises(ValueError, match="registered already"):
         state.STATE.register("checking.verify.told", set())

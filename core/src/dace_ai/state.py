@@ -9,11 +9,22 @@ library installed, a variable fixed) can call it too. What ``import dace_ai`` in
 into DaCe (the 'ai' implementation, patches, hooks) and the registries that live
 objects are looked up in (reference functions, jobs of this process) are not
 forgettable state and are not registered.
+
+Functions whose answers are facts of this machine that can change while a process
+lives (is clang's OpenMP runtime installed, which headers a library pack finds, what a
+compiler says it is, the source digests the check fingerprint reads) are cached with
+:meth:`ProcessState.cached` instead of a bare :func:`functools.lru_cache`, so the
+same :func:`reset` forgets them: after the warning "install libomp-dev", installing it
+and calling ``dace_ai.state.reset()`` is enough. Pure functions (parsing a size
+expression) keep plain caches. The measured roofline is not forgotten: measuring
+takes seconds and a machine's speed does not change under a running process.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
+from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 
@@ -22,6 +33,17 @@ class _Clearable(Protocol):
 
 
 C = TypeVar("C", bound=_Clearable)
+R = TypeVar("R")
+
+
+class _CacheOf:
+    """A :func:`functools.lru_cache` wrapper seen as a container: ``clear()`` empties its cache."""
+
+    def __init__(self, cached: Any) -> None:
+        self.cached = cached
+
+    def clear(self) -> None:
+        self.cached.cache_clear()
 
 
 class ProcessState:
@@ -39,6 +61,16 @@ class ProcessState:
                 raise ValueError(f"process state {name!r} is registered already")
             self._parts[name] = container
         return container
+
+    def cached(self, name: str, maxsize: int | None = 32) -> Callable[[Callable[..., R]], Callable[..., R]]:
+        """:func:`functools.lru_cache` whose cache is registered under ``name``, so :meth:`reset` forgets it."""
+
+        def decorate(function: Callable[..., R]) -> Callable[..., R]:
+            kept = functools.lru_cache(maxsize=maxsize)(function)
+            self.register(name, _CacheOf(kept))
+            return kept
+
+        return decorate
 
     def names(self) -> list[str]:
         """The registered containers' names, sorted."""

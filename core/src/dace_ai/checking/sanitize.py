@@ -58,7 +58,6 @@ what the node is defined for), and it runs after ``verify`` in its stage (its ``
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import platform
@@ -200,13 +199,13 @@ def sanitizer_compiler(settings: Any) -> str | None:
     return shutil.which(name) if name else None
 
 
-@functools.lru_cache(maxsize=8)
+@STATE.cached("checking.sanitize.llvm_lib_folder", maxsize=8)
 def llvm_lib_folder(compiler: str) -> Path:
     """``<llvm>/lib`` of a clang++ (``/usr/lib/llvm-14/lib``): where its libomp and Archer live on Debian."""
     return Path(os.path.realpath(compiler)).parent.parent / "lib"
 
 
-@functools.lru_cache(maxsize=8)
+@STATE.cached("checking.sanitize.libomp_problem", maxsize=8)
 def libomp_problem(compiler: str) -> str | None:
     """Why clang++ cannot build and run OpenMP code under ThreadSanitizer here, or None.
 
@@ -235,14 +234,14 @@ def archer_library(compiler: str) -> str | None:
     return str(path) if path.exists() else None
 
 
-@functools.lru_cache(maxsize=8)
+@STATE.cached("checking.sanitize.symbolizer", maxsize=8)
 def symbolizer(compiler: str) -> str | None:
     """``llvm-symbolizer`` of the clang in use (reports need it to name file and line), or None."""
     own = Path(os.path.realpath(compiler)).parent / "llvm-symbolizer"
     return str(own) if own.is_file() else shutil.which("llvm-symbolizer")
 
 
-@functools.lru_cache(maxsize=8)
+@STATE.cached("checking.sanitize.fast_link_args", maxsize=8)
 def fast_link_args(compiler: str, kind: str) -> tuple[str, ...]:
     """Link flags that halve a sanitized link: lld or gold where installed and, for the address run, the shared
     ASan runtime (found through an rpath) instead of the static one. (A shared TSan runtime crashes at start.)"""

@@ -10,7 +10,6 @@ are cached per process (the machine does not change while we run).
 from __future__ import annotations
 
 import ctypes.util
-import functools
 import os
 import shutil
 import sysconfig
@@ -22,6 +21,7 @@ from typing import Any
 
 from dace_ai import compat
 from dace_ai.plugins.registrations import Detection
+from dace_ai.state import STATE
 
 
 #: CMake packages whose presence we can check without CMake (others are not checked).
@@ -38,7 +38,7 @@ class EnvironmentInfo:
 _PACKAGE_TOOLS = {"CUDA": ("nvcc",), "HIP": ("hipcc",), "MPI": ("mpicxx", "mpic++", "mpicc")}
 
 
-@functools.lru_cache(maxsize=1)
+@STATE.cached("environments.installed.include_dirs", maxsize=1)
 def include_dirs() -> tuple[Path, ...]:
     """Where a compiler on this machine looks for headers (the usual places, no compiler run)."""
     dirs: list[str] = []
@@ -129,7 +129,7 @@ def check_environment(path: str, env: Any) -> EnvironmentInfo:
     return info
 
 
-@functools.lru_cache(maxsize=8)
+@STATE.cached("environments.installed.detected", maxsize=8)
 def _check_all(names: tuple[str, ...]) -> tuple[EnvironmentInfo, ...]:
     envs = compat.registered_environments()
     with warnings.catch_warnings():

@@ -16,7 +16,6 @@ natively (for AI nodes, which have no native expansion), and the sizes to run at
 
 from __future__ import annotations
 
-import functools
 import importlib
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dace_ai.errors import SettingsError
+from dace_ai.state import STATE
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -74,7 +74,7 @@ def load_task_file(path: Path) -> Task:
     return task
 
 
-@functools.cache
+@STATE.cached("evaluation.tasks.suites", maxsize=None)
 def load_suite(name: str) -> tuple[Task, ...]:
     """Every task of suite ``name``, sorted by id."""
     suite = suite_registration(name)

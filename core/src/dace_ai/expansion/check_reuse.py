@@ -33,7 +33,6 @@ import inspect
 import json
 import shutil
 import sys
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,7 @@ from dace_ai.context.types import NodeContext
 from dace_ai.expansion.check_jobs import carrier_program, make_payload
 from dace_ai.expansion.check_results import ReportModel
 from dace_ai.prompt.answer import Answer
+from dace_ai.state import STATE
 
 #: Bumped when what the fingerprint covers changes, so older records are never matched.
 FORMAT = 1
@@ -139,7 +139,7 @@ def _source_file(function: Any) -> str | None:
         return None
 
 
-@lru_cache(maxsize=256)
+@STATE.cached("expansion.check_reuse.file_digests", maxsize=256)
 def _file_digest(path: str | None) -> str:
     if not path:
         return ""
@@ -149,7 +149,7 @@ def _file_digest(path: str | None) -> str:
         return "unreadable"
 
 
-@lru_cache(maxsize=1)
+@STATE.cached("expansion.check_reuse.package_digest", maxsize=1)
 def _package_digest() -> str:
     """The source of ``dace_ai`` (Python, C++ and the child): an edited or upgraded check is another check."""
     root = Path(__file__).resolve().parents[1]

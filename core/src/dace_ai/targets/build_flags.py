@@ -20,7 +20,6 @@ units with their own compilers and flags, which this module passes through.
 
 from __future__ import annotations
 
-import functools
 import os
 import platform
 import re
@@ -28,6 +27,8 @@ import shlex
 import shutil
 import subprocess
 from typing import Any
+
+from dace_ai.state import STATE
 
 #: Flags CMake adds for each build type (CMake's defaults for GCC and Clang).
 BUILD_TYPE_FLAGS: dict[str, tuple[str, ...]] = {
@@ -47,7 +48,7 @@ def dace_compiler() -> str:
     return (Config.get("compiler", "cpu", "executable") or "").strip() or os.environ.get("CXX", "").strip() or "c++"
 
 
-@functools.lru_cache(maxsize=32)
+@STATE.cached("targets.build_flags.compiler_identity")
 def compiler_identity(executable: str) -> str:
     """First line of ``--version`` (tells GCC from Clang; keys the precompiled header)."""
     try:
@@ -58,7 +59,7 @@ def compiler_identity(executable: str) -> str:
         return executable
 
 
-@functools.lru_cache(maxsize=32)
+@STATE.cached("targets.build_flags.compiler_machine")
 def compiler_machine(executable: str) -> str | None:
     """The target triple a compiler produces code for (``-dumpmachine``), or None."""
     try:

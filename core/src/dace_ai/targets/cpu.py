@@ -7,10 +7,11 @@ in the kernel's spelling: ``avx2``, ``avx512_vnni``, ``sve``).
 
 from __future__ import annotations
 
-import functools
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from dace_ai.state import STATE
 
 CPUINFO = Path("/proc/cpuinfo")
 CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
@@ -38,7 +39,7 @@ def read_cpu(cpuinfo: Path = CPUINFO, cache_dir: Path = CACHE_DIR) -> CpuInfo:
     return _read(cpuinfo, cache_dir)
 
 
-@functools.lru_cache(maxsize=1)
+@STATE.cached("targets.cpu.this_cpu", maxsize=1)
 def _this_cpu() -> CpuInfo:
     return _read(CPUINFO, CACHE_DIR)
 
