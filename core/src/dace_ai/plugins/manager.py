@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any
+from typing import Any, TypeVar
 
 import pluggy
 
@@ -44,6 +44,8 @@ from dace_ai.plugins.registrations import (
     Setting,
     Target,
 )
+
+R = TypeVar("R", bound=Registration)
 
 ENTRY_POINT_GROUP = "dace_ai"
 #: Environment variables the plugin manager reads (``DACE_ai_<name>``); not settings, but not typos either.
@@ -295,22 +297,31 @@ class PluginManager:
         self._collect("dace_ai_prompt_sections")
         return dict(self._replaced)
 
+    def _collect_typed(self, hook_name: str, kind: type[R]) -> dict[str, R]:
+        """:meth:`_collect` for a hook whose registrations the collector checked are all ``kind``."""
+        found = self._collect(hook_name)
+        typed = {name: reg for name, reg in found.items() if isinstance(reg, kind)}
+        if len(typed) != len(found):  # the collector refuses these; reaching here means HOOK_TYPES is out of step
+            wrong = ", ".join(name for name in found if name not in typed)
+            raise PluginError(f"{hook_name}: registrations {wrong} are not {kind.__name__}")
+        return typed
+
     def providers(self) -> dict[str, Provider]:
-        return self._collect("dace_ai_providers")  # type: ignore[return-value]
+        return self._collect_typed("dace_ai_providers", Provider)
 
     def targets(self) -> dict[str, Target]:
-        return self._collect("dace_ai_targets")  # type: ignore[return-value]
+        return self._collect_typed("dace_ai_targets", Target)
 
     def prompt_sections(self) -> list[PromptSection]:
         """Sections in rendering order (``order``, then name)."""
-        sections = self._collect("dace_ai_prompt_sections").values()
-        return sorted(sections, key=lambda s: (s.order, s.name))  # type: ignore[attr-defined]
+        sections = self._collect_typed("dace_ai_prompt_sections", PromptSection).values()
+        return sorted(sections, key=lambda s: (s.order, s.name))
 
     def checkers(self) -> dict[str, Checker]:
-        return self._collect("dace_ai_checkers")  # type: ignore[return-value]
+        return self._collect_typed("dace_ai_checkers", Checker)
 
     def environment_generators(self) -> dict[str, EnvironmentGenerator]:
-        return self._collect("dace_ai_environment_generators")  # type: ignore[return-value]
+        return self._collect_typed("dace_ai_environment_generators", EnvironmentGenerator)
 
     def declared_settings(self) -> dict[str, tuple[Setting, Registration]]:
         """Every plugin-owned :class:`Setting`, by name, with the first registration declaring it.
@@ -328,11 +339,12 @@ class PluginManager:
                                           f"{found[setting.name][1].origin} and {reg.origin}")
                     found.setdefault(setting.name, (setting, reg))
         return dict(sorted(found.items()))
+
     def executors(self) -> dict[str, Executor]:
-        return self._collect("dace_ai_executors")  # type: ignore[return-value]
+        return self._collect_typed("dace_ai_executors", Executor)
 
     def bench_suites(self) -> dict[str, BenchSuite]:
-        return self._collect("dace_ai_bench_suites")  # type: ignore[return-value]
+        return self._collect_typed("dace_ai_bench_suites", BenchSuite)
 
     def get(self, kind: str, name: str) -> Registration:
         """Look up one registration by hook kind ("providers", ...) and name, with a helpful error."""
