@@ -487,28 +487,11 @@ def check_answer(answer: Answer, ctx: NodeContext, settings: AISettings,
     if run is not None and settings.compile_check:
         reports = run(answer, ctx, settings, set(resolution.paths))
     else:
-        reports = check_candidate(answer, ctx, settings, resolution.paths)
+        from dace_ai.checking.candidate_checks import check_candidate
+        from dace_ai.expansion.tasklet import tasklet_factory
+
+        reports = check_candidate(answer, ctx, settings, resolution.paths, tasklet_factory(answer, ctx))
     return reports, (set() if failed(reports) else set(resolution.paths))
-
-
-def check_candidate(answer: Answer, ctx: NodeContext, settings: AISettings,
-                    environments: set[str] | None = None) -> list[Any]:
-    """Run the checks on ``answer`` for node ``ctx`` here, with its environments already resolved.
-
-    What an executor's worker runs for a check job; :func:`check_answer` resolves the
-    environments first and is what everything else calls.
-    """
-    if not settings.compile_check:
-        return []
-    from dace_ai.checking.api import CheckRequest
-    from dace_ai.checking.stages import check_workdir, run_checks
-    from dace_ai.expansion.tasklet import make_tasklet
-
-    live_node = (ctx.live or {}).get("node")
-    factory = (lambda environments: make_tasklet(live_node, answer, ctx, environments=environments)) \
-        if live_node is not None else None
-    return run_checks(CheckRequest(answer=answer, node=ctx, settings=settings, workdir=check_workdir(ctx, answer),
-                                   make_tasklet=factory, environments=set(environments or ())))
 
 
 def answer_environments(answer: Answer, ctx: NodeContext) -> Any:
