@@ -2,7 +2,7 @@
 
 ``generate`` and ``optimize`` ask the provider in the user's process (keys never leave
 it) and hand each candidate's checks (compile, verify, bench: whatever
-:func:`dace_ai.expansion.pipeline.check_answer` runs) to an executor plugin. A job's
+:func:`dace_ai.expansion.checked_answer.check_answer` runs) to an executor plugin. A job's
 payload is plain JSON data (:class:`CheckPayload`):
 
 * the answer (its pydantic model dumped), the environment class paths it resolved to;
