@@ -48,7 +48,7 @@ COMPILE_GOAL_S = 0.4
 def node_context(settings: Any, reference: bool = True) -> Any:
     """The context of a 1-D AINode in a real SDFG, as the expansion collects it (with the live node)."""
     import dace_ai
-    from dace_ai.expansion.pipeline import node_context as collect
+    from dace_ai.expansion.expansion_pass import node_context as collect
 
     n = dace.symbol("N")
     sdfg = dace.SDFG("check_cost" if reference else "check_cost_unreferenced")
@@ -78,8 +78,8 @@ def check_cost_gemm(A: dace.float64[M_, K_], B: dace.float64[K_, N_], C: dace.fl
 
 def gemm_context(settings: Any) -> Any:
     """The context of the Gemm behind ``C[:] = A @ B`` (implementation 'ai'), with its live node."""
-    from dace_ai.expansion.pipeline import node_context as collect
-    from dace_ai.expansion.pipeline import pending_nodes
+    from dace_ai.expansion.expansion_pass import node_context as collect
+    from dace_ai.expansion.pending import pending_nodes
 
     sdfg = check_cost_gemm.to_sdfg()
     for node, _ in sdfg.all_nodes_recursive():

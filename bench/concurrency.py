@@ -74,7 +74,7 @@ def main() -> int:
     server = FakeLLMServer().start().respond_with(answer)
     import copy
 
-    from dace_ai.expansion.pipeline import pending_nodes
+    from dace_ai.expansion.pending import pending_nodes
 
     sdfg = build_sdfg(args.nodes)
     os.environ.update({"DACE_ai_base_url": server.url, "DACE_ai_compile_check": "0"})

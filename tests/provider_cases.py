@@ -58,12 +58,14 @@ def double_program() -> Any:
 
 def expected_request(program: Any, settings: AISettings) -> ProviderRequest:
     """The request the expansion sends for ``program``'s only AI node, rebuilt from a fresh SDFG."""
-    from dace_ai.expansion import pipeline
+    from dace_ai.expansion.expansion_pass import expansion_pass, node_context
+    from dace_ai.expansion.pending import pending_nodes
+    from dace_ai.expansion.requests import build_request
 
     sdfg = program.to_sdfg()
-    with pipeline.expansion_pass():
-        [(nsdfg, state, node)] = pipeline.pending_nodes(sdfg)
-        return pipeline.build_request(pipeline.node_context(nsdfg, state, node, settings), settings)
+    with expansion_pass():
+        [(nsdfg, state, node)] = pending_nodes(sdfg)
+        return build_request(node_context(nsdfg, state, node, settings), settings)
 
 
 def use_provider(monkeypatch: Any, provider: str, base_url: str, **settings: Any) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from dace_ai.checking.levels import verification_level
 from dace_ai.checking.stages import run_checks
-from dace_ai.expansion.pipeline import pending_nodes
+from dace_ai.expansion.pending import pending_nodes
 
 from tests.test_ladder import MATMUL, ladder_matmul, ladder_sum, request
 

@@ -6,7 +6,7 @@ import dace
 import dace_ai
 import pytest
 from dace_ai.errors import AnswerError
-from dace_ai.expansion.pipeline import pending_nodes
+from dace_ai.expansion.pending import pending_nodes
 
 DAMAGE = {
     "not JSON": ("this is not json {", "not JSON"),

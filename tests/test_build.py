@@ -11,7 +11,8 @@ import pytest
 from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import CheckFailed
 from dace_ai.expansion.build import blame, build, repair
-from dace_ai.expansion.pipeline import implement, pending_nodes
+from dace_ai.expansion.pending import pending_nodes
+from dace_ai.expansion.pipeline import implement
 from dace_ai.targets.select import resolve_target, target_info
 from dace_ai.testing import FakeProvider
 

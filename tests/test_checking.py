@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import pkgutil
 import shutil
+import sys
 from pathlib import Path
 
 import dace
 import pytest
 from dace_ai.checking.api import CheckReport, CheckRequest
+from dace_ai.checking.candidate_checks import check_candidate
 from dace_ai.checking.diagnostics import parse_diagnostics
 from dace_ai.checking.stages import check_workdir, repair_message, run_checks, select_checkers
 from dace_ai.config.settings import resolve_settings
@@ -240,6 +243,51 @@ def test_plus_and_minus_entries_add_to_and_remove_from_the_defaults(runtime_plug
         select_checkers(node, resolve_settings({"checkers": "probe,+t-strict"}))
     with pytest.raises(SettingsError, match=r"'t-strikt'.*names no installed checker. Did you mean 't-strict'\?.*Installed: .*t-strict"):
         select_checkers(node, resolve_settings({"checkers": "+t-strikt"}))
+
+
+# ------------------------------------------------------------------- the public entry: one candidate
+@pytest.fixture
+def without_the_expansion(monkeypatch):
+    """While the test runs, importing any ``dace_ai.expansion`` module raises ImportError."""
+    import dace_ai.expansion
+
+    monkeypatch.setitem(sys.modules, "dace_ai.expansion", None)
+    for module in pkgutil.iter_modules(dace_ai.expansion.__path__):
+        monkeypatch.setitem(sys.modules, f"dace_ai.expansion.{module.name}", None)
+
+
+def test_check_candidate_passes_a_correct_answer_and_fails_a_wrong_one_without_the_expansion(without_the_expansion):
+    settings = resolve_settings({"checkers": "probe"})
+    with pytest.raises(ImportError):
+        import dace_ai.expansion.tasklet  # noqa: F401 - the fixture works
+    good = check_candidate(Answer(code=GOOD, code_global=HELPER), node_context(), settings)
+    assert [(r.checker, r.status, r.stage) for r in good] == [("probe", "passed", "compile")]
+    bad = check_candidate(Answer(code=BAD, code_global=HELPER), node_context(), settings)
+    assert [(r.checker, r.status) for r in bad] == [("probe", "failed")]
+    assert "undeclared_value" in repair_message(bad)
+    off = resolve_settings({"checkers": "probe", "compile_check": False})
+    assert check_candidate(Answer(code=BAD, code_global=HELPER), node_context(), off) == []
+
+
+def test_check_candidate_hands_the_checkers_its_environments_and_tasklet_factory(runtime_plugins):
+    seen: list[CheckRequest] = []
+
+    def look(request):
+        seen.append(request)
+        return CheckReport("t-look", "passed")
+
+    runtime_plugins(_Plugin(Checker(name="t-look", stage="compile", check=look)), "look-checker")
+    answer, node = Answer(code=GOOD, code_global=HELPER), node_context()
+
+    def factory(environments):
+        return ("tasklet", environments)
+
+    reports = check_candidate(answer, node, resolve_settings({"checkers": "t-look"}), ["a.B"], make_tasklet=factory)
+    assert [(r.checker, r.status) for r in reports] == [("t-look", "passed")]
+    [request] = seen
+    assert request.answer is answer and request.node is node and request.environments == {"a.B"}
+    assert request.make_tasklet is factory and request.workdir == check_workdir(node, answer)
+    assert request.workdir.is_dir()
 
 
 # -------------------------------------------------------------------------------------- faithful

@@ -22,7 +22,7 @@ from dace_ai.context.types import NodeContext, TargetInfo
 from dace_ai.environments.generated import FOLDER, HOME_MODULE, load_generated, read_spec
 from dace_ai.environments.resolve import detect_generator, resolve_environments
 from dace_ai.errors import AnswerError, CheckFailed
-from dace_ai.expansion.pipeline import pending_nodes
+from dace_ai.expansion.pending import pending_nodes
 from dace_ai.plugins.manager import get_plugin_manager
 from dace_ai.prompt.answer import Answer, parse_answer
 from dace_ai.prompt.sections import render_environments

@@ -16,7 +16,7 @@ import dace
 import dace_ai
 import numpy as np
 import pytest
-from dace_ai.expansion.pipeline import pending_nodes
+from dace_ai.expansion.pending import pending_nodes
 from dace_ai.providers.api import current_node
 from dace_ai.testing import FakeProvider
 

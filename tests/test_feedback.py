@@ -19,7 +19,8 @@ import pytest
 from dace_ai.checking.api import CheckReport
 from dace_ai.checking.remarks import MAX_REMARKS, parse_gcc
 from dace_ai.checking.stages import run_checks
-from dace_ai.expansion.pipeline import implement, pending_nodes
+from dace_ai.expansion.pending import pending_nodes
+from dace_ai.expansion.pipeline import implement
 from dace_ai.plugin import Checker, hookimpl
 from dace_ai.prompt.feedback import TITLE, TimeEvidence, where_the_time_goes
 

@@ -175,7 +175,8 @@ class LongTable(dnodes.LibraryNode):
 
 
 def _table_key(table):
-    from dace_ai.expansion import pipeline
+    from dace_ai.expansion.expansion_pass import node_context, resolve
+    from dace_ai.expansion.requests import build_request
 
     sdfg = dace.SDFG("tables")
     sdfg.add_array("A", [8], dace.float64)
@@ -184,8 +185,8 @@ def _table_key(table):
     node = LongTable("lookup", table)
     state.add_edge(state.add_read("A"), None, node, "_a", dace.Memlet("A[0:8]"))
     state.add_edge(node, "_out", state.add_write("B"), None, dace.Memlet("B[0:8]"))
-    settings = pipeline.resolve({"provider": "manual"})
-    request = pipeline.build_request(pipeline.node_context(sdfg, state, node, settings), settings)
+    settings = resolve({"provider": "manual"})
+    request = build_request(node_context(sdfg, state, node, settings), settings)
     return cache_key("manual", request), request.messages[0].content
 
 

@@ -7,7 +7,9 @@ import dace_ai
 import numpy as np
 import pytest
 from dace_ai.errors import MissingAnswer
-from dace_ai.expansion.pipeline import build_request, node_context, pending_nodes, resolve
+from dace_ai.expansion.expansion_pass import node_context, resolve
+from dace_ai.expansion.pending import pending_nodes
+from dace_ai.expansion.requests import build_request
 from dace_ai.providers.manual import PROMPT_SUFFIX, RESPONSE_SUFFIX, prompt_hash
 
 N = dace.symbol("N")

@@ -15,7 +15,8 @@ import dace
 import dace_ai
 import numpy as np
 import pytest
-from dace_ai.expansion import pipeline
+from dace_ai.expansion.expansion_pass import expansion_pass, node_context
+from dace_ai.expansion.pending import pending_nodes
 
 from tests.fakes.llm_server import Reply, fake_llm_server_fixture  # noqa: F401 - the fake_llm_server fixture
 from tests.provider_cases import SECRET, double_program
@@ -249,8 +250,8 @@ def test_cli_optimize_writes_json_and_the_optimized_sdfg(openai_server, tmp_path
     assert node["outcome"] == "optimized" and len(node["candidates"]) == 2
     assert sum(c["winner"] for c in node["candidates"]) == 1 and node["input_tokens"] == 2000
     optimized = dace.SDFG.from_file(data["output"])
-    assert tasklets(optimized) and pipeline.pending_nodes(optimized) == []
-    assert pipeline.pending_nodes(dace.SDFG.from_file(str(path)))  # the input file is unchanged
+    assert tasklets(optimized) and pending_nodes(optimized) == []
+    assert pending_nodes(dace.SDFG.from_file(str(path)))  # the input file is unchanged
 
 
 def test_optimize_skips_pinned_nodes(openai_server):
@@ -259,13 +260,13 @@ def test_optimize_skips_pinned_nodes(openai_server):
 
     sdfg = double_program().to_sdfg()
     settings = resolve_settings()
-    with pipeline.expansion_pass():
-        [(nsdfg, state, node)] = pipeline.pending_nodes(sdfg)
-        ctx = pipeline.node_context(nsdfg, state, node, settings)
+    with expansion_pass():
+        [(nsdfg, state, node)] = pending_nodes(sdfg)
+        ctx = node_context(nsdfg, state, node, settings)
     open_session(ctx.sdfg_name, ctx.key).update_summary(pinned=True)
     report = dace_ai.optimize(sdfg, samples=2, rounds=1)
     assert [(n.outcome, n.reason) for n in report.nodes] == [("skipped", "pinned")]
-    assert openai_server.requests == [] and len(pipeline.pending_nodes(sdfg)) == 1
+    assert openai_server.requests == [] and len(pending_nodes(sdfg)) == 1
 
 
 def test_optimize_names_a_missing_node(openai_server):

@@ -22,7 +22,8 @@ from dace_ai.checking.api import CheckRequest
 from dace_ai.checking.sanitize import SanitizerRun
 from dace_ai.checking.stages import check_workdir, run_checks, select_checkers
 from dace_ai.config.settings import resolve_settings
-from dace_ai.expansion.pipeline import node_context, pending_nodes
+from dace_ai.expansion.expansion_pass import node_context
+from dace_ai.expansion.pending import pending_nodes
 from dace_ai.prompt.answer import Answer
 
 from tests.dace_versions import DACE2

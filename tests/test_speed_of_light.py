@@ -20,7 +20,8 @@ import pytest
 from dace_ai.checking.api import CheckRequest
 from dace_ai.checking.stages import check_workdir, run_checks
 from dace_ai.config.settings import resolve_settings
-from dace_ai.expansion.pipeline import node_context, pending_nodes
+from dace_ai.expansion.expansion_pass import node_context
+from dace_ai.expansion.pending import pending_nodes
 from dace_ai.performance.speed_of_light import KEYS, describe, figure, provenance_field
 from dace_ai.performance.work import node_work
 from dace_ai.prompt.answer import Answer

@@ -21,7 +21,8 @@ from dace_ai.checking.stages import check_workdir, run_checks
 from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import CheckFailed, NativeFallbackWarning, UnverifiedWarning
 from dace_ai.expansion.ainode import AINode
-from dace_ai.expansion.pipeline import node_context, pending_nodes
+from dace_ai.expansion.expansion_pass import node_context
+from dace_ai.expansion.pending import pending_nodes
 from dace_ai.prompt.answer import Answer
 from dace_ai.testing import FakeProvider
 

@@ -39,7 +39,7 @@ _LAZY: dict[str, str] = {
     "read_prompt_responses": "dace_ai.expansion.exchange",
     "generate_prompt": "dace_ai.expansion.exchange",
     "read_prompt_response": "dace_ai.expansion.exchange",
-    "pending_nodes": "dace_ai.expansion.pipeline",
+    "pending_nodes": "dace_ai.expansion.pending",
     "implement": "dace_ai.expansion.pipeline",
     "generate": "dace_ai.expansion.generate",
     "optimize": "dace_ai.expansion.optimize",

@@ -108,7 +108,8 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     from dace_ai.config.settings import resolve_settings
     from dace_ai.evaluation.programs import program_sdfg, task_digest
     from dace_ai.evaluation.tasks import find_task, missing_requirements
-    from dace_ai.expansion.pipeline import check_answer, node_context
+    from dace_ai.expansion.checked_answer import check_answer
+    from dace_ai.expansion.expansion_pass import node_context
     from dace_ai.prompt.answer import parse_answer
     from dace_ai.prompt.render import render_prompt
 

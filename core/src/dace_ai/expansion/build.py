@@ -163,7 +163,9 @@ def implement_pending(sdfg: Any, settings: AISettings) -> None:
     SDFG still holds the library nodes; the tasklets to blame must be its own. The
     answers come from the cache when the compile asked before.
     """
-    from dace_ai.expansion.pipeline import expansion_pass, implement, pending_nodes
+    from dace_ai.expansion.expansion_pass import expansion_pass
+    from dace_ai.expansion.pending import pending_nodes
+    from dace_ai.expansion.pipeline import implement
 
     with expansion_pass():
         for nsdfg, state, node in pending_nodes(sdfg):
@@ -176,7 +178,7 @@ def repair(sdfg: Any, error: BaseException, settings: AISettings | dict[str, Any
     Returns the labels of the repaired tasklets. Raises :class:`CheckFailed` when no
     unpinned generated tasklet can be blamed (the error is elsewhere, or pinned).
     """
-    from dace_ai.expansion.pipeline import resolve
+    from dace_ai.expansion.expansion_pass import resolve
 
     settings = resolve(settings)
     implement_pending(sdfg, settings)
@@ -201,7 +203,7 @@ def build(sdfg: Any, rounds: int = 2, settings: AISettings | dict[str, Any] | No
     compiler blames are the SDFG's own. Returns the compiled program. ``debugprint`` is
     off while compiling, because DaCe hides the compiler's output when it is on.
     """
-    from dace_ai.expansion.pipeline import resolve
+    from dace_ai.expansion.expansion_pass import resolve
 
     settings = resolve(settings)
     implement_pending(sdfg, settings)

@@ -2,7 +2,7 @@
 
 ``generate`` and ``optimize`` ask the provider in the user's process (keys never leave
 it) and hand each candidate's checks (compile, verify, bench: whatever
-:func:`dace_ai.expansion.pipeline.check_answer` runs) to an executor plugin. A job's
+:func:`dace_ai.expansion.checked_answer.check_answer` runs) to an executor plugin. A job's
 payload is plain JSON data (:class:`CheckPayload`):
 
 * the answer (its pydantic model dumped), the environment class paths it resolved to;
@@ -254,16 +254,18 @@ def run_check_job(data: dict[str, Any]) -> dict[str, Any]:
         ctx, settings = here
     answer = Answer.model_validate(payload.answer)
     check_settings_ = _compile_stage_only(ctx, settings) if payload.compile_only else settings
-    from dace_ai.expansion.pipeline import check_candidate
+    from dace_ai.checking.candidate_checks import check_candidate
+    from dace_ai.expansion.tasklet import tasklet_factory
 
+    factory = tasklet_factory(answer, ctx)
     # Identical answers for one node share a check folder: the stage runner checks them one at a time.
     if here is not None:  # this process: warnings go out as from a local check (catch_warnings is not thread-safe)
         caught: list[Any] = []
-        reports = check_candidate(answer, ctx, check_settings_, set(payload.environments))
+        reports = check_candidate(answer, ctx, check_settings_, set(payload.environments), factory)
     else:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            reports = check_candidate(answer, ctx, check_settings_, set(payload.environments))
+            reports = check_candidate(answer, ctx, check_settings_, set(payload.environments), factory)
     if payload.compile_only:
         reports.append(CheckReport("routing", "inconclusive", f"Not run: {payload.compile_only}.",
                                    stage="verify", reason=payload.compile_only, details={"compile_only": True}))

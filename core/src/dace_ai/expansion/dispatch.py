@@ -2,7 +2,7 @@
 
 :class:`CheckDispatcher` is what ``generate(..., executor=)`` and ``optimize(..., executor=)``
 open for a run. Its :meth:`~CheckDispatcher.check` has the signature of the local
-checks (``pipeline.check_answer(..., run=dispatcher.check)``), so a driver's threads
+checks (``checked_answer.check_answer(..., run=dispatcher.check)``), so a driver's threads
 block on a job exactly as they blocked on a local check:
 
 * the job's payload is plain data without any key (:mod:`dace_ai.expansion.check_jobs`);

@@ -46,7 +46,7 @@ from dace_ai.providers.manual import (
 
 
 def _manual_settings(settings: Any, directory: str | Path | None) -> AISettings:
-    from dace_ai.expansion.pipeline import resolve
+    from dace_ai.expansion.expansion_pass import resolve
 
     base = resolve(settings)
     update: dict[str, Any] = {"provider": "manual"}
@@ -66,14 +66,9 @@ def generate_prompts(sdfg: Any, directory: str | Path | None = None, settings: A
     """
     import copy
 
-    from dace_ai.expansion.pipeline import (
-        build_request,
-        expand_other_nodes,
-        expansion_pass,
-        node_context,
-        pending_nodes,
-        resolve,
-    )
+    from dace_ai.expansion.expansion_pass import expansion_pass, node_context, resolve
+    from dace_ai.expansion.pending import expand_other_nodes, pending_nodes
+    from dace_ai.expansion.requests import build_request
 
     if expand_others:
         sdfg = copy.deepcopy(sdfg)
@@ -138,7 +133,9 @@ def read_prompt_responses(sdfg: Any, directory: str | Path | None = None, settin
     :func:`generate_prompts`, but in place). Nodes left without a usable answer are
     also announced with an :class:`ExchangeWarning`.
     """
-    from dace_ai.expansion.pipeline import expand_other_nodes, expansion_pass, implement, node_context
+    from dace_ai.expansion.expansion_pass import expansion_pass, node_context
+    from dace_ai.expansion.pending import expand_other_nodes
+    from dace_ai.expansion.pipeline import implement
     from dace_ai.storage.sessions import open_session
 
     if expand_others:
@@ -214,14 +211,15 @@ def tasklet_level(tasklet: Any) -> str:
 
 
 def _pending(sdfg: Any) -> list[tuple[Any, Any, Any]]:
-    from dace_ai.expansion.pipeline import pending_nodes
+    from dace_ai.expansion.pending import pending_nodes
 
     return pending_nodes(sdfg)
 
 
 def generate_prompt(node: Any, state: Any, settings: Any = None) -> str:
     """The prompt document for one node (nothing written)."""
-    from dace_ai.expansion.pipeline import build_request, node_context, resolve
+    from dace_ai.expansion.expansion_pass import node_context, resolve
+    from dace_ai.expansion.requests import build_request
 
     settings = resolve(settings)
     ctx = node_context(state.sdfg, state, node, settings)

@@ -8,8 +8,8 @@ then finds a cache hit for every node and reuses the checks it passed here, unle
 something they depend on changed in between (:mod:`dace_ai.expansion.check_reuse`).
 
 * The requests are exactly the ones the expansion would send
-  (:func:`dace_ai.expansion.pipeline.node_context` and :func:`~dace_ai.expansion.pipeline.build_request`
-  inside one :func:`~dace_ai.expansion.pipeline.expansion_pass`), so their cache keys match.
+  (:func:`dace_ai.expansion.expansion_pass.node_context` and :func:`~dace_ai.expansion.requests.build_request`
+  inside one :func:`~dace_ai.expansion.expansion_pass.expansion_pass`), so their cache keys match.
 * Identical requests (the same cache key: same prompt, model, schema, ...) are
   sent once; every node that shares the key is served by the one answer.
 * Up to ``max_concurrency`` requests are in flight (threads; provider clients
@@ -187,12 +187,14 @@ def generate(sdfg: Any, settings: Any = None, *, progress: bool | None = None, e
     (:class:`~dace_ai.execution.jobs.ExecutorUnavailable`).
     """
     from dace_ai.execution.jobs import ExecutorOptions
-    from dace_ai.expansion import pipeline
     from dace_ai.expansion.dispatch import CheckDispatcher, executor_options
+    from dace_ai.expansion.expansion_pass import expansion_pass, node_context, resolve
+    from dace_ai.expansion.pending import expand_nodes_leading_to_ai, pending_nodes
+    from dace_ai.expansion.requests import build_request
     from dace_ai.providers.select import make_client, select_provider
 
     started = time.perf_counter()
-    settings = pipeline.resolve(settings)
+    settings = resolve(settings)
     if not settings.cache:
         raise AIUsageError("dace_ai.generate fills the answer cache that the expansion reads, but the cache "
                            f"setting is off (from {settings.source('cache')}); turn it on or let the "
@@ -201,14 +203,14 @@ def generate(sdfg: Any, settings: Any = None, *, progress: bool | None = None, e
     summary = GenerateSummary(provider.name)
     cache = AnswerCache()
     jobs: dict[str, _Job] = {}
-    pipeline.expand_nodes_leading_to_ai(sdfg)
-    with pipeline.expansion_pass():
-        for nsdfg, state, node in pipeline.pending_nodes(sdfg):
+    expand_nodes_leading_to_ai(sdfg)
+    with expansion_pass():
+        for nsdfg, state, node in pending_nodes(sdfg):
             result = NodeResult(name=str(node.label), sdfg=str(nsdfg.name), state=str(state.label), status="pending")
             summary.nodes.append(result)
             try:
-                ctx = pipeline.node_context(nsdfg, state, node, settings)
-                request = pipeline.build_request(ctx, settings)
+                ctx = node_context(nsdfg, state, node, settings)
+                request = build_request(ctx, settings)
             except Exception as exc:  # noqa: BLE001 - this node cannot be asked; the others still can
                 result.status = "failed"
                 result.error = str(exc) if isinstance(exc, DaceAIError) else f"{type(exc).__name__}: {exc}"
@@ -267,8 +269,9 @@ def _answer(provider: Any, client: Any, job: _Job, cache: AnswerCache, settings:
     from dace_ai.checking.stages import repair_message
     from dace_ai.checking.verdict import judge
     from dace_ai.execution.jobs import ExecutorUnavailable
+    from dace_ai.expansion.answer_source import ask_for_node
+    from dace_ai.expansion.checked_answer import check_recorded
     from dace_ai.expansion.dispatch import job_note
-    from dace_ai.expansion.pipeline import ask_for_node, check_recorded
 
     try:
         with asks:

@@ -42,7 +42,7 @@ IMPLEMENTATION = CHARGE.implementation
 def _debug() -> bool:
     """The ``debug`` setting; a setting that cannot be resolved counts as off (its own error will say why)."""
     try:
-        from dace_ai.expansion.pipeline import resolve
+        from dace_ai.expansion.expansion_pass import resolve
 
         return bool(resolve(None).debug)
     except Exception:  # noqa: BLE001
@@ -137,11 +137,12 @@ _installed = False
 
 
 class _ExpansionPass:
-    """The pipeline's expansion pass (imported only when a program is expanded, keeping imports cheap);
-    errors leave it without the frames of DaCe's expansion machinery (see :class:`user_facing_errors`)."""
+    """The expansion pass of :mod:`~dace_ai.expansion.expansion_pass` (imported only when a program is expanded,
+    keeping imports cheap); errors leave it without the frames of DaCe's expansion machinery (see
+    :class:`user_facing_errors`)."""
 
     def __enter__(self) -> None:
-        from dace_ai.expansion.pipeline import expansion_pass
+        from dace_ai.expansion.expansion_pass import expansion_pass
 
         self._pass = expansion_pass()
         self._pass.__enter__()

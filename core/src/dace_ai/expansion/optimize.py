@@ -146,15 +146,17 @@ def optimize(sdfg: Any, node: Any = None, *, samples: int = 4, rounds: int = 2,
     import sys
 
     from dace_ai.execution.jobs import ExecutorOptions
-    from dace_ai.expansion import pipeline
+    from dace_ai.expansion.answer_source import AnswerSource
     from dace_ai.expansion.dispatch import CheckDispatcher, executor_options
+    from dace_ai.expansion.expansion_pass import expansion_pass, node_context, resolve
     from dace_ai.expansion.job_board import JobBoard
+    from dace_ai.expansion.pending import expand_nodes_leading_to_ai
     from dace_ai.providers.select import select_provider
 
     if samples < 1 or rounds < 0:
         raise AIUsageError(f"dace_ai.optimize: samples must be >= 1 and rounds >= 0 (got {samples}, {rounds})")
     started = time.perf_counter()
-    base = pipeline.resolve(settings)
+    base = resolve(settings)
     # Optimizing means measuring: every candidate is timed ("report"); the gate, when set, is
     # applied to the fastest one at the end, so slower candidates still inform the refinement.
     update: dict[str, Any] = {"compile_check": True, "bench": "report"}
@@ -163,17 +165,17 @@ def optimize(sdfg: Any, node: Any = None, *, samples: int = 4, rounds: int = 2,
     settings = base.model_copy(update=update)
     provider = select_provider(settings)
     report = OptimizeReport(provider.name, samples, rounds)
-    report.expanded = pipeline.expand_nodes_leading_to_ai(sdfg)
+    report.expanded = expand_nodes_leading_to_ai(sdfg)
     targets = _targets(sdfg, node)
-    answers = pipeline.AnswerSource(provider, settings)
+    answers = AnswerSource(provider, settings)
     name, options = executor_options(settings, executor, ExecutorOptions(workers=workers, scheduler=scheduler)
                                       if (workers or scheduler) else None)
     report.executor = name
     changes = _Changes()
     gate = base.min_speedup if base.bench == "gate" else None
     asks = threading.BoundedSemaphore(1 if provider.offline else max(1, settings.max_concurrency))
-    with pipeline.expansion_pass():  # every node's context from one collection, before any node changes
-        work = [_NodeWork(nsdfg, state, libnode, pipeline.node_context(nsdfg, state, libnode, settings))
+    with expansion_pass():  # every node's context from one collection, before any node changes
+        work = [_NodeWork(nsdfg, state, libnode, node_context(nsdfg, state, libnode, settings))
                 for nsdfg, state, libnode in targets]
     try:
         with CheckDispatcher(name, options) as dispatcher:
@@ -234,9 +236,9 @@ def _run_nodes(work: list[_NodeWork], at_once: int, run: Any) -> list[Any]:
 
 
 def _targets(sdfg: Any, node: Any) -> list[tuple[Any, Any, Any]]:
-    from dace_ai.expansion import pipeline
+    from dace_ai.expansion.pending import pending_nodes
 
-    pending = pipeline.pending_nodes(sdfg)
+    pending = pending_nodes(sdfg)
     if node is None:
         return pending
     chosen = [item for item in pending if item[2] is node or (isinstance(node, str) and str(item[2].label) == node)]
@@ -325,12 +327,12 @@ class _Runner:
         self._record_lock = threading.Lock()
 
     def run_round(self, rnd: int, samples: int, history: list[Message]) -> list[_Attempt]:
-        from dace_ai.expansion import pipeline
+        from dace_ai.expansion.requests import request_for
 
         attempts = []
         for sample in range(samples):
             user = self.prompt.user + (_approach(rnd, sample, samples) if samples > 1 else "")
-            request = pipeline.request_for(self.prompt.system, user, self.settings, history)
+            request = request_for(self.prompt.system, user, self.settings, history)
             attempts.append(_Attempt(Candidate(round=rnd, sample=sample, status="error"), request))
         ask_workers = 1 if self.provider.offline else max(1, min(self.settings.max_concurrency, samples))
         local = self.settings.check_concurrency or (os.cpu_count() or 1)
@@ -375,14 +377,15 @@ class _Runner:
     def _check(self, attempt: _Attempt) -> None:
         from dace_ai.checking.verdict import judge
         from dace_ai.execution.jobs import ExecutorUnavailable
-        from dace_ai.expansion import pipeline
+        from dace_ai.expansion.checked_answer import check_answer
         from dace_ai.expansion.dispatch import CheckJobFailed, job_note
+        from dace_ai.expansion.provenance import bench_figures
 
         c = attempt.candidate
         started = time.perf_counter()
         try:
-            reports, attempt.environments = pipeline.check_answer(attempt.answer, self.ctx, self.settings,
-                                                                  run=self.dispatcher.check)
+            reports, attempt.environments = check_answer(attempt.answer, self.ctx, self.settings,
+                                                         run=self.dispatcher.check)
             attempt.reports = reports
         except ExecutorUnavailable:
             raise  # the run ends
@@ -397,7 +400,7 @@ class _Runner:
         if note and note.get("executor") != "threads":
             c.worker, c.retries, c.lost_workers = str(note.get("worker", "")), int(note.get("retries", 0)), \
                 list(note.get("lost_workers", []))
-        fig = pipeline.bench_figures(reports)
+        fig = bench_figures(reports)
         attempt.figures = fig
         sol = TimeEvidence.from_reports(reports).speed_of_light
         c.speed_of_light = dict(sol) if sol else None
@@ -418,14 +421,14 @@ class _Runner:
         self._record(attempt, "passed" if c.status == "passed" else "rejected")
 
     def _record(self, attempt: _Attempt, status: str, error: str = "") -> None:
-        from dace_ai.expansion import pipeline
+        from dace_ai.expansion.requests import node_record, request_record
 
         request = attempt.request
-        record = pipeline.request_record(self.provider.name, request, getattr(attempt, "key", ""))
+        record = request_record(self.provider.name, request, getattr(attempt, "key", ""))
         record["optimize"] = {"round": attempt.candidate.round, "sample": attempt.candidate.sample}
         with self._record_lock:
             rnd = self.session.record_round(
-                node=pipeline.node_record(self.ctx), system=request.system,
+                node=node_record(self.ctx), system=request.system,
                 messages=[(m.role, m.content) for m in request.messages], request=record,
                 reply_text=attempt.reply.text if attempt.reply else None,
                 answer=attempt.answer.model_dump(mode="json") if attempt.answer is not None else None,
@@ -498,10 +501,9 @@ def _apply(result: NodeOptimization, best: _Attempt | None, sdfg: Any, state: An
            gate: float | None, provider: str, session: Any, changes: _Changes, on_failure: str | None = None) -> None:
     """Place the winner's tasklet, or keep the native expansion (gate, or nothing passed and ``on_failure`` allows)."""
     from dace_ai.checking.verdict import falls_back_natively
-    from dace_ai.expansion import pipeline
     from dace_ai.expansion.fallback import fallback_implementation
     from dace_ai.expansion.implementation import IMPLEMENTATION
-    from dace_ai.expansion.provenance import Provenance
+    from dace_ai.expansion.provenance import Provenance, bench_provenance, sol_provenance
     from dace_ai.expansion.tasklet import make_tasklet
 
     native = fallback_implementation(node)
@@ -537,7 +539,7 @@ def _apply(result: NodeOptimization, best: _Attempt | None, sdfg: Any, state: An
         "node": ctx.name, "provider": provider, "model": (best.reply.model if best.reply else "") or "",
         "source": c.source, "cache_key": getattr(best, "key", "")[:16],
         "session": f"ai-sessions/{session.folder.name}/round-{c.session_round}",
-        "bench": pipeline.bench_provenance(best.figures), "sol": pipeline.sol_provenance(best.figures),
+        "bench": bench_provenance(best.figures), "sol": sol_provenance(best.figures),
         "optimize": f"r{c.round}s{c.sample}", "verification": c.verification})
     changes.place(state, node, make_tasklet(node, best.answer, ctx, provenance, environments))
     if best.verdict is not None:  # the winner is used: never silently while one of its checks could not decide

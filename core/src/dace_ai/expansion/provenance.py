@@ -17,6 +17,9 @@ so a tasklet written by a newer version keeps them when this one pins it.
 (expansion, optimize, refine, rollback, build repairs, pin) goes through
 :meth:`Provenance.to_comment`, every reader through :meth:`Provenance.parse`.
 
+:func:`accepted_provenance` is the line of a tasklet holding an accepted answer, written from
+that answer's own check reports (the bench figures and the level they reached).
+
 :func:`is_pinned` is the one question every code path that changes tasklets
 asks first (build repairs, refine, optimize): a pinned tasklet is left alone.
 """
@@ -25,9 +28,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dace_ai.providers.api import ProviderReply
 
 _PROVENANCE = re.compile(r"^\s*//\s*dace-ai:(?P<fields>.*)$")
 _SESSION = re.compile(r"^ai-sessions/(?P<id>[^/]+)/round-(?P<round>\d+)$")
@@ -124,6 +130,47 @@ class Provenance:
         if not m or m.group("id") in (".", ".."):  # provenance is text in a tasklet: stay inside the build root
             return None
         return m.group("id"), int(m.group("round"))
+
+
+def bench_figures(reports: list[Any]) -> dict[str, Any] | None:
+    """The bench checker's figures among ``reports`` (None when nothing was timed)."""
+    for report in reports:
+        if report.stage == "bench" and ("speedup" in report.details
+                                        or "candidate_median" in report.details):
+            return report.details
+    return None
+
+
+def bench_provenance(figures: dict[str, Any] | None) -> str:
+    """Short provenance text: ``1.84x(1.71-1.95)_vs_native`` or the candidate's own time."""
+    if not figures:
+        return ""
+    if "speedup" in figures:
+        low, high = figures.get("speedup_range") or (figures["speedup"], figures["speedup"])
+        return f"{figures['speedup']:.2f}x({low:.2f}-{high:.2f})_vs_native"
+    return f"{figures['candidate_median'] * 1e6:.1f}us_per_call"
+
+
+def sol_provenance(figures: dict[str, Any] | None) -> str:
+    """The provenance's ``sol`` field: the fraction of speed of light of the bench (``0.33``), or ""."""
+    from dace_ai.performance.speed_of_light import provenance_field
+
+    return provenance_field((figures or {}).get("speed_of_light"))
+
+
+def accepted_provenance(node: str, provider: str, reply: ProviderReply, source: str, key: str, session_id: str,
+                        round_number: int, reports: Sequence[Any], level: str) -> Provenance:
+    """The first line of a tasklet holding an accepted answer: where it came from, what its checks measured and
+    the level they reached (:class:`Provenance`).
+
+    The expansion, ``refine`` and build repairs write it from the answer's own reports, so a
+    tasklet never carries the level or the figures of code it no longer holds.
+    """
+    figures = bench_figures(list(reports))
+    return Provenance.from_fields({
+        "node": node, "provider": provider, "model": reply.model or "", "source": source, "cache_key": key[:16],
+        "session": f"ai-sessions/{session_id}/round-{round_number}", "bench": bench_provenance(figures),
+        "sol": sol_provenance(figures), "verification": level})
 
 
 def _one_word(value: str) -> str:

@@ -22,7 +22,11 @@ from dace_ai import compat
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
 from dace_ai.errors import AnswerError, CheckFailed
-from dace_ai.expansion import pipeline
+from dace_ai.expansion.answer_source import AnswerSource
+from dace_ai.expansion.checked_answer import check_answer
+from dace_ai.expansion.expansion_pass import node_context
+from dace_ai.expansion.provenance import accepted_provenance
+from dace_ai.expansion.requests import request_for, request_record
 from dace_ai.expansion.sessions import Generated, replaced_node
 from dace_ai.storage.sessions import Session
 
@@ -59,17 +63,17 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
     provider = select_provider(settings)
     ctx = _checked_context(g, session, settings)
     node = {**(session.summary().get("node") or {}), "tasklet": g.tasklet.label}
-    answers = pipeline.AnswerSource(provider, settings)
+    answers = AnswerSource(provider, settings)
     history: list[tuple[str, str]] = [*messages[1:], ("user", revision.message)]
     attempts = 1 + (settings.max_repair_attempts if settings.compile_check else 0)
     reports: list[Any] = []
     for attempt in range(attempts):
         started = time.time()
-        request = pipeline.request_for(system, messages[0][1], settings, history)
+        request = request_for(system, messages[0][1], settings, history)
         reply, source, key = answers.reply(request, ctx)
         common: dict[str, Any] = {
             "node": node, "system": request.system, "messages": [(m.role, m.content) for m in request.messages],
-            "request": {**pipeline.request_record(provider.name, request, key), "reason": revision.reason},
+            "request": {**request_record(provider.name, request, key), "reason": revision.reason},
             "reply_text": reply.text, "source": source, "usage": reply.usage, "started": started,
             "reason": revision.reason if attempt == 0 else "repair",
             "feedback": revision.feedback if attempt == 0 else "",
@@ -80,7 +84,7 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
         except AnswerError as exc:
             session.record_round(answer=None, reports=[], status="error", error=str(exc), **common)
             raise
-        reports, environments = pipeline.check_answer(answer, ctx, settings)
+        reports, environments = check_answer(answer, ctx, settings)
         verdict = judge(reports, settings)
         rnd = session.record_round(answer=answer.model_dump(mode="json"), reports=reports,
                                    status="accepted" if verdict.accepted else "rejected", level=verdict.reached,
@@ -88,8 +92,8 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
         if verdict.accepted:
             answers.keep(key, reply, source, reports, verdict.level)  # only an answer that passed is cached
             verdict.warn(ctx, session.folder, stacklevel=3)
-            fields = pipeline.accepted_provenance(g.name, provider.name, reply, source, key, session.id,
-                                                  rnd.number, reports, verdict.level)
+            fields = accepted_provenance(g.name, provider.name, reply, source, key, session.id,
+                                         rnd.number, reports, verdict.level)
             session.update_round(rnd.number, provenance=fields.pairs(), environments=sorted(environments))
             from dace_ai.expansion.tasklet import update_tasklet
 
@@ -104,7 +108,7 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
 
 def _checked_context(g: Generated, session: Session, settings: AISettings) -> NodeContext:
     """The tasklet's context, with the library node it replaced as the checks' reference."""
-    ctx = pipeline.node_context(g.sdfg, g.state, g.tasklet, settings)
+    ctx = node_context(g.sdfg, g.state, g.tasklet, settings)
     replaced = replaced_node(session, g)
     if replaced is not None:
         ctx.live = {**(ctx.live or {}), "reference_node": replaced}

@@ -244,7 +244,7 @@ def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings
     otherwise the error is raised and the SDFG is left as it was (the rejected rounds are
     recorded in the session).
     """
-    from dace_ai.expansion import pipeline
+    from dace_ai.expansion.expansion_pass import resolve
     from dace_ai.expansion.revision import Revision, revise
 
     if not isinstance(feedback, str) or not feedback.strip():
@@ -256,7 +256,7 @@ def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings
     edited = edited_code is not None
     message = refine_message(feedback, edited_code, edited_global, _time_section(session, g.round, edited))
     return revise(sdfg, g, Revision(message, "refine", feedback=feedback, edited_by_hand=edited),
-                  pipeline.resolve(settings))
+                  resolve(settings))
 
 
 def rollback(sdfg: Any, name: Any = None, round: int | None = None) -> Any:

@@ -11,6 +11,7 @@ at the top of the code, where it survives saving and shows in generated code.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import dace
@@ -89,6 +90,16 @@ def make_tasklet(node: nodes.LibraryNode, answer: Answer, ctx: NodeContext,
     )
     tasklet.environments = set(environments or ())  # resolved class paths (see environments.resolve)
     return tasklet
+
+
+def tasklet_factory(answer: Answer, ctx: NodeContext) -> Callable[[set[str]], nodes.Tasklet] | None:
+    """What the checks call to build the very tasklet the expansion would place for ``answer``, given
+    environment class paths (:func:`dace_ai.checking.candidate_checks.check_candidate`'s ``make_tasklet``);
+    None when ``ctx`` has no live node to build it for."""
+    live_node = (ctx.live or {}).get("node")
+    if live_node is None:
+        return None
+    return lambda environments: make_tasklet(live_node, answer, ctx, environments=environments)
 
 
 def compat_label(name: str) -> str:

@@ -1,0 +1,103 @@
+"""Check an answer as the expansion does: resolve its environments, reuse recorded checks, run the rest.
+
+Every path that judges an answer (the expansion, ``dace_ai.generate``, ``dace_ai.optimize``,
+refine, build repairs, ``dace-ai bench``) goes through :func:`check_answer`, or
+:func:`check_recorded` when the answer came from the cache with the checks it passed:
+
+* the environments the answer names or requests are resolved here (a refusal goes back
+  to the model like a failed check);
+* the checks run here (:func:`dace_ai.checking.candidate_checks.check_candidate`, with
+  the factory of the tasklet the expansion would place) or elsewhere (``run``: an
+  executor's worker, :mod:`dace_ai.expansion.dispatch`);
+* a cached answer's recorded checks are reused while nothing they depend on changed
+  (:mod:`dace_ai.expansion.check_reuse`), and :class:`CheckedAnswer` says what the cache
+  keeps so that a later run may reuse them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dace_ai.config.settings import AISettings
+from dace_ai.context.types import NodeContext
+from dace_ai.prompt.answer import Answer
+
+
+@dataclass
+class CheckedAnswer:
+    """An answer's check reports, the environments it resolved to, and what a later run may reuse."""
+
+    answer: Answer
+    ctx: NodeContext
+    settings: AISettings
+    reports: list[Any]
+    environments: set[str]
+    #: The reports were recorded by an earlier run under the same fingerprint (no check ran now).
+    reused: bool = False
+    fingerprint: str = ""
+
+    def record(self, level: str) -> dict[str, Any] | None:
+        """What the cache keeps so that a later run may reuse these checks (None when checks are off)."""
+        if not self.settings.compile_check or not self.settings.cache:
+            return None
+        from dace_ai.expansion.check_reuse import fingerprint, record
+
+        if not self.fingerprint:
+            self.fingerprint = fingerprint(self.answer, self.ctx, self.settings, self.environments)
+        return record(self.fingerprint, self.reports, level)
+
+
+def check_recorded(answer: Answer, ctx: NodeContext, settings: AISettings, recorded: dict[str, Any] | None = None,
+                   run: Any = None) -> CheckedAnswer:
+    """:func:`check_answer`, reusing the ``recorded`` checks of a cached answer when nothing they depend on
+    changed (:mod:`dace_ai.expansion.check_reuse`)."""
+    digest = ""
+    if recorded and settings.compile_check:
+        from dace_ai.expansion.check_reuse import fingerprint, reuse
+
+        resolution = answer_environments(answer, ctx)
+        if not resolution.problems:
+            environments = set(resolution.paths)
+            digest = fingerprint(answer, ctx, settings, environments)
+            reports = reuse(recorded, digest)
+            if reports is not None:
+                return CheckedAnswer(answer, ctx, settings, reports, environments, True, digest)
+    reports, environments = check_answer(answer, ctx, settings, run)
+    return CheckedAnswer(answer, ctx, settings, reports, environments, fingerprint=digest)
+
+
+def check_answer(answer: Answer, ctx: NodeContext, settings: AISettings,
+                 run: Any = None) -> tuple[list[Any], set[str]]:
+    """The check reports of ``answer`` and, when it passed, the environment class paths it resolved to.
+
+    Refused environment requests go back to the model like a failed check. ``run``
+    (``run(answer, ctx, settings, environments) -> reports``) runs the checks elsewhere,
+    e.g. :meth:`dace_ai.expansion.dispatch.CheckDispatcher.check` on an executor; the
+    environments are resolved here either way.
+    """
+    from dace_ai.checking.stages import failed
+
+    resolution = answer_environments(answer, ctx)
+    if resolution.problems:
+        from dace_ai.checking.api import CheckReport
+
+        return [CheckReport("environments", "failed", "\n".join(resolution.problems), stage="compile")], set()
+    if run is not None and settings.compile_check:
+        reports = run(answer, ctx, settings, set(resolution.paths))
+    else:
+        from dace_ai.checking.candidate_checks import check_candidate
+        from dace_ai.expansion.tasklet import tasklet_factory
+
+        reports = check_candidate(answer, ctx, settings, resolution.paths, tasklet_factory(answer, ctx))
+    return reports, (set() if failed(reports) else set(resolution.paths))
+
+
+def answer_environments(answer: Answer, ctx: NodeContext) -> Any:
+    """The environments the answer uses (registered ones by name, requested ones generated), or refusals."""
+    from dace_ai.environments.resolve import Resolution, resolve_environments
+
+    if not answer.environments and not answer.use_environments:
+        return Resolution()
+    return resolve_environments(answer, ctx)
+
