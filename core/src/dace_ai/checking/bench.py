@@ -151,10 +151,6 @@ def plan(request: CheckRequest) -> Any:
     return bench
 
 
-#: Where the verify stage leaves its sandboxed run (with the bench section) for this stage.
-SHARED_RUN = "sandbox_run"
-
-
 def _refusal(result: dict[str, Any]) -> CheckReport:
     """The report for a sandboxed bench run that did not pass (its ``problem``, never its wording, decides)."""
     from dace_ai.checking import deception
@@ -185,16 +181,16 @@ def bench_check(request: CheckRequest) -> CheckReport:
     stage linked, timed in the same child runner.
     """
     from dace_ai.checking import deception
-    from dace_ai.checking.harness import run_against_reference
+    from dace_ai.checking.harness import SANDBOX_RUN, run_against_reference
 
     settings = request.settings
     forbidden = deception.forbidden_library_reason(
         request.answer, "\n".join([request.node.description, settings.extra_instructions or ""]))
     if forbidden:
         return CheckReport(NAME, "failed", f"Refused: {forbidden}.", rule="native-library")
-    result = request.shared.get(SHARED_RUN)
+    result = request.shared.get(SANDBOX_RUN)
     seconds = 0.0
-    if isinstance(result, dict) and result.get("bench") is not None:
+    if result is not None and result.get("bench") is not None:
         seconds = float(result["bench"].get("seconds") or 0.0)  # its share of the verify stage's run
     else:
         try:

@@ -52,7 +52,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from dace_ai.checking import distributions
-from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.api import CheckRequest, SharedKey
 from dace_ai.checking.child.records import Case, CaseRecord, Job, Problem
 from dace_ai.checking.constraints import first_point, point_text
 from dace_ai.checking.ladder import build_ladder, case_place
@@ -97,6 +97,11 @@ class SandboxRun(TypedDict, total=False):
     bench: dict[str, Any] | None  #: the bench section's figures
     library: str
     seconds: dict[str, float]
+
+
+#: Where the ``verify`` checker leaves its sandboxed run on ``request.shared`` (with the bench section):
+#: the ``bench`` stage judges its timing and the ``sanitizers`` run only after a passed one.
+SANDBOX_RUN: SharedKey[SandboxRun] = SharedKey("sandbox_run")
 
 
 def case_problem(reason: str, problem: Problem, case: Case) -> RunProblem:
