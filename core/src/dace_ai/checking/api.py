@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar, cast, overload
 
+from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
 from dace_ai.prompt.answer import Answer
 
@@ -118,7 +119,7 @@ class SharedWork:
 class CheckRequest:
     answer: Answer
     node: NodeContext
-    settings: Any  #: :class:`dace_ai.config.settings.AISettings`
+    settings: AISettings
     workdir: Path  #: a private folder under ``<build root>/ai-check/`` for this check
     #: Builds the very DaCe tasklet the expansion would place, given environment class paths
     #: (set by the pipeline; checks that build a DaCe program use it, others ignore it).

@@ -76,6 +76,7 @@ from typing import Any
 
 from dace_ai.checking.api import CheckReport, CheckRequest, SharedKey, Status, stable_paths
 from dace_ai.checking.units import UNIT_FILE, ToolResult, environment_classes, unit_place
+from dace_ai.config.settings import AISettings
 from dace_ai.plugins.registrations import Checker, Setting
 from dace_ai.state import STATE
 
@@ -193,9 +194,9 @@ DRIVER_FILE = "dace_ai_sanitizers_driver.cpp"
 
 
 # ----------------------------------------------------------------------------- tools
-def sanitizer_compiler(settings: Any) -> str | None:
+def sanitizer_compiler(settings: AISettings) -> str | None:
     """The clang++ to build with (setting ``sanitizers_compiler``), as a path, or None when it is not installed."""
-    name = str(getattr(settings, COMPILER_SETTING.name, None) or COMPILER_SETTING.default).strip()
+    name = str(settings.sanitizers_compiler or COMPILER_SETTING.default).strip()
     return shutil.which(name) if name else None
 
 
@@ -927,7 +928,7 @@ def sanitizers_check(request: CheckRequest) -> CheckReport:
 
     compiler = sanitizer_compiler(request.settings)
     if compiler is None:
-        name = getattr(request.settings, COMPILER_SETTING.name, None) or COMPILER_SETTING.default
+        name = request.settings.sanitizers_compiler or COMPILER_SETTING.default
         return report("inconclusive", "clang missing",
                       f"Not run under the sanitizers: {name!r} is not installed; install the Debian package "
                       f"`{CLANG_PACKAGE}` (or name another clang++ with the setting {COMPILER_SETTING.name}).")

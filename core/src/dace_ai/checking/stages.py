@@ -30,9 +30,9 @@ import os
 import time
 import traceback
 from pathlib import Path
-from typing import Any
 
 from dace_ai.checking.api import CheckReport, CheckRequest, stable_paths
+from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
 from dace_ai.errors import CheckFailed, SettingsError
 from dace_ai.plugins.manager import PluginManager, get_plugin_manager
@@ -53,7 +53,7 @@ def check_workdir(node_ctx: NodeContext, answer: Answer) -> Path:
     return ai_folder("ai-check") / digest
 
 
-def select_checkers(node: NodeContext, settings: Any,
+def select_checkers(node: NodeContext, settings: AISettings,
                     manager: PluginManager | None = None) -> tuple[list[Checker], list[CheckReport]]:
     """The checkers to run for ``node``, in stage order, and reports for names that are missing.
 

@@ -60,8 +60,8 @@ def verify_check(request: CheckRequest) -> CheckReport:
     from dace_ai.checking.harness import SANDBOX_RUN, parse_sizes_setting, run_against_reference
 
     settings = request.settings
-    seeds = int(getattr(settings, "verify_seeds", 3) or 3)
-    sizes = parse_sizes_setting(getattr(settings, "verify_sizes", None))
+    seeds = settings.verify_seeds
+    sizes = parse_sizes_setting(settings.verify_sizes)
     plan = None
     if bench.bench_wanted(request):  # the bench stage judges the timing of this very run
         try:
