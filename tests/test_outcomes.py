@@ -12,6 +12,7 @@ import dace_ai
 import numpy as np
 import pytest
 from dace_ai.checking.api import CheckReport, CheckRequest
+from dace_ai.checking.compile import COMPILED
 from dace_ai.checking.levels import verification_level
 from dace_ai.checking.stages import check_workdir, run_checks
 from dace_ai.config.settings import resolve_settings
@@ -140,7 +141,7 @@ def test_one_compile_serves_the_probe_and_the_isa_check():
     assert [(r.checker, r.status) for r in reports] == [("probe", "passed"), ("x86-isa", "passed")]
     assert sorted(p.name for p in request.workdir.iterdir()) == ["compile"]  # one unit, one object
     assert (request.workdir / "compile" / "tasklet.o").is_file()
-    assert request.shared["compile"].command == reports[0].details["command"]
+    assert request.shared[COMPILED].command == reports[0].details["command"]
 
 
 def test_faithful_check_never_loads_the_library_even_with_the_compiler_cache_on():

@@ -16,6 +16,7 @@ import dace_ai
 import numpy as np
 import pytest
 from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.harness import SANDBOX_RUN
 from dace_ai.checking.stages import check_workdir, run_checks
 from dace_ai.config.settings import resolve_settings
 from dace_ai.expansion.expansion_pass import node_context
@@ -78,7 +79,7 @@ def test_bench_times_the_library_verify_linked_and_no_candidate_is_built_by_dace
         assert (verify.checker, verify.status) == ("verify", "passed"), verify.diagnostics
         assert (bench.checker, bench.status) == ("bench", "passed"), bench.diagnostics
         library = str(request.workdir / "sandbox" / "candidate.so")
-        assert request.shared["sandbox_run"]["library"] == library == bench.details["library"]
+        assert request.shared[SANDBOX_RUN]["library"] == library == bench.details["library"]
         assert bench.details["timed"] and bench.details["speedup"] > 0
         assert len(bench.details["candidate_seconds"]) == 3 and bench.sizes == [{"N": 40, "K": 30, "M": 50}]
         assert "and at the bench sizes N=40, K=30, M=50" in verify.diagnostics

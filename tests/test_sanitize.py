@@ -299,7 +299,7 @@ def test_a_candidate_verify_refused_is_not_run_again_and_its_builds_are_stopped(
     req = request(san_twice, TWICE.replace("2 * _a[i]", "3 * _a[i]"))
     reports = by_checker(run_checks(req))
     assert reports["verify"].status == "failed" and "sanitizers" not in reports
-    builds = req.shared[sanitize.SHARED_BUILDS].builds
+    builds = req.shared[sanitize.SANITIZER_BUILDS].builds
     assert builds and all(b._stopped for b in builds.values())
 
 
@@ -323,17 +323,16 @@ def test_a_candidate_verify_could_not_judge_is_not_blamed_for_inputs_it_is_not_d
 @needs_clang
 def test_builds_start_beside_the_main_compile_and_stop_when_it_fails(shared_root):
     from dace_ai.checking.compile import compile_candidate
-    from dace_ai.checking.stages import SELECTED
 
     req = request(san_twice, TWICE + " // beside")
-    req.shared[SELECTED] = ["probe", "verify", "sanitizers"]  # what the stage runner records
+    req.shared.selected = ["probe", "verify", "sanitizers"]  # what the stage runner records
     assert compile_candidate(req).ok
-    (build,) = req.shared[sanitize.SHARED_BUILDS].builds.values()  # started before the main compile ran
+    (build,) = req.shared[sanitize.SANITIZER_BUILDS].builds.values()  # started before the main compile ran
     assert build.kind == "address" and build.wait().ok and build.executable.is_file()
     broken = request(san_twice, "this is not C++;")
     reports = by_checker(run_checks(broken))
     assert reports["probe"].status == "failed" and "sanitizers" not in reports
-    assert all(b._stopped for b in broken.shared[sanitize.SHARED_BUILDS].builds.values())
+    assert all(b._stopped for b in broken.shared[sanitize.SANITIZER_BUILDS].builds.values())
 
 
 @pytest.mark.slow

@@ -23,7 +23,9 @@ core may be reorganised without breaking them. By hook:
   check, and the standalone-unit kit (:func:`host_unit`, :func:`device_unit`,
   :func:`run_tool`, :func:`report_from_tool`, :func:`check_gpu_unit`, ...); the compiler and
   flags of the real build (:func:`build_command`) and the one shared compile of a candidate
-  (:func:`compile_candidate` -> :class:`CandidateBuild` with the object file).
+  (:func:`compile_candidate` -> :class:`CandidateBuild` with the object file); a plugin's
+  checkers of one candidate share their own work on ``request.shared`` (:class:`SharedWork`)
+  under a :class:`SharedKey` the plugin declares.
 
 Example::
 
@@ -39,7 +41,7 @@ Example::
 
 from __future__ import annotations
 
-from dace_ai.checking.api import CheckReport, CheckRequest, Status, stable_paths
+from dace_ai.checking.api import CheckReport, CheckRequest, SharedKey, SharedWork, Status, stable_paths
 from dace_ai.checking.compile import CandidateBuild, compile_candidate
 from dace_ai.checking.units import (
     GPU_THREAD_SCHEDULES,
@@ -162,6 +164,8 @@ __all__ = [
     "ScopeInfo",
     "Setting",
     "SettingsError",
+    "SharedKey",
+    "SharedWork",
     "Status",
     "Target",
     "TargetInfo",

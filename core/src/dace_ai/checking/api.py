@@ -14,6 +14,14 @@ What every stage reports is a field of :class:`CheckReport` (``stage``, ``reason
 knows (bench figures, remarks, the ladder). Reports travel as :meth:`CheckReport.record`
 (sessions' ``checks.json``, check jobs' results, the answer cache) and come back with
 :meth:`CheckReport.from_record`, so one shape is written and read everywhere.
+
+The checkers of one candidate share work on ``request.shared``, a :class:`SharedWork`: the
+stage runner's own fields (``selected``, ``background``) and typed slots, each under a
+:class:`SharedKey` that the module filling it declares next to its type (``COMPILED`` in
+:mod:`~dace_ai.checking.compile`, ``SANDBOX_RUN`` in :mod:`~dace_ai.checking.harness`,
+``SANITIZER_BUILDS`` in :mod:`~dace_ai.checking.sanitize`). A key says what its value is, so
+a reader gets that type back without checking it, and two modules (or plugins) can never
+meet on a string by chance: keys are told apart by identity, their names only label them.
 """
 
 from __future__ import annotations
@@ -23,19 +31,95 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Generic, Literal, Protocol, TypeVar, cast, overload
 
+from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
 from dace_ai.prompt.answer import Answer
 
 Status = Literal["passed", "failed", "inconclusive"]
+
+T = TypeVar("T")
+D = TypeVar("D")
+
+
+class SharedKey(Generic[T]):
+    """A typed slot of :class:`SharedWork`, declared once at module level next to its type::
+
+        COMPILED: SharedKey[CandidateBuild] = SharedKey("compile")
+
+    Keys are compared by identity (two keys with one name are two slots); ``name`` labels
+    the key in reprs and errors.
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"SharedKey({self.name!r})"
+
+
+class Stoppable(Protocol):
+    """Work a checker left running in the background (a build): stopped when the checks end."""
+
+    def stop(self) -> None: ...
+
+
+class SharedWork:
+    """What the checkers of one candidate share, so work is done once (``request.shared``).
+
+    ``selected`` and ``background`` belong to the stage runner; the rest are typed slots
+    (``shared[COMPILED]``, ``shared.get(SANDBOX_RUN)``), each under a :class:`SharedKey`.
+    """
+
+    __slots__ = ("background", "selected", "_slots")
+
+    def __init__(self) -> None:
+        #: Names of the checkers the stage runner chose for the candidate, in run order
+        #: (so a compile can start work for a later checker beside it).
+        self.selected: list[str] = []
+        #: Work started in the background (objects with ``stop()``), stopped when the checks end.
+        self.background: list[Stoppable] = []
+        self._slots: dict[SharedKey[Any], object] = {}
+
+    def __setitem__(self, key: SharedKey[T], value: T) -> None:
+        self._slots[key] = value
+
+    def __getitem__(self, key: SharedKey[T]) -> T:
+        """The value under ``key``; ``KeyError`` naming the key when nothing was shared under it."""
+        try:
+            return cast(T, self._slots[key])
+        except KeyError:
+            raise KeyError(f"nothing shared under {key!r} for this candidate") from None
+
+    @overload
+    def get(self, key: SharedKey[T]) -> T | None: ...
+    @overload
+    def get(self, key: SharedKey[T], default: D) -> T | D: ...
+
+    def get(self, key: SharedKey[Any], default: object = None) -> object:
+        """The value under ``key``, or ``default`` (None) when nothing was shared under it."""
+        return self._slots.get(key, default)
+
+    def setdefault(self, key: SharedKey[T], default: T) -> T:
+        """The value under ``key``; when there is none, ``default``, stored under it first."""
+        return cast(T, self._slots.setdefault(key, default))
+
+    def __contains__(self, key: SharedKey[Any]) -> bool:
+        return key in self._slots
+
+    def __repr__(self) -> str:
+        names = ", ".join(key.name for key in self._slots)
+        return f"SharedWork(selected={self.selected!r}, background={len(self.background)}, slots=[{names}])"
 
 
 @dataclass
 class CheckRequest:
     answer: Answer
     node: NodeContext
-    settings: Any  #: :class:`dace_ai.config.settings.AISettings`
+    settings: AISettings
     workdir: Path  #: a private folder under ``<build root>/ai-check/`` for this check
     #: Builds the very DaCe tasklet the expansion would place, given environment class paths
     #: (set by the pipeline; checks that build a DaCe program use it, others ignore it).
@@ -44,8 +128,8 @@ class CheckRequest:
     #: and generated ones it requested), set by the pipeline.
     environments: set[str] = field(default_factory=set)
     #: What checkers of one candidate share so work is done once (e.g. the compiled unit,
-    #: see :func:`dace_ai.checking.compile.compile_candidate`).
-    shared: dict[str, Any] = field(default_factory=dict)
+    #: see :func:`dace_ai.checking.compile.compile_candidate`): typed slots under :class:`SharedKey`.
+    shared: SharedWork = field(default_factory=SharedWork)
 
 
 @dataclass

@@ -24,7 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+from dace_ai.checking.api import CheckRequest
+
+if TYPE_CHECKING:
+    from dace_ai.checking.reference import NativeReference
 
 #: Implementation names never used as a baseline on a CPU target (devices, clusters, 'ai' itself).
 _NOT_CPU = ("ai", "fpga", "pblas", "cuda", "gpu", "rocblas", "cublas", "cutensor", "cusolver", "cusparse")
@@ -165,7 +170,7 @@ def numpy_baseline(function: str, label: str = "NumPy") -> Baseline:
     return Baseline("numpy", label, "numpy", function=function)
 
 
-def build_baseline(request: Any, baseline: Baseline) -> Any:
+def build_baseline(request: CheckRequest, baseline: Baseline) -> NativeReference:
     """Build a DaCe-implementation baseline of ``request``'s node once per node (a ``NativeReference``).
 
     Same folder scheme, lock and entry points as the native reference; raises what the

@@ -30,12 +30,17 @@ speed of light; :mod:`dace_ai.performance`), which never changes the verdict.
 from __future__ import annotations
 
 import statistics
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from dace_ai.checking.api import CheckReport, CheckRequest
 from dace_ai.checking.deception import format_seconds
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Checker
+
+if TYPE_CHECKING:
+    from dace_ai.checking.harness import SandboxRun
+    from dace_ai.checking.runner import BenchPlan
 
 NAME = "bench"
 
@@ -118,7 +123,7 @@ def _speeds(fig: dict[str, Any]) -> str:
             f"median of {fig['repeats']} at sizes {_sizes(fig.get('sizes'))}{reused}")
 
 
-def _sizes(sizes: Any) -> str:
+def _sizes(sizes: Mapping[str, int] | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in (sizes or {}).items()) or "(none)"
 
 
@@ -134,7 +139,7 @@ def bench_wanted(request: CheckRequest) -> bool:
         return False
 
 
-def plan(request: CheckRequest) -> Any:
+def plan(request: CheckRequest) -> BenchPlan:
     """The bench section for ``request``'s sandboxed run (raises ``ValueError`` for a bad ``bench_sizes``)."""
     from dace_ai.checking.harness import reference_kind
     from dace_ai.checking.runner import bench_plan
@@ -151,11 +156,7 @@ def plan(request: CheckRequest) -> Any:
     return bench
 
 
-#: Where the verify stage leaves its sandboxed run (with the bench section) for this stage.
-SHARED_RUN = "sandbox_run"
-
-
-def _refusal(result: dict[str, Any]) -> CheckReport:
+def _refusal(result: SandboxRun) -> CheckReport:
     """The report for a sandboxed bench run that did not pass (its ``problem``, never its wording, decides)."""
     from dace_ai.checking import deception
 
@@ -185,16 +186,16 @@ def bench_check(request: CheckRequest) -> CheckReport:
     stage linked, timed in the same child runner.
     """
     from dace_ai.checking import deception
-    from dace_ai.checking.harness import run_against_reference
+    from dace_ai.checking.harness import SANDBOX_RUN, run_against_reference
 
     settings = request.settings
     forbidden = deception.forbidden_library_reason(
         request.answer, "\n".join([request.node.description, settings.extra_instructions or ""]))
     if forbidden:
         return CheckReport(NAME, "failed", f"Refused: {forbidden}.", rule="native-library")
-    result = request.shared.get(SHARED_RUN)
+    result = request.shared.get(SANDBOX_RUN)
     seconds = 0.0
-    if isinstance(result, dict) and result.get("bench") is not None:
+    if result is not None and result.get("bench") is not None:
         seconds = float(result["bench"].get("seconds") or 0.0)  # its share of the verify stage's run
     else:
         try:
@@ -247,7 +248,7 @@ def _speed_of_light_details(request: CheckRequest, fig: dict[str, Any]) -> dict[
         values.update(first_point(request, values))  # a node inside a map: its view at the map's first point
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         values = exc
-    return bench_speed_of_light(request.node, getattr(request.settings, "speed_of_light", "on"),
+    return bench_speed_of_light(request.node, request.settings.speed_of_light,
                                 fig.get("candidate_median"), values, fig.get("threads")).details()
 
 

@@ -6,7 +6,7 @@ which links the object, entry points included, into the sandbox's library): :fun
 :func:`~dace_ai.checking.units.host_unit` with
 :func:`~dace_ai.targets.build_flags.build_command` (DaCe's compiler, standard
 and flags) to ``<workdir>/compile/tasklet.o`` and keeps the result on the
-request, so the second caller gets it for free.
+request (``request.shared[COMPILED]``), so the second caller gets it for free.
 
 ``dace/dace.h`` is precompiled once per compiler and flags under
 ``<build root>/ai-check/pch/``, which makes a compile cost a fraction of a DaCe build.
@@ -29,7 +29,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.api import CheckRequest, SharedKey
 from dace_ai.checking.diagnostics import summarize_output
 from dace_ai.checking.entry_code import entry_points
 from dace_ai.checking.remarks import remark_flags, remark_kind
@@ -100,6 +100,10 @@ class CandidateBuild:
         return False
 
 
+#: Where :func:`compile_candidate` keeps the candidate's one compile on ``request.shared``.
+COMPILED: SharedKey[CandidateBuild] = SharedKey("compile")
+
+
 def pch_folder(compiler: list[str], flags: list[str]) -> Path:
     """``<build root>/ai-check/pch/<hash of compiler, its version, flags, DaCe headers>``."""
     import dace
@@ -150,8 +154,8 @@ def compile_candidate(request: CheckRequest) -> CandidateBuild:
     candidate) return the same :class:`CandidateBuild`. A missing compiler is a
     result with return code 127 (checkers report it as inconclusive).
     """
-    cached = request.shared.get("compile")
-    if isinstance(cached, CandidateBuild):
+    cached = request.shared.get(COMPILED)
+    if cached is not None:
         return cached
     from dace_ai.compat import dace_runtime_include
 
@@ -185,5 +189,5 @@ def compile_candidate(request: CheckRequest) -> CandidateBuild:
         build = CandidateBuild(compiler, flags, command, folder, result, pch_note,
                                remark_kind=remark_kind(compiler[0]) if remarks else None,
                                answer_lines=len(unit.splitlines()))
-    request.shared["compile"] = build
+    request.shared[COMPILED] = build
     return build

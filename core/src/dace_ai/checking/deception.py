@@ -13,6 +13,7 @@ import re
 import statistics
 from typing import Any
 
+from dace_ai.prompt.answer import Answer
 from dace_ai.prompt.feedback import format_seconds
 
 #: Below this many bytes of data the bandwidth rule is not applied (caches and call overhead dominate).
@@ -35,7 +36,7 @@ def forbids_library(description: str) -> bool:
     return bool(_FORBIDS.search(description or ""))
 
 
-def library_calls(answer: Any) -> list[str]:
+def library_calls(answer: Answer) -> list[str]:
     """Library functions the answer's code calls, and library environments it asks for."""
     text = f"{answer.code}\n{answer.code_global}\n{answer.code_init}\n{answer.code_exit}"
     found = sorted({m.group(0).rstrip("( \t") for m in _LIBRARY_CALL.finditer(text)})
@@ -44,7 +45,7 @@ def library_calls(answer: Any) -> list[str]:
     return found + [f"environment {name}" for name in envs]
 
 
-def forbidden_library_reason(answer: Any, description: str) -> str | None:
+def forbidden_library_reason(answer: Answer, description: str) -> str | None:
     """Rule: no call of the native library when the description forbids it."""
     if not forbids_library(description):
         return None

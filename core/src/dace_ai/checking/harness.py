@@ -47,17 +47,21 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
 from dace_ai.checking import distributions
-from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.api import CheckRequest, SharedKey
 from dace_ai.checking.child.records import Case, CaseRecord, Job, Problem
 from dace_ai.checking.constraints import first_point, point_text
-from dace_ai.checking.ladder import build_ladder, case_place
+from dace_ai.checking.ladder import Ladder, SkippedSize, build_ladder, case_place
 from dace_ai.checking.sandbox import ChildOutcome, SandboxLimits, run_child
+from dace_ai.context.types import ConnectorInfo
 from dace_ai.state import STATE
+
+if TYPE_CHECKING:
+    from dace_ai.checking.runner import BenchPlan
 
 DEFAULT_SEEDS = (0, 1, 2)
 _EPS = {"f": {2: 9.8e-4, 4: 1.2e-7, 8: 2.3e-16}, "c": {8: 1.2e-7, 16: 2.3e-16}}
@@ -88,7 +92,7 @@ class SandboxRun(TypedDict, total=False):
     problem: RunProblem | None  #: the failure as data
     seeds: list[int]
     sizes: list[dict[str, int]]
-    skipped: list[Any]  #: :class:`~dace_ai.checking.ladder.SkippedSize` records
+    skipped: list[SkippedSize]
     ladder: list[dict[str, Any]]
     cases: list[CaseRecord]  #: the child's records, in the order of the cases
     distributions: dict[str, Any]
@@ -97,6 +101,11 @@ class SandboxRun(TypedDict, total=False):
     bench: dict[str, Any] | None  #: the bench section's figures
     library: str
     seconds: dict[str, float]
+
+
+#: Where the ``verify`` checker leaves its sandboxed run on ``request.shared`` (with the bench section):
+#: the ``bench`` stage judges its timing and the ``sanitizers`` run only after a passed one.
+SANDBOX_RUN: SharedKey[SandboxRun] = SharedKey("sandbox_run")
 
 
 def case_problem(reason: str, problem: Problem, case: Case) -> RunProblem:
@@ -174,7 +183,7 @@ def _param_values(request: CheckRequest, values: dict[str, int]) -> dict[str, in
     return first_point(request, values)
 
 
-def _dims(conn: Any, values: Mapping[str, int]) -> tuple[list[int], list[int]]:
+def _dims(conn: ConnectorInfo, values: Mapping[str, int]) -> tuple[list[int], list[int]]:
     """Shape and element strides of what a connector sees (size-1 dimensions squeezed like DaCe does)."""
     from dace import subsets
 
@@ -190,7 +199,7 @@ def _dims(conn: Any, values: Mapping[str, int]) -> tuple[list[int], list[int]]:
     return [n for n, _ in dims], [s for _, s in dims]
 
 
-def _dtype(request: CheckRequest, conn: Any) -> np.dtype:
+def _dtype(request: CheckRequest, conn: ConnectorInfo) -> np.dtype:
     desc = (request.node.live or {}).get("sdfg").arrays[conn.container]
     return np.dtype(desc.dtype.type)
 
@@ -549,7 +558,7 @@ class _Plan:
     """The cases of one run: ``cases`` (the ladder's, then the distributions'), ``bench_cases``
     (the bench section's), ``agains`` (second calls on the same buffers), and the ladder they came from."""
 
-    ladder: Any
+    ladder: Ladder | None
     sizes: list[dict[str, int]]
     cases: list[dict[str, Any]]
     bench_cases: list[dict[str, Any]]
@@ -564,7 +573,7 @@ class _Plan:
 _NO_VALUES = "Not verified: could not give the node's symbols values ({})."
 
 
-def _ladder_cases(request: CheckRequest, mode: str, seeds: list[int], sizes: Any, bench: Any) -> _Plan:
+def _ladder_cases(request: CheckRequest, mode: str, seeds: list[int], sizes: Any, bench: BenchPlan | None) -> _Plan:
     """The ladder's cases and the bench section's; which rungs depends on the mode, since the
     bench section checks the bench sizes against the reference itself."""
     if mode == "time":
@@ -575,7 +584,7 @@ def _ladder_cases(request: CheckRequest, mode: str, seeds: list[int], sizes: Any
         rungs = ("small", "odd", "vector", "multi-tile", "bench")
     try:
         ladder = None if mode == "bench" else build_ladder(
-            request, sizes, bench_sizes=getattr(request.settings, "bench_sizes", None), seeds=seeds, rungs=rungs)
+            request, sizes, bench_sizes=request.settings.bench_sizes, seeds=seeds, rungs=rungs)
         size_list = ladder.sizes() if ladder is not None else []
         cases = ([make_case(request, c.seed, c.sizes, c.point, c.rung, c.point_words) for c in ladder.cases()]
                  if ladder is not None else [])
@@ -586,8 +595,8 @@ def _ladder_cases(request: CheckRequest, mode: str, seeds: list[int], sizes: Any
     return _Plan(ladder, size_list, cases, bench_cases)
 
 
-def _plan_cases(request: CheckRequest, mode: str, seeds: list[int], sizes: Any, bench: Any, kind: str | None,
-                count: int, result: SandboxRun) -> _Plan:
+def _plan_cases(request: CheckRequest, mode: str, seeds: list[int], sizes: Any, bench: BenchPlan | None,
+                kind: str | None, count: int, result: SandboxRun) -> _Plan:
     """Make every case the child runs, numbered in the order it runs them: the ladder, thread runs,
     other input distributions and second calls (verify), the bench section. Records the sizes,
     the skipped sizes and the ladder in ``result``."""
@@ -644,7 +653,7 @@ def _compile_candidate(request: CheckRequest, plan: _Plan, result: SandboxRun) -
     return library
 
 
-def _child_job(request: CheckRequest, mode: str, plan: _Plan, library: Path, bench: Any, count: int,
+def _child_job(request: CheckRequest, mode: str, plan: _Plan, library: Path, bench: BenchPlan | None, count: int,
                timing: dict[str, Any]) -> Job:
     """The job the child reads: its cases, the candidate, the bench section (reference added later)."""
     from dace_ai.checking.runner import baseline_timing_file
@@ -720,7 +729,7 @@ def _read_child(outcome: ChildOutcome, plan: _Plan, limits: SandboxLimits, resul
     return outcome.result
 
 
-def _passed_message(plan: _Plan, bench: Any, count: int, result: SandboxRun) -> str:
+def _passed_message(plan: _Plan, bench: BenchPlan | None, count: int, result: SandboxRun) -> str:
     """What a passed verification covered, in words: seeds, sizes, rungs, threads, distributions."""
     skipped = f"; not run: {'; '.join(map(str, result['skipped']))}" if result["skipped"] else ""
     rung_names = list(dict.fromkeys([r.name for r in plan.ladder.rungs] + (["bench"] if bench is not None else [])))
@@ -736,7 +745,7 @@ def _passed_message(plan: _Plan, bench: Any, count: int, result: SandboxRun) -> 
 
 def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds: Sequence[int] | int = DEFAULT_SEEDS,
                           sizes: Any = None, repeats: int = 5, warmup: int = 1,
-                          limits: SandboxLimits | None = None, bench: Any = None,
+                          limits: SandboxLimits | None = None, bench: BenchPlan | None = None,
                           threads: int | None = None) -> SandboxRun:
     """Run the candidate of ``request`` and the node's reference on the same inputs in a sandboxed child.
 

@@ -55,6 +55,7 @@ from dace_ai.checking.constraints import (
     satisfy,
 )
 from dace_ai.checking.distributions import words as distribution_words
+from dace_ai.context.types import TargetInfo
 
 #: Small rung: odd primes, a different one per symbol, so no size is a multiple of a vector width
 #: and swapped dimensions show.
@@ -169,7 +170,7 @@ def _sizes_text(sizes: Mapping[str, int]) -> str:
 
 
 # ----------------------------------------------------------------------------- rung values
-def vector_bytes(target: Any) -> int:
+def vector_bytes(target: TargetInfo) -> int:
     """The widest vector register the target's code may use, in bytes (from its name, flags or this CPU)."""
     if getattr(target, "kind", "cpu") == "gpu":
         return GPU_LINE_BYTES
@@ -197,7 +198,7 @@ def vector_bytes(target: Any) -> int:
     return found
 
 
-def vector_unit(target: Any, element_bytes: Sequence[int]) -> int:
+def vector_unit(target: TargetInfo, element_bytes: Sequence[int]) -> int:
     """Elements that are a multiple of every vector width and cache line of the target, for every element size.
 
     Vector and line lengths are powers of two, so the least common multiple is the

@@ -31,6 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dace_ai.checking.api import CheckRequest
+from dace_ai.context.types import NodeContext
+
 #: Implementations never used as a reference (accelerators, vendor libraries that may be absent).
 _UNSUITABLE = ("ai", "cuda", "cublas", "rocblas", "fpga", "gpu", "mkl", "pblas", "cutensor", "cusolver", "cusparse")
 
@@ -85,7 +88,7 @@ def call_reference(function: Callable[..., Any], inputs: dict[str, Any], symbols
 
 
 # ----------------------------------------------------------------------------- native references
-def implemented_node(node_ctx: Any) -> Any:
+def implemented_node(node_ctx: NodeContext) -> Any:
     """The library node the code implements: the node itself, or, when a generated tasklet is
     revised (refine), the library node it replaced (``live["reference_node"]``)."""
     live = node_ctx.live or {}
@@ -129,7 +132,7 @@ def _as_array(desc: Any) -> Any:
                            total_size=desc.total_size, start_offset=desc.start_offset, alignment=desc.alignment)
 
 
-def reference_sdfg(request: Any, implementation: str | None = None) -> tuple[Any, str]:
+def reference_sdfg(request: CheckRequest, implementation: str | None = None) -> tuple[Any, str]:
     """(program holding a copy of the node wired like the original, implementation name).
 
     ``implementation`` defaults to the native one; another name (``'OpenBLAS'``) builds
@@ -207,7 +210,7 @@ def _ctype_name(dtype: Any) -> str:
     return dtype.as_ctypes().__name__
 
 
-def build_native_reference(request: Any, implementation: str | None = None) -> NativeReference:
+def build_native_reference(request: CheckRequest, implementation: str | None = None) -> NativeReference:
     """The node's native program, built once per node (content-hashed folder, cross-process lock).
 
     ``implementation`` names another of DaCe's implementations of the node (a baseline,

@@ -26,6 +26,7 @@ from typing import Any
 from dace_ai.checking.api import CheckRequest
 from dace_ai.checking.child.records import BenchJob, Case
 from dace_ai.checking.timing import connector_bytes, parse_sizes
+from dace_ai.config.settings import AISettings
 
 #: Cases with at least this many elements in their largest container get the thread runs.
 THREAD_RUN_ELEMENTS = 4096
@@ -35,11 +36,11 @@ OUTPUT_FILL = "signalling-nan-a5"
 BENCH_SEEDS = (1, 2)
 
 
-def all_cores(settings: Any = None) -> int:
+def all_cores(settings: AISettings | None = None) -> int:
     """The all-core thread count: setting ``check_threads`` if set, else the cores this process may use."""
     from dace_ai.performance.store import usable_cores
 
-    given = int(getattr(settings, "check_threads", 0) or 0)
+    given = settings.check_threads if settings is not None else 0
     return given if given > 0 else usable_cores()
 
 
@@ -114,12 +115,12 @@ def bench_plan(request: CheckRequest, *, native: bool, sizes: dict[str, int] | N
     from dace_ai.storage.files import ai_folder
 
     settings = request.settings
-    given = dict(sizes) if sizes is not None else parse_sizes(getattr(settings, "bench_sizes", None))
-    asked = bool(given) or getattr(settings, "bench", "report") == "gate"
+    given = dict(sizes) if sizes is not None else parse_sizes(settings.bench_sizes)
+    asked = bool(given) or settings.bench == "gate"
     from dace_ai.checking.ladder import bench_sizes
 
     values = bench_sizes(request, given)
-    return BenchPlan(sizes=values, time=native or asked, repeats=int(getattr(settings, "bench_repeats", 7) or 7),
+    return BenchPlan(sizes=values, time=native or asked, repeats=settings.bench_repeats,
                      lock=str(ai_folder("ai-check") / "bench.lock"), bytes=connector_bytes(request, values))
 
 

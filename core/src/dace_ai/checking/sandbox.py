@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dace_ai.config.settings import AISettings
+
 #: The entry file of the sandbox child (it loads the other files of its folder itself).
 CHILD = Path(__file__).with_name("child") / "__main__.py"
 #: A fault this far past a buffer's end (beyond its guard pages) is attributed to that buffer.
@@ -37,10 +39,9 @@ class SandboxLimits:
     memory_bytes: int = 4 << 30
 
     @classmethod
-    def from_settings(cls, settings: Any) -> SandboxLimits:
-        return cls(cpu_seconds=float(getattr(settings, "sandbox_cpu_seconds", cls.cpu_seconds)),
-                   wall_seconds=float(getattr(settings, "sandbox_wall_seconds", cls.wall_seconds)),
-                   memory_bytes=int(getattr(settings, "sandbox_memory_mb", cls.memory_bytes >> 20)) << 20)
+    def from_settings(cls, settings: AISettings) -> SandboxLimits:
+        return cls(cpu_seconds=settings.sandbox_cpu_seconds, wall_seconds=settings.sandbox_wall_seconds,
+                   memory_bytes=settings.sandbox_memory_mb << 20)
 
     def as_job(self) -> dict[str, Any]:
         return {"cpu_seconds": max(1, round(self.cpu_seconds)), "memory_bytes": self.memory_bytes}

@@ -22,9 +22,10 @@ and runs it once at a small size, in a process of its own:
 
 Both builds are started beside the main compile (:func:`start_sanitizer_builds`,
 called by ``compile_candidate``: background threads whose compiler processes are kept
-on ``request.shared`` and killed when the main compile fails or the checks end), so a
-2-core machine overlaps them. ``dace/dace.h`` is precompiled for clang once per flag
-set (:func:`dace_ai.checking.compile.ensure_pch`) and the fixed C++ driver
+on ``request.shared[SANITIZER_BUILDS]``, listed in ``request.shared.background`` and
+killed when the main compile fails or the checks end), so a 2-core machine overlaps them.
+``dace/dace.h`` is precompiled for clang once per flag set
+(:func:`dace_ai.checking.compile.ensure_pch`) and the fixed C++ driver
 (:data:`DRIVER_SOURCE`, our code, never the model's) is compiled once per flag set, so a
 warm sanitizer build is one short compile and link.
 
@@ -72,14 +73,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dace_ai.checking.api import CheckReport, CheckRequest, Status, stable_paths
+from dace_ai.checking.api import CheckReport, CheckRequest, SharedKey, Status, stable_paths
 from dace_ai.checking.units import UNIT_FILE, ToolResult, environment_classes, unit_place
+from dace_ai.config.settings import AISettings
 from dace_ai.plugins.registrations import Checker, Setting
 from dace_ai.state import STATE
 
 NAME = "sanitizers"
-#: Where the background builds of a candidate live on ``request.shared``.
-SHARED_BUILDS = "sanitizer_builds"
 #: Folder under the check's workdir.
 FOLDER = "sanitize"
 #: The one setting of this checker: the clang++ to build with.
@@ -193,9 +193,9 @@ DRIVER_FILE = "dace_ai_sanitizers_driver.cpp"
 
 
 # ----------------------------------------------------------------------------- tools
-def sanitizer_compiler(settings: Any) -> str | None:
+def sanitizer_compiler(settings: AISettings) -> str | None:
     """The clang++ to build with (setting ``sanitizers_compiler``), as a path, or None when it is not installed."""
-    name = str(getattr(settings, COMPILER_SETTING.name, None) or COMPILER_SETTING.default).strip()
+    name = str(settings.sanitizers_compiler or COMPILER_SETTING.default).strip()
     return shutil.which(name) if name else None
 
 
@@ -454,7 +454,7 @@ class SanitizerBuild:
 
 @dataclass
 class SanitizerBuilds:
-    """The background builds of one candidate (on ``request.shared``), by kind."""
+    """The background builds of one candidate (``request.shared[SANITIZER_BUILDS]``), by kind."""
 
     builds: dict[str, SanitizerBuild] = field(default_factory=dict)
 
@@ -463,21 +463,22 @@ class SanitizerBuilds:
             build.stop()
 
 
+#: Where the background builds of a candidate live on ``request.shared``.
+SANITIZER_BUILDS: SharedKey[SanitizerBuilds] = SharedKey("sanitizer_builds")
+
+
 def wanted(request: CheckRequest) -> bool:
     """True when this checker is among the ones the stage runner chose for the request and may apply to it."""
     from dace_ai.checking.host import uses_host_compiler
-    from dace_ai.checking.stages import SELECTED
 
-    return NAME in (request.shared.get(SELECTED) or ()) and uses_host_compiler(request)
+    return NAME in request.shared.selected and uses_host_compiler(request)
 
 
 def _shared_builds(request: CheckRequest) -> SanitizerBuilds:
-    from dace_ai.checking.stages import BACKGROUND
-
-    builds = request.shared.get(SHARED_BUILDS)
-    if not isinstance(builds, SanitizerBuilds):
-        builds = request.shared[SHARED_BUILDS] = SanitizerBuilds()
-        request.shared.setdefault(BACKGROUND, []).append(builds)
+    builds = request.shared.get(SANITIZER_BUILDS)
+    if builds is None:
+        builds = request.shared[SANITIZER_BUILDS] = SanitizerBuilds()
+        request.shared.background.append(builds)
     return builds
 
 
@@ -524,8 +525,8 @@ def start_sanitizer_builds(request: CheckRequest, unit: str, build_flags: Sequen
 
 def stop_sanitizer_builds(request: CheckRequest) -> None:
     """Kill the candidate's background builds (the main compile failed: nothing will run them)."""
-    builds = request.shared.get(SHARED_BUILDS)
-    if isinstance(builds, SanitizerBuilds):
+    builds = request.shared.get(SANITIZER_BUILDS)
+    if builds is not None:
         builds.stop()
 
 
@@ -814,20 +815,20 @@ def tell_once(reason: str, message: str) -> None:
 
 
 def applies(request: CheckRequest) -> bool:
-    """Host C++ that DaCe builds, which the ``verify`` checker passed (its run is on ``request.shared``).
+    """Host C++ that DaCe builds, which the ``verify`` checker passed (its run is ``request.shared[SANDBOX_RUN]``).
 
     A candidate verify refused needs no second opinion; one it could not decide (no
     reference, a reference that fails on the generated inputs) may only be defined for
     inputs it never saw (a histogram's bins), and a sanitizer report on those would
     blame correct code. When ``verify`` is not selected the sanitizers run alone.
     """
-    from dace_ai.checking.bench import SHARED_RUN
+    from dace_ai.checking.harness import SANDBOX_RUN
     from dace_ai.checking.host import uses_host_compiler
 
     if not uses_host_compiler(request):
         return False
-    run = request.shared.get(SHARED_RUN)
-    return not isinstance(run, dict) or run.get("status") == "passed"
+    run = request.shared.get(SANDBOX_RUN)
+    return run is None or run.get("status") == "passed"
 
 
 def _first_error(output: str) -> str:
@@ -926,7 +927,7 @@ def sanitizers_check(request: CheckRequest) -> CheckReport:
 
     compiler = sanitizer_compiler(request.settings)
     if compiler is None:
-        name = getattr(request.settings, COMPILER_SETTING.name, None) or COMPILER_SETTING.default
+        name = request.settings.sanitizers_compiler or COMPILER_SETTING.default
         return report("inconclusive", "clang missing",
                       f"Not run under the sanitizers: {name!r} is not installed; install the Debian package "
                       f"`{CLANG_PACKAGE}` (or name another clang++ with the setting {COMPILER_SETTING.name}).")

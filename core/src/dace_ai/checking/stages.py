@@ -15,9 +15,9 @@ Each checker's ``applies(request)`` may skip a candidate. Stages run in the orde
 the setting's order for a list), so ``sanitizers`` (order 10) runs after ``verify``
 and reads its result. After the first stage with a failure the
 later ones are skipped (there is no point timing code that does not build). The
-names chosen are on ``request.shared[SELECTED]`` (so a compile can start work for a
-later checker beside it); work started in the background and registered under
-``request.shared[BACKGROUND]`` (objects with ``stop()``) is stopped when the checks end. A
+names chosen are on ``request.shared.selected`` (so a compile can start work for a
+later checker beside it); work started in the background and added to
+``request.shared.background`` (objects with ``stop()``) is stopped when the checks end. A
 checker that raises becomes an ``inconclusive`` report naming its distribution:
 a broken plugin must never take the user's program down with it.
 """
@@ -30,20 +30,15 @@ import os
 import time
 import traceback
 from pathlib import Path
-from typing import Any
 
 from dace_ai.checking.api import CheckReport, CheckRequest, stable_paths
+from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
 from dace_ai.errors import CheckFailed, SettingsError
 from dace_ai.plugins.manager import PluginManager, get_plugin_manager
 from dace_ai.plugins.registrations import STAGES, Checker
 from dace_ai.prompt.answer import Answer
 from dace_ai.storage.files import ai_folder, build_root, lock_for
-
-#: ``request.shared`` key: names of the checkers chosen for the request, in run order.
-SELECTED = "selected_checkers"
-#: ``request.shared`` key: background work (objects with ``stop()``) stopped when the checks end.
-BACKGROUND = "background"
 
 
 def check_workdir(node_ctx: NodeContext, answer: Answer) -> Path:
@@ -58,7 +53,7 @@ def check_workdir(node_ctx: NodeContext, answer: Answer) -> Path:
     return ai_folder("ai-check") / digest
 
 
-def select_checkers(node: NodeContext, settings: Any,
+def select_checkers(node: NodeContext, settings: AISettings,
                     manager: PluginManager | None = None) -> tuple[list[Checker], list[CheckReport]]:
     """The checkers to run for ``node``, in stage order, and reports for names that are missing.
 
@@ -144,7 +139,7 @@ def run_checks(request: CheckRequest, manager: PluginManager | None = None) -> l
     if not request.settings.compile_check:
         return []
     checkers, reports = select_checkers(request.node, request.settings, manager)
-    request.shared[SELECTED] = [c.name for c in checkers]
+    request.shared.selected = [c.name for c in checkers]
     Path(request.workdir).mkdir(parents=True, exist_ok=True)
     # Identical answers for one node share this folder (reruns reuse it), whether they come from
     # threads, worker processes or cluster jobs: their checks run one at a time.
@@ -163,7 +158,8 @@ def run_checks(request: CheckRequest, manager: PluginManager | None = None) -> l
 
 def stop_background(request: CheckRequest) -> None:
     """Stop the work checkers left running for the request (e.g. sanitizer builds a failure made useless)."""
-    for work in request.shared.pop(BACKGROUND, None) or ():
+    background, request.shared.background = request.shared.background, []
+    for work in background:
         try:
             work.stop()
         except Exception:  # noqa: BLE001, S110 - stopping is best effort; a checker's bug must not hide the reports

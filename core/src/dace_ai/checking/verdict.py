@@ -23,13 +23,15 @@ always keeps the native expansion.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from dace_ai.checking.api import CheckReport
 from dace_ai.checking.levels import verification_level
+from dace_ai.config.settings import AISettings
+from dace_ai.context.types import NodeContext
 from dace_ai.errors import InconclusiveCheckWarning
 
 
@@ -68,25 +70,25 @@ class Verdict:
         """When no answer was accepted: expand natively (True) or stop with an error (False)?"""
         return falls_back_natively(self.on_failure, has_native, too_slow=self.too_slow)
 
-    def warn(self, node: Any, session: Any = None, stacklevel: int = 2) -> None:
+    def warn(self, node: NodeContext, session: str | os.PathLike | None = None, stacklevel: int = 2) -> None:
         """Warn about :attr:`warnings` (an answer is never accepted silently while a check could not decide)."""
         if self.warnings:
             warnings.warn(inconclusive_warning_text(node, self.warnings, session), InconclusiveCheckWarning,
                           stacklevel=stacklevel + 1)
 
 
-def judge(reports: Sequence[CheckReport], settings: Any) -> Verdict:
+def judge(reports: Sequence[CheckReport], settings: AISettings) -> Verdict:
     """The verdict on one candidate from its check reports and the settings (see the module docstring)."""
     reports = list(reports)
     failed = tuple(r for r in reports if r.status == "failed")
     undecided = tuple(r for r in reports if r.status == "inconclusive")
-    on_failure = str(getattr(settings, "on_failure", None) or "")
+    on_failure = settings.on_failure or ""
     reached = verification_level(reports)
     if failed:
         names = ", ".join(dict.fromkeys(r.checker for r in failed))
         return Verdict(False, reason=f"refused by check(s) {names}: {_first_line(failed[0])}", failed=failed,
                        inconclusive=undecided, on_failure=on_failure, reached=reached)
-    if undecided and getattr(settings, "on_inconclusive", "warn") == "reject":
+    if undecided and settings.on_inconclusive == "reject":
         names = ", ".join(dict.fromkeys(r.checker for r in undecided))
         return Verdict(False, reason=f"check(s) {names} could not decide and on_inconclusive=reject",
                        inconclusive=undecided, on_failure=on_failure, reached=reached)
@@ -109,7 +111,8 @@ def _first_line(report: CheckReport) -> str:
     return str(text).splitlines()[0] if str(text).strip() else "no reason given"
 
 
-def inconclusive_warning_text(node: Any, reports: Sequence[CheckReport], session: Any = None) -> str:
+def inconclusive_warning_text(node: NodeContext, reports: Sequence[CheckReport],
+                              session: str | os.PathLike | None = None) -> str:
     """The words of the warning: which node, which checks could not decide and why, where the session is."""
     what = "; ".join(f"{r.checker}: {_first_line(r)}" for r in reports)
     where = f"; session: {session}" if session else ""

@@ -57,11 +57,11 @@ def applies(request: CheckRequest) -> bool:
 def verify_check(request: CheckRequest) -> CheckReport:
     """Compare the candidate with the node's reference on ``verify_seeds`` seeds along the size ladder."""
     from dace_ai.checking import bench
-    from dace_ai.checking.harness import parse_sizes_setting, run_against_reference
+    from dace_ai.checking.harness import SANDBOX_RUN, parse_sizes_setting, run_against_reference
 
     settings = request.settings
-    seeds = int(getattr(settings, "verify_seeds", 3) or 3)
-    sizes = parse_sizes_setting(getattr(settings, "verify_sizes", None))
+    seeds = settings.verify_seeds
+    sizes = parse_sizes_setting(settings.verify_sizes)
     plan = None
     if bench.bench_wanted(request):  # the bench stage judges the timing of this very run
         try:
@@ -69,7 +69,7 @@ def verify_check(request: CheckRequest) -> CheckReport:
         except ValueError:
             plan = None  # a bad bench_sizes is the bench stage's to report
     result = run_against_reference(request, mode="verify", seeds=seeds, sizes=sizes, bench=plan)
-    request.shared[bench.SHARED_RUN] = result
+    request.shared[SANDBOX_RUN] = result
     details: dict[str, Any] = {"reference": result["reference"], "timings": result["seconds"],
                                "threads": result["threads"], "ladder": result.get("ladder", []),
                                "skipped": [s.as_dict() for s in result.get("skipped", [])],

@@ -365,7 +365,8 @@ class Checker(Registration):
     default: bool = True
     #: Place within its stage: lower runs first; equal orders keep the selection's order (name order for
     #: the defaults, the setting's order for a list). A checker that reads what another checker of its
-    #: stage left on ``request.shared`` takes a higher order (``sanitizers``, 10, reads ``verify``'s run).
+    #: stage left on ``request.shared`` (under a ``SharedKey``) takes a higher order (``sanitizers``, 10, reads
+    #: ``verify``'s run).
     order: int = 0
 
     def __post_init__(self) -> None:
