@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -19,10 +21,19 @@ DATA = REPO / "tests" / "data"
 
 
 def build_wheel(source: Path, wheel_dir: Path) -> Path:
-    """Build the distribution in ``source`` into ``wheel_dir`` and return the wheel."""
+    """Build the distribution in ``source`` into ``wheel_dir`` and return the wheel.
+
+    It is built from a private copy: a build without isolation writes ``build/`` and
+    ``*.egg-info`` next to its sources, and the test workers (one per core) each build the
+    same distributions at once, which must not share those folders (nor leave them in the tree).
+    """
+    wheel_dir.mkdir(parents=True, exist_ok=True)
     before = set(wheel_dir.glob("*.whl"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "-w", str(wheel_dir), str(source)], check=True, capture_output=True, text=True)
+    with tempfile.TemporaryDirectory(prefix="dist-", dir=wheel_dir) as scratch:
+        copy = Path(scratch) / source.name
+        shutil.copytree(source, copy, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                        "-w", str(wheel_dir), str(copy)], check=True, capture_output=True, text=True)
     built = set(wheel_dir.glob("*.whl")) - before
     assert len(built) == 1, f"expected one wheel from {source}, got {built}"
     return built.pop()
