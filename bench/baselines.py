@@ -29,8 +29,18 @@ def measure(task: str, build: Path, repeats: int) -> dict:
     from dace_ai.evaluation.tasks import recorded_answers
 
     answer = recorded_answers(shipped_answers("core"), task)[0]["answer"]
-    return run_task({"suite": "core", "task": task, "answer": answer, "build_root": str(build), "seeds": [0],
-                     "repeats": repeats, "time": True, "baselines": True})
+    return run_task(
+        {
+            "suite": "core",
+            "task": task,
+            "answer": answer,
+            "build_root": str(build),
+            "seeds": [0],
+            "repeats": repeats,
+            "time": True,
+            "baselines": True,
+        }
+    )
 
 
 def main() -> None:
@@ -40,8 +50,10 @@ def main() -> None:
     parser.add_argument("--build", type=Path, help="build folder (default: a fresh temporary one)")
     opts = parser.parse_args()
     build = opts.build or Path(tempfile.mkdtemp(prefix="dace-ai-baselines-"))
-    print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} on {os.cpu_count()} cores; "
-          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '1 (default)')}; build {build}")
+    print(
+        f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} on {os.cpu_count()} cores; "
+        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '1 (default)')}; build {build}"
+    )
     for task in opts.tasks.split(","):
         run = measure(task.strip(), build, opts.repeats)
         if "error" in run or not run.get("correct"):

@@ -42,8 +42,11 @@ def main() -> None:
     extra = ["--repeats", opts.repeats] + (["--tasks", opts.tasks] if opts.tasks else [])
     times: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="bench-scaling-") as tmp:
-        for name, how in (("serial", ["--workers", "1"]), ("pool", ["--workers", str(cores)]),
-                          ("dask", ["--executor", "dask", "--workers", "2"])):
+        for name, how in (
+            ("serial", ["--workers", "1"]),
+            ("pool", ["--workers", str(cores)]),
+            ("dask", ["--executor", "dask", "--workers", "2"]),
+        ):
             out = Path(tmp) / name
             times[name] = run([*extra, *how, "--out", str(out)])
             attempts = json.loads((out / "results.json").read_text())["attempts"]

@@ -22,7 +22,6 @@ node without one. The machine's load is printed: run it on a quiet machine.
     python bench/check_cost.py [--candidates 5]
 """
 
-
 import argparse
 import statistics
 import sys
@@ -60,8 +59,13 @@ def node_context(settings: Any, reference: bool = True) -> Any:
     def meaning(a):  # what the node means, for the verify stage
         return 2.0 * a + np.sqrt(np.abs(a))
 
-    node = dace_ai.AINode("scale", "Write _b[i] = 2 * _a[i] + sqrt(|_a[i]|) for every i.", inputs={"_a"},
-                          outputs={"_b"}, reference=meaning if reference else None)
+    node = dace_ai.AINode(
+        "scale",
+        "Write _b[i] = 2 * _a[i] + sqrt(|_a[i]|) for every i.",
+        inputs={"_a"},
+        outputs={"_b"},
+        reference=meaning if reference else None,
+    )
     state.add_node(node)
     state.add_edge(state.add_read("A"), None, node, "_a", dace.Memlet("A[0:N]"))
     state.add_edge(node, "_b", state.add_write("B"), None, dace.Memlet("B[0:N]"))
@@ -85,23 +89,29 @@ def gemm_context(settings: Any) -> Any:
     for node, _ in sdfg.all_nodes_recursive():
         if isinstance(node, dace.nodes.LibraryNode):
             node.implementation = "ai"
-    (parent, state, node), = pending_nodes(sdfg)
+    ((parent, state, node),) = pending_nodes(sdfg)
     return collect(parent, state, node, settings)
 
 
 def scale_candidate(i: int) -> Answer:
     """Distinct correct candidates (so no build is reused), each a typical small kernel with a helper."""
-    return Answer(code=f"for (int i = 0; i < N; ++i) _b[i] = scale_{i}(_a[i]);",
-                  code_global=f"#include <cmath>\nstatic inline double scale_{i}(double x) "
-                              f"{{ return 2.0 * x + 0.0 * {i} + std::sqrt(std::fabs(x)); }}")
+    return Answer(
+        code=f"for (int i = 0; i < N; ++i) _b[i] = scale_{i}(_a[i]);",
+        code_global=f"#include <cmath>\nstatic inline double scale_{i}(double x) "
+        f"{{ return 2.0 * x + 0.0 * {i} + std::sqrt(std::fabs(x)); }}",
+    )
 
 
 def gemm_candidate(i: int) -> Answer:
     """Distinct correct Gemm kernels: row-major i-k-j loops with an OpenMP loop over rows."""
-    return Answer(code=("#pragma omp parallel for\n"
-                        "for (int i = 0; i < M; ++i) { for (int j = 0; j < N; ++j) _c[i * N + j] = 0.0;"
-                        " for (int q = 0; q < K; ++q) { const double a = _a[i * K + q];"
-                        f" for (int j = 0; j < N; ++j) _c[i * N + j] += a * _b[q * N + j]; }} }} // {i}"))
+    return Answer(
+        code=(
+            "#pragma omp parallel for\n"
+            "for (int i = 0; i < M; ++i) { for (int j = 0; j < N; ++j) _c[i * N + j] = 0.0;"
+            " for (int q = 0; q < K; ++q) { const double a = _a[i * K + q];"
+            f" for (int j = 0; j < N; ++j) _c[i * N + j] += a * _b[q * N + j]; }} }} // {i}"
+        )
+    )
 
 
 def _request(ctx: Any, settings: Any, answer: Answer) -> CheckRequest:
@@ -183,8 +193,10 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"one-time precompiled dace.h: {pch_seconds:.2f} s ({pch_note})")
         print(f"target: {rows[0][1].target.name}; default checkers: {', '.join(chosen)}")
         print(f"build command: {' '.join(compiler + flags)}")
-        print(f"load average at start: {load:.1f} on {os.cpu_count()} cores; candidates: {args.candidates} per node, "
-              "each distinct")
+        print(
+            f"load average at start: {load:.1f} on {os.cpu_count()} cores; candidates: {args.candidates} per node, "
+            "each distinct"
+        )
         for label, ctx, cold, checks, names, faithful, goal in rows:
             print(f"\n{label} ({ctx.node_type} {ctx.name!r}); ran: {', '.join(names)}")
             if BENCH_LINES.get(ctx.name):
@@ -196,11 +208,15 @@ def main(argv: list[str] | None = None) -> None:
             for name, times in table:
                 print(f"  {name:<34} {statistics.median(times):>7.3f} {min(times):>7.3f} {max(times):>7.3f}")
             wall = statistics.median(checks["wall"])
-            print(f"  faithful / all default stages: {statistics.median(faithful) / wall:.1f}x; goal <= {goal} s: "
-                  f"{'met' if wall <= goal else 'NOT met'}")
+            print(
+                f"  faithful / all default stages: {statistics.median(faithful) / wall:.1f}x; goal <= {goal} s: "
+                f"{'met' if wall <= goal else 'NOT met'}"
+            )
         compile_s = statistics.median(rows[0][3].get("compile", [0.0]))
-        print(f"\ncompile stage (1-D reference=): {compile_s:.3f} s (goal <= {COMPILE_GOAL_S} s: "
-              f"{'met' if compile_s <= COMPILE_GOAL_S else 'NOT met'})")
+        print(
+            f"\ncompile stage (1-D reference=): {compile_s:.3f} s (goal <= {COMPILE_GOAL_S} s: "
+            f"{'met' if compile_s <= COMPILE_GOAL_S else 'NOT met'})"
+        )
 
 
 if __name__ == "__main__":

@@ -53,8 +53,12 @@ class LatencyProvider:
             serial = self.requests
         # Each answer its own text (as samples of a model differ), so each gets its own check folder.
         text = json.dumps({"code": CODE["code"] + f" // answer {serial}"})
-        return ProviderReply(text=text, usage=Usage(input_tokens=len(request.system), output_tokens=len(text)),
-                             model="scripted", stop_reason="end_turn")
+        return ProviderReply(
+            text=text,
+            usage=Usage(input_tokens=len(request.system), output_tokens=len(text)),
+            model="scripted",
+            stop_reason="end_turn",
+        )
 
 
 def program(name: str, nodes: int):
@@ -66,8 +70,13 @@ def program(name: str, nodes: int):
     for k in range(nodes):
         sdfg.add_array(f"A{k}", [64], dace.float64)
         sdfg.add_array(f"B{k}", [64], dace.float64)
-        node = dace_ai.AINode(f"inc{k}", "Write _out[i] = _a[i] + 1 for every i.", inputs={"_a"},
-                              outputs={"_out"}, reference=lambda a: a + 1)
+        node = dace_ai.AINode(
+            f"inc{k}",
+            "Write _out[i] = _a[i] + 1 for every i.",
+            inputs={"_a"},
+            outputs={"_out"},
+            reference=lambda a: a + 1,
+        )
         state.add_edge(state.add_read(f"A{k}"), None, node, "_a", dace.Memlet(f"A{k}[0:64]"))
         state.add_edge(node, "_out", state.add_write(f"B{k}"), None, dace.Memlet(f"B{k}[0:64]"))
     return sdfg
@@ -80,8 +89,9 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.2, help="seconds the scripted provider takes per answer")
     parser.add_argument("--workers", type=int, default=2, help="workers of the process pool and the LocalCluster")
     parser.add_argument("--executors", default="threads,local,dask")
-    parser.add_argument("--together", action="store_true",
-                        help="compare node by node with every node at once on one dask cluster")
+    parser.add_argument(
+        "--together", action="store_true", help="compare node by node with every node at once on one dask cluster"
+    )
     parser.add_argument("--pairs", type=int, default=2, help="--together: runs of each, alternating")
     args = parser.parse_args()
 
@@ -98,8 +108,12 @@ def main() -> int:
     class Plugin:
         @hookimpl
         def dace_ai_providers(self):
-            yield Provider(name="scripted-latency", factory=lambda settings: client, offline=False,
-                           description="fixed-latency scripted answers (bench)")
+            yield Provider(
+                name="scripted-latency",
+                factory=lambda settings: client,
+                offline=False,
+                description="fixed-latency scripted answers (bench)",
+            )
 
     get_plugin_manager().register(Plugin(), "bench-cluster-provider")
     if args.together:
@@ -108,17 +122,24 @@ def main() -> int:
         finally:
             shutil.rmtree(work, ignore_errors=True)
     load = os.getloadavg()[0]
-    print(f"{args.nodes} AI nodes x {args.samples} samples = {args.nodes * args.samples} check jobs per executor; "
-          f"provider latency {args.latency:.2f} s; {os.cpu_count()} cores, load {load:.1f}")
+    print(
+        f"{args.nodes} AI nodes x {args.samples} samples = {args.nodes * args.samples} check jobs per executor; "
+        f"provider latency {args.latency:.2f} s; {os.cpu_count()} cores, load {load:.1f}"
+    )
     rows = []
     try:
         for name in args.executors.split(","):
             dace.Config.set("default_build_folder", value=str(work / name / ".dacecache"))
             sdfg = program(f"scaling_{name}", args.nodes)
             started = time.perf_counter()
-            report = dace_ai.optimize(sdfg, samples=args.samples, rounds=0, executor=name,
-                                      workers=None if name == "threads" else args.workers,
-                                      settings={"provider": "scripted-latency", "bench_repeats": 3})
+            report = dace_ai.optimize(
+                sdfg,
+                samples=args.samples,
+                rounds=0,
+                executor=name,
+                workers=None if name == "threads" else args.workers,
+                settings={"provider": "scripted-latency", "bench_repeats": 3},
+            )
             wall = time.perf_counter() - started
             stats = report.stats
             passed = sum(1 for n in report.nodes for c in n.candidates if c.status == "passed")
@@ -126,11 +147,16 @@ def main() -> int:
             for node in report.nodes:
                 for c in node.candidates:
                     if c.status != "passed":
-                        print(f"    {node.name} r{c.round}s{c.sample} {c.status} ({c.stage}): "
-                              f"{(c.reason.strip().splitlines() or [''])[0][:200]}")
-            print(f"  {name:8s} wall {wall:7.1f} s  {stats.jobs / wall:5.2f} jobs/s  checks {stats.check_seconds:7.1f} s"
-                  f"  round trips {stats.round_trip_seconds:7.1f} s  outside the checks {stats.outside_checks:5.1%}"
-                  f"  passed {passed}/{stats.jobs}  workers {len(stats.workers)}  dace.h {stats.pch}", flush=True)
+                        print(
+                            f"    {node.name} r{c.round}s{c.sample} {c.status} ({c.stage}): "
+                            f"{(c.reason.strip().splitlines() or [''])[0][:200]}"
+                        )
+            print(
+                f"  {name:8s} wall {wall:7.1f} s  {stats.jobs / wall:5.2f} jobs/s  checks {stats.check_seconds:7.1f} s"
+                f"  round trips {stats.round_trip_seconds:7.1f} s  outside the checks {stats.outside_checks:5.1%}"
+                f"  passed {passed}/{stats.jobs}  workers {len(stats.workers)}  dace.h {stats.pch}",
+                flush=True,
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     base = rows[0]
@@ -150,9 +176,12 @@ def together(args, work: Path, program) -> int:
     cluster = start_local(args.workers, threads)
     with Client(cluster) as client:
         client.wait_for_workers(args.workers, timeout=120)
-    print(f"optimize of {args.nodes} AI nodes x {args.samples} samples on a dask cluster of {args.workers} "
-          f"worker(s) x {threads} thread(s); provider latency {args.latency:.2f} s; {os.cpu_count()} cores, "
-          f"load {os.getloadavg()[0]:.1f}", flush=True)
+    print(
+        f"optimize of {args.nodes} AI nodes x {args.samples} samples on a dask cluster of {args.workers} "
+        f"worker(s) x {threads} thread(s); provider latency {args.latency:.2f} s; {os.cpu_count()} cores, "
+        f"load {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     walls: dict[str, list[float]] = {"node by node": [], "all nodes at once": []}
     try:
         for pair in range(args.pairs):
@@ -162,20 +191,30 @@ def together(args, work: Path, program) -> int:
                 dace.Config.set("default_build_folder", value=str(folder / ".dacecache"))
                 sdfg = program(f"together_{pair}_{at_once}", args.nodes)
                 started = time.perf_counter()
-                report = dace_ai.optimize(sdfg, samples=args.samples, rounds=0, executor="dask",
-                                          scheduler=cluster.scheduler_address, progress=False,
-                                          settings={"provider": "scripted-latency", "bench_repeats": 3,
-                                                    "node_concurrency": at_once})
+                report = dace_ai.optimize(
+                    sdfg,
+                    samples=args.samples,
+                    rounds=0,
+                    executor="dask",
+                    scheduler=cluster.scheduler_address,
+                    progress=False,
+                    settings={"provider": "scripted-latency", "bench_repeats": 3, "node_concurrency": at_once},
+                )
                 wall = time.perf_counter() - started
                 passed = sum(1 for n in report.nodes for c in n.candidates if c.status == "passed")
                 walls[label].append(wall)
-                print(f"  {label:18s} wall {wall:6.1f} s  {report.stats.jobs / wall:5.2f} jobs/s  "
-                      f"passed {passed}/{report.stats.jobs}  workers {len(report.stats.workers)}", flush=True)
+                print(
+                    f"  {label:18s} wall {wall:6.1f} s  {report.stats.jobs / wall:5.2f} jobs/s  "
+                    f"passed {passed}/{report.stats.jobs}  workers {len(report.stats.workers)}",
+                    flush=True,
+                )
     finally:
         cluster.close()
     one, all_ = sum(walls["node by node"]), sum(walls["all nodes at once"])
-    print(f"all nodes at once vs node by node: {one / all_:.2f}x faster (wall {all_:.1f} s vs {one:.1f} s over "
-          f"{args.pairs} run(s) each)")
+    print(
+        f"all nodes at once vs node by node: {one / all_:.2f}x faster (wall {all_:.1f} s vs {one:.1f} s over "
+        f"{args.pairs} run(s) each)"
+    )
     return 0
 
 

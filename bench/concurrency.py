@@ -43,8 +43,9 @@ def build_sdfg(nodes: int):
     state = sdfg.add_state("main")
     for i in range(nodes):
         sdfg.add_array(f"OUT{i}", [N], dace.float64)
-        node = dace_ai.AINode(f"scale_{i}", f"Write _out[i] = {i + 1} * _in0[i] for every i < N.",
-                              inputs={"_in0"}, outputs={"_out"})
+        node = dace_ai.AINode(
+            f"scale_{i}", f"Write _out[i] = {i + 1} * _in0[i] for every i < N.", inputs={"_in0"}, outputs={"_out"}
+        )
         state.add_node(node)
         state.add_edge(state.add_read("A"), None, node, "_in0", dace.Memlet("A[0:N]"))
         state.add_edge(node, "_out", state.add_write(f"OUT{i}"), None, dace.Memlet(f"OUT{i}[0:N]"))
@@ -60,8 +61,9 @@ def main() -> int:
 
     work = Path(tempfile.mkdtemp(prefix="dace-ai-bench-"))
     os.chdir(work)
-    os.environ.update({"ANTHROPIC_API_KEY": "bench-key-not-secret",
-                       "DACE_ai_provider": "anthropic", "DACE_ai_model": "claude-bench"})
+    os.environ.update(
+        {"ANTHROPIC_API_KEY": "bench-key-not-secret", "DACE_ai_provider": "anthropic", "DACE_ai_model": "claude-bench"}
+    )
     import dace
     import dace_ai
     from dace_ai.config.settings import resolve_settings
@@ -79,6 +81,7 @@ def main() -> int:
     sdfg = build_sdfg(args.nodes)
     os.environ.update({"DACE_ai_base_url": server.url, "DACE_ai_compile_check": "0"})
     try:
+
         def fresh(tag: str):
             """A copy of the SDFG and an empty answer cache (its own build folder)."""
             dace.Config.set("default_build_folder", value=str(work / f".dacecache-{tag}"))
@@ -92,8 +95,9 @@ def main() -> int:
 
         # Warm-up: one-time costs (plugin loading, SDK import, target detection, environment checks) stay out.
         os.environ["DACE_ai_max_concurrency"] = "1"
-        server.respond_with(lambda request: Reply(text=json.dumps(
-            {"code": "for (int i = 0; i < N; ++i) _out[i] = _in0[i];"})))
+        server.respond_with(
+            lambda request: Reply(text=json.dumps({"code": "for (int i = 0; i < N; ++i) _out[i] = _in0[i];"}))
+        )
         warm = fresh("warm")
         warm.expand_library_nodes()
         server.respond_with(answer)
@@ -119,10 +123,14 @@ def main() -> int:
 
     ratio = sequential / concurrent
     print(f"{args.nodes} AI nodes, fake server answering each request after {args.delay:g} s")
-    print(f"expansion only (sdfg.expand_library_nodes()):           {sequential:6.2f} s  "
-          f"(max requests in flight: {in_flight_seq})")
-    print(f"dace_ai.generate (max_concurrency={args.concurrency}) + expansion:      {concurrent:6.2f} s  "
-          f"(max requests in flight: {in_flight_conc})")
+    print(
+        f"expansion only (sdfg.expand_library_nodes()):           {sequential:6.2f} s  "
+        f"(max requests in flight: {in_flight_seq})"
+    )
+    print(
+        f"dace_ai.generate (max_concurrency={args.concurrency}) + expansion:      {concurrent:6.2f} s  "
+        f"(max requests in flight: {in_flight_conc})"
+    )
     print(f"expansion only / generate + expansion = {ratio:.2f}  (target >= 5)")
     print(f"summary of the concurrent run: {summary}")
     return 0

@@ -49,16 +49,22 @@ def lines_for(comparison) -> list[str]:
     best = {label: min(values) for label, values in comparison.seconds.items()}
     median = {label: statistics.median(values) for label, values in comparison.seconds.items()}
     rounds = len(comparison.seconds[own])
-    out = [f"{own} -- {comparison.program}, {comparison.sizes} float32, {comparison.flops / 1e9:.2f} GFLOP "
-           f"({rounds} rounds):",
-           f"  {'side':18s} {'best ms':>9s} {'GFLOP/s':>8s}   {'median ms':>9s} {'GFLOP/s':>8s}"]
+    out = [
+        f"{own} -- {comparison.program}, {comparison.sizes} float32, {comparison.flops / 1e9:.2f} GFLOP "
+        f"({rounds} rounds):",
+        f"  {'side':18s} {'best ms':>9s} {'GFLOP/s':>8s}   {'median ms':>9s} {'GFLOP/s':>8s}",
+    ]
     for label in comparison.seconds:
-        out.append(f"  {label:18s} {best[label] * 1e3:9.3f} {comparison.flops / best[label] / 1e9:8.1f}   "
-                   f"{median[label] * 1e3:9.3f} {comparison.flops / median[label] / 1e9:8.1f}")
+        out.append(
+            f"  {label:18s} {best[label] * 1e3:9.3f} {comparison.flops / best[label] / 1e9:8.1f}   "
+            f"{median[label] * 1e3:9.3f} {comparison.flops / median[label] / 1e9:8.1f}"
+        )
     for label in comparison.seconds:
         if label != own:
-            out.append(f"  {own} vs {label}: {best[label] / best[own]:.2f}x (best rounds), "
-                       f"{median[label] / median[own]:.2f}x (median rounds)")
+            out.append(
+                f"  {own} vs {label}: {best[label] / best[own]:.2f}x (best rounds), "
+                f"{median[label] / median[own]:.2f}x (median rounds)"
+            )
     return out
 
 
@@ -68,8 +74,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=21, help="interleaved timed rounds (default 21)")
     parser.add_argument("--size", type=int, default=1024, help="M = N = K of the matrix products (default 1024)")
     parser.add_argument("--dense", default="2048,2048,64", help="M,N,K of the dense layer (default 2048,2048,64)")
-    parser.add_argument("--pause", type=float, default=0.1,
-                        help="seconds of pause before each timed call, so the previous side's threads go idle (0.1)")
+    parser.add_argument(
+        "--pause",
+        type=float,
+        default=0.1,
+        help="seconds of pause before each timed call, so the previous side's threads go idle (0.1)",
+    )
     parser.add_argument("--baseline-coretype", help="run with OPENBLAS_CORETYPE set to this (e.g. Haswell)")
     parser.add_argument("--build", type=Path, help="build folder (default: a fresh temporary one)")
     opts = parser.parse_args()
@@ -93,9 +103,11 @@ def main() -> None:
     for comparison in nodes:
         demo.time_side_by_side(comparison, opts.rounds, opts.pause)
     load = os.getloadavg()
-    print(f"\nanswers: {variant}; load {load[0]:.2f} {load[1]:.2f} on {os.cpu_count()} cores; pause {opts.pause} s; "
-          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '(unset)')}; "
-          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; build {build}")
+    print(
+        f"\nanswers: {variant}; load {load[0]:.2f} {load[1]:.2f} on {os.cpu_count()} cores; pause {opts.pause} s; "
+        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '(unset)')}; "
+        f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; build {build}"
+    )
     for comparison in nodes:
         print(f"\n{comparison.node}: {levels.get(comparison.node, 'unknown')}")
         print("\n".join(lines_for(comparison)))

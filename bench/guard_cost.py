@@ -25,10 +25,16 @@ from pathlib import Path
 from dace_ai.errors import redact
 from dace_ai.prompt.answer import Answer, parse_answer
 
-CODE = "\n".join(f"    for (int j = 0; j < N; ++j) C[i * N + j] += alpha * A[i * K + {k}] * B[{k} * N + j];"
-                 for k in range(64))
-ANSWER = json.dumps({"code": "for (int i = 0; i < M; ++i) {\n" + CODE + "\n}", "notes": "packed, unrolled by 64",
-                     "code_global": "#include <cmath>\nstatic inline double sq(double x) { return x * x; }"})
+CODE = "\n".join(
+    f"    for (int j = 0; j < N; ++j) C[i * N + j] += alpha * A[i * K + {k}] * B[{k} * N + j];" for k in range(64)
+)
+ANSWER = json.dumps(
+    {
+        "code": "for (int i = 0; i < M; ++i) {\n" + CODE + "\n}",
+        "notes": "packed, unrolled by 64",
+        "code_global": "#include <cmath>\nstatic inline double sq(double x) { return x * x; }",
+    }
+)
 
 
 def _per_call(function, repeat: int) -> float:
@@ -60,23 +66,35 @@ def main() -> None:
 
     refused = _per_call(refuse, 20)
     loaded = _per_call(lambda: json.loads(huge), 1)
-    print(f"refuse 100 MB reply: guarded {refused:8.1f} us  plain json.loads {loaded:10.1f} us  "
-          f"ratio {refused / loaded:.6f}")
+    print(
+        f"refuse 100 MB reply: guarded {refused:8.1f} us  plain json.loads {loaded:10.1f} us  "
+        f"ratio {refused / loaded:.6f}"
+    )
 
     with tempfile.TemporaryDirectory() as folder:
         from dace_ai.storage.cache import AnswerCache
 
         cache = AnswerCache(Path(folder))
         key = "ab" * 32
-        cache.put(key, "bench", {"text": ANSWER, "usage": {"input_tokens": 1, "output_tokens": 2, "cost_usd": None},
-                                 "model": "m", "stop_reason": "end"})
+        cache.put(
+            key,
+            "bench",
+            {
+                "text": ANSWER,
+                "usage": {"input_tokens": 1, "output_tokens": 2, "cost_usd": None},
+                "model": "m",
+                "stop_reason": "end",
+            },
+        )
         path = cache.path(key)
         read = _per_call(lambda: cache.get(key), repeat)
         raw = _per_call(lambda: json.loads(path.read_text(encoding="utf-8")), repeat)
         print(f"cache read:          guarded {read:8.1f} us  plain {raw:8.1f} us  ratio {read / raw:.2f}")
 
-    message = ("provider 'openai' (model gpt at https://user:pass-123456@gateway.example/v1): HTTP 401 "
-               "(invalid_api_key: Incorrect API key provided: sk-abc...xyz), Authorization: Bearer sk-1234567890")
+    message = (
+        "provider 'openai' (model gpt at https://user:pass-123456@gateway.example/v1): HTTP 401 "
+        "(invalid_api_key: Incorrect API key provided: sk-abc...xyz), Authorization: Bearer sk-1234567890"
+    )
     redacted = _per_call(lambda: redact(message), repeat)
     print(f"redact {len(message)} chars:  {redacted:8.1f} us per message")
 

@@ -40,8 +40,10 @@ def main(repeats: int = 9) -> None:
     for module, samples in runs.items():
         walls = [w for w, _ in samples]
         cpus = [c for _, c in samples]
-        print(f"import {module:<8} wall min {min(walls):.3f} s, median {statistics.median(walls):.3f} s; "
-              f"cpu median {statistics.median(cpus):.3f} s ({repeats} runs)")
+        print(
+            f"import {module:<8} wall min {min(walls):.3f} s, median {statistics.median(walls):.3f} s; "
+            f"cpu median {statistics.median(cpus):.3f} s ({repeats} runs)"
+        )
     wall = {m: [w for w, _ in s] for m, s in runs.items()}
     cpu = {m: [c for _, c in s] for m, s in runs.items()}
     median_wall = statistics.median(wall["dace_ai"]) / statistics.median(wall["dace"])

@@ -33,8 +33,10 @@ from dace_ai.prompt.answer import Answer
 
 N, M, K = (dace.symbol(s) for s in "NMK")
 
-MATMUL = ("for (int i = 0; i < N; ++i) for (int j = 0; j < M; ++j) { double acc = 0;"
-          " for (int k = 0; k < K; ++k) acc += _a[i * K + k] * _b[k * M + j]; _c[i * M + j] = acc; }")
+MATMUL = (
+    "for (int i = 0; i < N; ++i) for (int j = 0; j < M; ++j) { double acc = 0;"
+    " for (int k = 0; k < K; ++k) acc += _a[i * K + k] * _b[k * M + j]; _c[i * M + j] = acc; }"
+)
 SUM = "double s = 0; for (int i = 0; i < N; ++i) s += _a[i]; _out = s;"
 
 
@@ -57,7 +59,7 @@ def request(sdfg, code):
         if isinstance(node, dace.nodes.LibraryNode) and type(node).__name__ != "AINode":
             node.implementation = "ai"
     settings = resolve_settings({"checkers": "verify"})
-    (parent, state, node), = pending_nodes(sdfg)
+    ((parent, state, node),) = pending_nodes(sdfg)
     ctx = node_context(parent, state, node, settings)
     answer = Answer(code=code)
     return CheckRequest(answer, ctx, settings, check_workdir(ctx, answer))
@@ -87,16 +89,23 @@ def measure(name, req, repeats):
         timed = run_against_reference(req, mode="time", seeds=[0], sizes=[rung.sizes], repeats=3, warmup=1)
         case = timed["cases"][0]
         cases = max(len(rung.seeds), len(rung.points))
-        calls[tuple(rung.sizes.items())] = (cases, min(case["candidate_seconds"]),
-                                            min(case.get("reference_seconds") or [0.0]))
-    print(f"\n{name}: seconds per candidate, warm (median of {repeats}); compute = cases x (candidate + native "
-          "reference) per call")
+        calls[tuple(rung.sizes.items())] = (
+            cases,
+            min(case["candidate_seconds"]),
+            min(case.get("reference_seconds") or [0.0]),
+        )
+    print(
+        f"\n{name}: seconds per candidate, warm (median of {repeats}); compute = cases x (candidate + native "
+        "reference) per call"
+    )
     for label, sizes, seconds in figures:
         seeds = next((len(r.seeds) for r in ladder.rungs if r.name == label), 3 if label == "two odd sizes" else "")
         cases, candidate, reference = calls.get(tuple(sizes.items()), (0, 0.0, 0.0))
         compute = f"compute {cases} x ({candidate * 1e3:7.3f} + {reference * 1e3:7.3f}) ms" if cases else ""
-        print(f"  {label:14s} {seconds:6.3f} s  {seconds / whole:5.2f} x whole  seeds {seeds!s:2s} {compute:40s} "
-              f"{', '.join(f'{k}={v}' for k, v in sizes.items())}")
+        print(
+            f"  {label:14s} {seconds:6.3f} s  {seconds / whole:5.2f} x whole  seeds {seeds!s:2s} {compute:40s} "
+            f"{', '.join(f'{k}={v}' for k, v in sizes.items())}"
+        )
 
 
 def main():

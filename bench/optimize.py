@@ -28,11 +28,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-FAST = ("for (int i = 0; i < M; ++i) { for (int j = 0; j < N; ++j) _c[i * N + j] = 0.0;"
-        " for (int k = 0; k < K; ++k) { const double a = _a[i * K + k];"
-        " for (int j = 0; j < N; ++j) _c[i * N + j] += a * _b[k * N + j]; } }")
-NAIVE = ("for (int i = 0; i < M; ++i) for (int j = 0; j < N; ++j) { double s = 0.0;"
-         " for (int k = 0; k < K; ++k) s += _a[i * K + k] * _b[k * N + j]; _c[i * N + j] = s; }")
+FAST = (
+    "for (int i = 0; i < M; ++i) { for (int j = 0; j < N; ++j) _c[i * N + j] = 0.0;"
+    " for (int k = 0; k < K; ++k) { const double a = _a[i * K + k];"
+    " for (int j = 0; j < N; ++j) _c[i * N + j] += a * _b[k * N + j]; } }"
+)
+NAIVE = (
+    "for (int i = 0; i < M; ++i) for (int j = 0; j < N; ++j) { double s = 0.0;"
+    " for (int k = 0; k < K; ++k) s += _a[i * K + k] * _b[k * N + j]; _c[i * N + j] = s; }"
+)
 
 
 def main() -> int:
@@ -58,9 +62,15 @@ def main() -> int:
         return Reply(text=json.dumps({"code": code}), input_tokens=2000, output_tokens=150)
 
     server = FakeLLMServer().start().respond_with(answer)
-    os.environ.update({"OPENAI_API_KEY": "bench-key-not-secret", "DACE_ai_provider": "openai",
-                       "DACE_ai_base_url": server.openai_url, "DACE_ai_model": "gpt-bench",
-                       "DACE_ai_check_concurrency": "1"})
+    os.environ.update(
+        {
+            "OPENAI_API_KEY": "bench-key-not-secret",
+            "DACE_ai_provider": "openai",
+            "DACE_ai_base_url": server.openai_url,
+            "DACE_ai_model": "gpt-bench",
+            "DACE_ai_check_concurrency": "1",
+        }
+    )
     dace.Config.set("default_build_folder", value=str(work / ".dacecache"))
     M, K, N = (dace.symbol(s) for s in "MKN")
 
@@ -72,8 +82,9 @@ def main() -> int:
     try:
         sdfg = mm.to_sdfg()
         started = time.perf_counter()
-        report = dace_ai.optimize(sdfg, samples=args.samples, rounds=args.rounds,
-                                  sizes={"M": args.size, "K": args.size, "N": args.size})
+        report = dace_ai.optimize(
+            sdfg, samples=args.samples, rounds=args.rounds, sizes={"M": args.size, "K": args.size, "N": args.size}
+        )
         wall = time.perf_counter() - started
     finally:
         blas.default_implementation = None
@@ -82,8 +93,10 @@ def main() -> int:
 
     checks = report.check_seconds
     [node] = report.nodes
-    print(f"optimize of one Gemm: {len(node.candidates)} candidates ({args.samples} samples x "
-          f"{1 + args.rounds} rounds), outcome {node.outcome}, winner {node.speedup_text()}")
+    print(
+        f"optimize of one Gemm: {len(node.candidates)} candidates ({args.samples} samples x "
+        f"{1 + args.rounds} rounds), outcome {node.outcome}, winner {node.speedup_text()}"
+    )
     print(f"wall time of optimize:                 {wall:7.2f} s")
     print(f"candidates' own checks (compile, run): {checks:7.2f} s")
     print(f"overhead = wall / checks - 1 = {100 * (wall / checks - 1):.1f}%  (target < 20%)")

@@ -27,14 +27,27 @@ REPEATS = 3
 
 def program_source(count: int) -> str:
     """A module with one program of ``count`` AI nodes, as a user would write it."""
-    lines = ["import dace", "import dace_ai", "", "N = dace.symbol('N')", "", "",
-             "@dace.program", f"def scaling_{count}(A: dace.float64[N, 8]):", "    X0 = A"]
+    lines = [
+        "import dace",
+        "import dace_ai",
+        "",
+        "N = dace.symbol('N')",
+        "",
+        "",
+        "@dace.program",
+        f"def scaling_{count}(A: dace.float64[N, 8]):",
+        "    X0 = A",
+    ]
     for k in range(count):
         if k % 4 == 3:
-            lines += [f"    X{k + 1} = dace.define_local([N, 8], dace.float64)",
-                      "    for i in dace.map[0:N]:",
-                      (f"        X{k + 1}[i] = dace_ai.ai('Row i: write _in0 scaled by {k + 1} into _out.', "
-                       f"X{k}[i], name='ai{k}')")]
+            lines += [
+                f"    X{k + 1} = dace.define_local([N, 8], dace.float64)",
+                "    for i in dace.map[0:N]:",
+                (
+                    f"        X{k + 1}[i] = dace_ai.ai('Row i: write _in0 scaled by {k + 1} into _out.', "
+                    f"X{k}[i], name='ai{k}')"
+                ),
+            ]
         else:
             lines.append(f"    X{k + 1} = dace_ai.ai('Write _in0 plus {k + 1} into _out.', X{k}, name='ai{k}')")
     lines.append(f"    return X{count}")

@@ -12,7 +12,6 @@ system, which a loaded machine hardly changes) and of wall time, with the absolu
     python bench/remarks_cost.py [--repeats 15]
 """
 
-
 import argparse
 import os
 import resource
@@ -37,8 +36,14 @@ def _seconds(command: list[str], folder: Path) -> tuple[float, float]:
     (folder / REMARKS_FILE).unlink(missing_ok=True)  # GCC appends
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(command, cwd=folder, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   env={**os.environ, "LC_ALL": "C"})
+    subprocess.run(
+        command,
+        cwd=folder,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "LC_ALL": "C"},
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -67,9 +72,11 @@ def measure(label: str, ctx, answer, repeats: int) -> None:
         plain_s = [t[index] for t in without]
         remarks_s = [t[index] for t in with_remarks]
         ratios = [w / p for w, p in zip(remarks_s, plain_s) if p > 0]
-        print(f"  {kind:<4} compile without / with remarks  median {statistics.median(plain_s):.3f} s / "
-              f"{statistics.median(remarks_s):.3f} s; with / without {statistics.median(ratios):.3f}x "
-              f"(pairs {min(ratios):.2f}-{max(ratios):.2f})")
+        print(
+            f"  {kind:<4} compile without / with remarks  median {statistics.median(plain_s):.3f} s / "
+            f"{statistics.median(remarks_s):.3f} s; with / without {statistics.median(ratios):.3f}x "
+            f"(pairs {min(ratios):.2f}-{max(ratios):.2f})"
+        )
     print(f"  reading the remarks       {parse * 1e3:.1f} ms")
 
 
@@ -80,8 +87,10 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         dace.Config.set("default_build_folder", value=str(Path(tmp) / ".dacecache"))
         settings = resolve_settings({"checkers": "probe"})
-        print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
-              f"{args.repeats} compiles each way, alternating")
+        print(
+            f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
+            f"{args.repeats} compiles each way, alternating"
+        )
         measure("1-D reference=", node_context(settings), scale_candidate(0), args.repeats)
         measure("Gemm (OpenMP)", gemm_context(settings), gemm_candidate(0), args.repeats)
 

@@ -60,8 +60,14 @@ def numpy_figures(n: int, copy_bytes: int, one_thread: bool) -> dict[str, float]
     env = dict(os.environ)
     if one_thread:
         env["OPENBLAS_NUM_THREADS"] = "1"
-    done = subprocess.run([sys.executable, "-c", CHILD, str(n), str(copy_bytes), "cpu" if one_thread else "wall"],
-                          capture_output=True, text=True, env=env, timeout=600, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(n), str(copy_bytes), "cpu" if one_thread else "wall"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=True,
+    )
     return json.loads(done.stdout)
 
 
@@ -75,21 +81,27 @@ def main() -> None:
 
     roofline = machine_roofline(remeasure=args.remeasure)
     memory = next(level for level in roofline.levels if level.name == "memory")
-    print(f"roofline of {roofline.cpu} ({roofline.compiler} {' '.join(roofline.flags)}), "
-          f"measured {roofline.measured_at} in {roofline.seconds:.1f} s")
+    print(
+        f"roofline of {roofline.cpu} ({roofline.compiler} {' '.join(roofline.flags)}), "
+        f"measured {roofline.measured_at} in {roofline.seconds:.1f} s"
+    )
     print(f"{'':<26}{'NumPy':>12}{'roofline':>12}{'ratio':>8}")
     for threads, one in ((1, True), (roofline.threads, False)):
         figures = numpy_figures(args.n, memory.measured_bytes, one)
         clock = "CPU time" if one else "wall time"
         for name, dtype in (("sgemm", "float32"), ("dgemm", "float64")):
             peak = roofline.peak(dtype, threads)
-            print(f"{name} {threads} thread(s) GFLOP/s".ljust(26)
-                  + f"{figures[name]:>12.1f}{peak:>12.1f}{figures[name] / peak:>8.2f}  ({clock})")
+            print(
+                f"{name} {threads} thread(s) GFLOP/s".ljust(26)
+                + f"{figures[name]:>12.1f}{peak:>12.1f}{figures[name] / peak:>8.2f}  ({clock})"
+            )
         bandwidth, level = roofline.bandwidth(threads, memory.measured_bytes)
         copy_threads = 1  # NumPy copies on one thread whatever OpenBLAS uses
-        print(f"copy {copy_threads} thread, {level} GB/s".ljust(26)
-              + f"{figures['copy']:>12.1f}{bandwidth:>12.1f}{figures['copy'] / bandwidth:>8.2f}  "
-              f"({clock}; roofline at {threads} thread(s))")
+        print(
+            f"copy {copy_threads} thread, {level} GB/s".ljust(26)
+            + f"{figures['copy']:>12.1f}{bandwidth:>12.1f}{figures['copy'] / bandwidth:>8.2f}  "
+            f"({clock}; roofline at {threads} thread(s))"
+        )
 
 
 if __name__ == "__main__":

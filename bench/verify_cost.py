@@ -54,12 +54,17 @@ def requests(sdfg, codes):
         if isinstance(node, dace.nodes.LibraryNode):
             node.implementation = "ai"
     settings = resolve_settings({"checkers": "verify"})
-    (parent, state, node), = pending_nodes(sdfg)
+    ((parent, state, node),) = pending_nodes(sdfg)
     ctx = node_context(parent, state, node, settings)
     for code in codes:
         answer = Answer(code=code)
-        yield CheckRequest(answer, ctx, settings, check_workdir(ctx, answer),
-                           make_tasklet=lambda envs, a=answer: make_tasklet(node, a, ctx, environments=envs))
+        yield CheckRequest(
+            answer,
+            ctx,
+            settings,
+            check_workdir(ctx, answer),
+            make_tasklet=lambda envs, a=answer: make_tasklet(node, a, ctx, environments=envs),
+        )
 
 
 def measure(label, sdfg, code_for, candidates):
@@ -82,11 +87,13 @@ def measure(label, sdfg, code_for, candidates):
         faithful_s.append(time.perf_counter() - start)
         assert faithful.status == "passed", faithful.diagnostics
     v, f = statistics.median(verify_s), statistics.median(faithful_s)
-    print(f"{label:<34} shared compile {statistics.median(shared_s):.3f} s | verify {v:6.3f} s (link "
-          f"{statistics.median(link_s):.3f}, sandbox run "
-          f"{statistics.median(run_s):.3f}; seeds {first.details['seeds']}, sizes {first.details['sizes']}) | "
-          f"faithful build {f:6.3f} s | verify/faithful {v / f:5.2f} | goal verify <= 1.0 s: "
-          f"{'met' if v <= 1.0 else 'NOT met'}")
+    print(
+        f"{label:<34} shared compile {statistics.median(shared_s):.3f} s | verify {v:6.3f} s (link "
+        f"{statistics.median(link_s):.3f}, sandbox run "
+        f"{statistics.median(run_s):.3f}; seeds {first.details['seeds']}, sizes {first.details['sizes']}) | "
+        f"faithful build {f:6.3f} s | verify/faithful {v / f:5.2f} | goal verify <= 1.0 s: "
+        f"{'met' if v <= 1.0 else 'NOT met'}"
+    )
 
 
 def main() -> None:
@@ -95,13 +102,21 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as root:
         dace.Config.set("default_build_folder", value=str(Path(root) / ".dacecache"))
-        measure("AINode 10^6 elements, reference=", elementwise.to_sdfg(),
-                lambda i: f"for (int i = 0; i < {SIZE}; ++i) _out[i] = 3 * _a[i] + 1; // candidate {i}",
-                args.candidates)
-        measure("Reduce 10^6 elements, native", row_sums.to_sdfg(),
-                lambda i: ("for (int i = 0; i < 1000; ++i) { double s = 0; for (int j = 0; j < 1000; ++j) "
-                           f"s += _in[i * 1000 + j]; _out[i] = s; }} // candidate {i}"),
-                args.candidates)
+        measure(
+            "AINode 10^6 elements, reference=",
+            elementwise.to_sdfg(),
+            lambda i: f"for (int i = 0; i < {SIZE}; ++i) _out[i] = 3 * _a[i] + 1; // candidate {i}",
+            args.candidates,
+        )
+        measure(
+            "Reduce 10^6 elements, native",
+            row_sums.to_sdfg(),
+            lambda i: (
+                "for (int i = 0; i < 1000; ++i) { double s = 0; for (int j = 0; j < 1000; ++j) "
+                f"s += _in[i * 1000 + j]; _out[i] = s; }} // candidate {i}"
+            ),
+            args.candidates,
+        )
 
 
 if __name__ == "__main__":

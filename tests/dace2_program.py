@@ -19,8 +19,10 @@ import dace.libraries.ai
 import numpy as np
 
 PLUS_ONE = "for (int i = 0; i < 8; ++i) for (int j = 0; j < 6; ++j) _out[i * 6 + j] = _a[i * 6 + j] + 1.0;"
-MATMUL = ("for (int i = 0; i < 8; ++i) for (int j = 0; j < 5; ++j) { double s = 0.0; "
-          "for (int k = 0; k < 6; ++k) s += _a[i * 6 + k] * _b[k * 5 + j]; _c[i * 5 + j] = s; }")
+MATMUL = (
+    "for (int i = 0; i < 8; ++i) for (int j = 0; j < 5; ++j) { double s = 0.0; "
+    "for (int k = 0; k < 6; ++k) s += _a[i * 6 + k] * _b[k * 5 + j]; _c[i * 5 + j] = s; }"
+)
 #: Compiles, and is off by one in every element: a verification must refuse it.
 WRONG_MATMUL = MATMUL.replace("_c[i * 5 + j] = s;", "_c[i * 5 + j] = s + 1.0;")
 
@@ -32,9 +34,21 @@ def plus_one_matmul(A: dace.float64[8, 6], B: dace.float64[6, 5], C: dace.float6
 
 def response(code: str) -> str:
     """A response file as DaCe 2.0's manual exchange expects it (every field of its schema)."""
-    return json.dumps({"notes": "", "language": "CPP", "code": code, "code_global": "", "code_init": "",
-                       "code_exit": "", "state_fields": [], "side_effects": False, "ignored_symbols": [],
-                       "use_environments": [], "environments": []})
+    return json.dumps(
+        {
+            "notes": "",
+            "language": "CPP",
+            "code": code,
+            "code_global": "",
+            "code_init": "",
+            "code_exit": "",
+            "state_fields": [],
+            "side_effects": False,
+            "ignored_symbols": [],
+            "use_environments": [],
+            "environments": [],
+        }
+    )
 
 
 def program_sdfg() -> dace.SDFG:
@@ -67,8 +81,11 @@ def run(sdfg: dace.SDFG) -> tuple[np.ndarray, np.ndarray]:
 
 def tasklets(sdfg: dace.SDFG) -> dict[str, dace.nodes.Tasklet]:
     """The tasklets that replaced the program's two nodes, by label."""
-    return {n.label: n for n, _ in sdfg.all_nodes_recursive()
-            if isinstance(n, dace.nodes.Tasklet) and n.label in ("ai", "matmul")}
+    return {
+        n.label: n
+        for n, _ in sdfg.all_nodes_recursive()
+        if isinstance(n, dace.nodes.Tasklet) and n.label in ("ai", "matmul")
+    }
 
 
 def main(folder: str, wrong: bool = False) -> None:
@@ -77,9 +94,15 @@ def main(folder: str, wrong: bool = False) -> None:
     dace.libraries.ai.read_prompt_responses(sdfg, folder)
     found = tasklets(sdfg)
     computed, expected = run(sdfg)
-    print(json.dumps({"classes": {label: type(t).__module__ + "." + type(t).__name__ for label, t in found.items()},
-                      "code": {label: t.code.as_string for label, t in found.items()},
-                      "correct": bool(np.allclose(computed, expected))}))
+    print(
+        json.dumps(
+            {
+                "classes": {label: type(t).__module__ + "." + type(t).__name__ for label, t in found.items()},
+                "code": {label: t.code.as_string for label, t in found.items()},
+                "correct": bool(np.allclose(computed, expected)),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

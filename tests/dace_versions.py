@@ -40,8 +40,23 @@ def cross_headers_problem(compiler: str = "aarch64-linux-gnu-g++") -> str | None
         return None
     from dace_ai.plugin import dace_include_dir, runtime_standard_flag
 
-    done = subprocess.run([compiler, runtime_standard_flag(), "-fsyntax-only", "-I", str(dace_include_dir()),
-                           "-include", "dace/dace.h", "-x", "c++", "/dev/null"],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [
+            compiler,
+            runtime_standard_flag(),
+            "-fsyntax-only",
+            "-I",
+            str(dace_include_dir()),
+            "-include",
+            "dace/dace.h",
+            "-x",
+            "c++",
+            "/dev/null",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     errors = [line for line in done.stderr.splitlines() if "error" in line]
     return None if done.returncode == 0 else (errors[0] if errors else done.stderr.strip()[:200])

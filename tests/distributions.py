@@ -32,8 +32,23 @@ def build_wheel(source: Path, wheel_dir: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix="dist-", dir=wheel_dir) as scratch:
         copy = Path(scratch) / source.name
         shutil.copytree(source, copy, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                        "-w", str(wheel_dir), str(copy)], check=True, capture_output=True, text=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "-q",
+                "--no-deps",
+                "--no-build-isolation",
+                "-w",
+                str(wheel_dir),
+                str(copy),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
     built = set(wheel_dir.glob("*.whl")) - before
     assert len(built) == 1, f"expected one wheel from {source}, got {built}"
     return built.pop()
@@ -41,20 +56,35 @@ def build_wheel(source: Path, wheel_dir: Path) -> Path:
 
 def install_wheels(wheels: list[Path], target: Path) -> Path:
     """Install wheels into ``target`` (a folder for PYTHONPATH), like ``pip install``."""
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                    "--target", str(target), *map(str, wheels)], check=True, capture_output=True, text=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            "--target",
+            str(target),
+            *map(str, wheels),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return target
 
 
-def run_python(code: str, site: Path | None = None, env: dict[str, str] | None = None,
-               timeout: float = 120) -> subprocess.CompletedProcess:
+def run_python(
+    code: str, site: Path | None = None, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
     """Run ``code`` in a fresh interpreter with ``site`` on PYTHONPATH."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("DACE_ai_")}
     if site is not None:
         full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), full_env.get("PYTHONPATH", "")]))
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env,
-                          timeout=timeout)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=timeout)
 
 
 def run_json(code: str, site: Path | None = None, env: dict[str, str] | None = None) -> dict:

@@ -41,8 +41,7 @@ def main(names: list[str]) -> None:
     summary = dace_ai.generate(sdfg)
     summary.raise_for_failures()
     sdfg.expand_library_nodes()
-    codes = {n.label: n.code.as_string for n, _ in sdfg.all_nodes_recursive()
-             if isinstance(n, dace.nodes.Tasklet)}
+    codes = {n.label: n.code.as_string for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.Tasklet)}
     print(json.dumps({"codes": codes, "generated": summary.generated, "cached": summary.cached}), flush=True)
 
 

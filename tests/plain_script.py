@@ -51,8 +51,14 @@ def plus6(x):
 
 
 @dace.program
-def six(a: dace.float64[64], b: dace.float64[64], c: dace.float64[64],
-        d: dace.float64[64], e: dace.float64[64], f: dace.float64[64]):
+def six(
+    a: dace.float64[64],
+    b: dace.float64[64],
+    c: dace.float64[64],
+    d: dace.float64[64],
+    e: dace.float64[64],
+    f: dace.float64[64],
+):
     a1 = dace_ai.ai("_out[i] = _x[i] plus 1 for every i < 64", x=a, reference=plus1)
     b1 = dace_ai.ai("_out[i] = _x[i] plus 2 for every i < 64", x=b, reference=plus2)
     c1 = dace_ai.ai("_out[i] = _x[i] plus 3 for every i < 64", x=c, reference=plus3)
@@ -65,8 +71,17 @@ def six(a: dace.float64[64], b: dace.float64[64], c: dace.float64[64],
 sdfg = six.to_sdfg()
 summary = dace_ai.generate(sdfg, executor=sys.argv[1], progress=False)
 sdfg.expand_library_nodes()
-tasklets = sorted(hashlib.sha256(n.code.as_string.split("\n", 1)[1].encode()).hexdigest()[:16]
-                  for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.Tasklet)
-                  and n.code.as_string.startswith("// dace-ai"))
-print(json.dumps({"levels": sorted((n.name, n.status, n.verification) for n in summary.nodes),
-                  "workers": sorted({n.worker for n in summary.nodes}), "tasklets": tasklets}))
+tasklets = sorted(
+    hashlib.sha256(n.code.as_string.split("\n", 1)[1].encode()).hexdigest()[:16]
+    for n, _ in sdfg.all_nodes_recursive()
+    if isinstance(n, dace.nodes.Tasklet) and n.code.as_string.startswith("// dace-ai")
+)
+print(
+    json.dumps(
+        {
+            "levels": sorted((n.name, n.status, n.verification) for n in summary.nodes),
+            "workers": sorted({n.worker for n in summary.nodes}),
+            "tasklets": tasklets,
+        }
+    )
+)

@@ -70,14 +70,21 @@ def expected_request(program: Any, settings: AISettings) -> ProviderRequest:
 
 def use_provider(monkeypatch: Any, provider: str, base_url: str, **settings: Any) -> None:
     """Choose the provider and its endpoint the way users do: DACE_ai_* environment variables."""
-    values = {"provider": provider, "base_url": base_url, "compile_check": "0", "max_retries": "1",
-              "timeout": "30", **{k: str(v) for k, v in settings.items()}}
+    values = {
+        "provider": provider,
+        "base_url": base_url,
+        "compile_check": "0",
+        "max_retries": "1",
+        "timeout": "30",
+        **{k: str(v) for k, v in settings.items()},
+    }
     for key, value in values.items():
         monkeypatch.setenv(f"DACE_ai_{key}", value)
 
 
-def full_expansion_round_trip(server: Any, monkeypatch: Any, provider: str, base_url: str, model: str,
-                              max_tokens: int = 3000) -> tuple[Any, ProviderRequest]:
+def full_expansion_round_trip(
+    server: Any, monkeypatch: Any, provider: str, base_url: str, model: str, max_tokens: int = 3000
+) -> tuple[Any, ProviderRequest]:
     """Run :func:`double_program` (DaCe compiles and runs it) with the answer coming from ``server``.
 
     Then stop the server and run a fresh copy of the program: it must be answered from the
@@ -90,8 +97,9 @@ def full_expansion_round_trip(server: Any, monkeypatch: Any, provider: str, base
     from tests.fakes.llm_server import Reply
 
     use_provider(monkeypatch, provider, base_url, model=model, max_tokens=max_tokens)
-    server.push(Reply(text=json.dumps({"code": DOUBLE_CODE, "notes": "scalar loop"}), input_tokens=900,
-                      output_tokens=40))
+    server.push(
+        Reply(text=json.dumps({"code": DOUBLE_CODE, "notes": "scalar loop"}), input_tokens=900, output_tokens=40)
+    )
     A = np.arange(37, dtype=np.float64)
     np.testing.assert_allclose(double_program()(A), 2 * A)
     assert len(server.requests) == 1, [r.path for r in server.requests]

@@ -35,64 +35,129 @@ def answer(pack: str, name: str) -> Answer:
     return parse_answer(path.read_text(), origin=str(path))
 
 
-def _conn(name: str, direction: str, ctype: str, shape: tuple[str, ...] = (), strides: tuple[str, ...] = (),
-          storage: str = "CPU_Heap") -> ConnectorInfo:
+def _conn(
+    name: str,
+    direction: str,
+    ctype: str,
+    shape: tuple[str, ...] = (),
+    strides: tuple[str, ...] = (),
+    storage: str = "CPU_Heap",
+) -> ConnectorInfo:
     pointer = ctype.endswith("*")
-    return ConnectorInfo(name=name, direction=direction, ctype=ctype, dtype="double", is_pointer=pointer,
-                         container=name.strip("_").upper(), storage=storage, subset="", shape=shape,
-                         strides=strides, container_shape=shape, container_strides=strides, offset="0",
-                         index_formula="", volume="1")
+    return ConnectorInfo(
+        name=name,
+        direction=direction,
+        ctype=ctype,
+        dtype="double",
+        is_pointer=pointer,
+        container=name.strip("_").upper(),
+        storage=storage,
+        subset="",
+        shape=shape,
+        strides=strides,
+        container_shape=shape,
+        container_strides=strides,
+        offset="0",
+        index_formula="",
+        volume="1",
+    )
 
 
 def gemm_node(info: TargetInfo) -> NodeContext:
     """C[M,N] = A[M,K] @ B[K,N] (row-major, alpha=1, beta=0)."""
     return NodeContext(
-        key="gemm", name="gemm", node_type="Gemm", library="dace.libraries.blas", doc="", properties={},
+        key="gemm",
+        name="gemm",
+        node_type="Gemm",
+        library="dace.libraries.blas",
+        doc="",
+        properties={},
         description="C = A @ B for row-major A (M x K), B (K x N), C (M x N)",
-        inputs=[_conn("_a", "in", "const double *", ("M", "K"), ("K", "1")),
-                _conn("_b", "in", "const double *", ("K", "N"), ("N", "1"))],
+        inputs=[
+            _conn("_a", "in", "const double *", ("M", "K"), ("K", "1")),
+            _conn("_b", "in", "const double *", ("K", "N"), ("N", "1")),
+        ],
         outputs=[_conn("_c", "out", "double *", ("M", "N"), ("N", "1"))],
-        scopes=[], symbols={"M": "int", "N": "int", "K": "int"}, in_gpu_kernel=False, gpu_notes="", target=info)
+        scopes=[],
+        symbols={"M": "int", "N": "int", "K": "int"},
+        in_gpu_kernel=False,
+        gpu_notes="",
+        target=info,
+    )
 
 
 def axpy_node(info: TargetInfo) -> NodeContext:
     """z[0:N] = 2 * x[0:N] + y[0:N] on the CPU (one tasklet over whole vectors)."""
     return NodeContext(
-        key="axpy", name="axpy", node_type="AINode", library=None, doc="", properties={},
-        description="z = 2 * x + y", inputs=[_conn("_x", "in", "const double *", ("N",), ("1",)),
-                                              _conn("_y", "in", "const double *", ("N",), ("1",))],
+        key="axpy",
+        name="axpy",
+        node_type="AINode",
+        library=None,
+        doc="",
+        properties={},
+        description="z = 2 * x + y",
+        inputs=[
+            _conn("_x", "in", "const double *", ("N",), ("1",)),
+            _conn("_y", "in", "const double *", ("N",), ("1",)),
+        ],
         outputs=[_conn("_z", "out", "double *", ("N",), ("1",))],
-        scopes=[], symbols={"N": "int"}, in_gpu_kernel=False, gpu_notes="", target=info)
+        scopes=[],
+        symbols={"N": "int"},
+        in_gpu_kernel=False,
+        gpu_notes="",
+        target=info,
+    )
 
 
 def gpu_element_node(info: TargetInfo) -> NodeContext:
     """One element z[i] = x[i] + i * y[i] inside a GPU_Device map over i in 0:N."""
     return NodeContext(
-        key="elem", name="elem", node_type="AINode", library=None, doc="", properties={},
-        description="z = x + i * y", inputs=[_conn("_x", "in", "double", storage="GPU_Global"),
-                                             _conn("_y", "in", "double", storage="GPU_Global")],
+        key="elem",
+        name="elem",
+        node_type="AINode",
+        library=None,
+        doc="",
+        properties={},
+        description="z = x + i * y",
+        inputs=[_conn("_x", "in", "double", storage="GPU_Global"), _conn("_y", "in", "double", storage="GPU_Global")],
         outputs=[_conn("_z", "out", "double", storage="GPU_Global")],
         scopes=[ScopeInfo(kind="map", label="elem_map", params=("i",), ranges=("0:N",), schedule="GPU_Device")],
-        symbols={"N": "int"}, in_gpu_kernel=True, gpu_notes="device code: no __state, no host pointers",
-        target=info)
+        symbols={"N": "int"},
+        in_gpu_kernel=True,
+        gpu_notes="device code: no __state, no host pointers",
+        target=info,
+    )
 
 
 def gpu_host_node(info: TargetInfo) -> NodeContext:
     """A host tasklet that computes z = x + y over whole GPU arrays of length N."""
     return NodeContext(
-        key="hostgpu", name="hostgpu", node_type="AINode", library=None, doc="", properties={},
+        key="hostgpu",
+        name="hostgpu",
+        node_type="AINode",
+        library=None,
+        doc="",
+        properties={},
         description="z = x + y on the GPU",
-        inputs=[_conn("_x", "in", "const double *", ("N",), ("1",), storage="GPU_Global"),
-                _conn("_y", "in", "const double *", ("N",), ("1",), storage="GPU_Global")],
+        inputs=[
+            _conn("_x", "in", "const double *", ("N",), ("1",), storage="GPU_Global"),
+            _conn("_y", "in", "const double *", ("N",), ("1",), storage="GPU_Global"),
+        ],
         outputs=[_conn("_z", "out", "double *", ("N",), ("1",), storage="GPU_Global")],
-        scopes=[], symbols={"N": "int"}, in_gpu_kernel=False, gpu_notes="", target=info)
+        scopes=[],
+        symbols={"N": "int"},
+        in_gpu_kernel=False,
+        gpu_notes="",
+        target=info,
+    )
 
 
 def run_checker(name: str, ans: Answer, node: NodeContext, workdir: Path, **settings: object) -> CheckReport:
     """Run one registered checker directly, after asserting it applies to the request."""
     checker = get_plugin_manager().checkers()[name]
-    request = CheckRequest(answer=ans, node=node, settings=resolve_settings({"target": node.target.name, **settings}),
-                           workdir=workdir)
+    request = CheckRequest(
+        answer=ans, node=node, settings=resolve_settings({"target": node.target.name, **settings}), workdir=workdir
+    )
     assert checker.applies is None or checker.applies(request), f"{name} does not apply to {node.key}"
     report = checker.check(request)
     assert report.checker == name

@@ -63,8 +63,9 @@ def adv_softmax(x: dace.float64[N]):
 
 @dace.program
 def adv_argmax(a: dace.float64[N]):
-    return dace_ai.ai("The index of the first largest element of _a.", a=a, reference=first_largest, shape=[1],
-                      dtype=dace.int64)
+    return dace_ai.ai(
+        "The index of the first largest element of _a.", a=a, reference=first_largest, shape=[1], dtype=dace.int64
+    )
 
 
 @dace.program
@@ -74,84 +75,178 @@ def adv_int_sum(a: dace.int32[N]):
 
 # ----------------------------------------------------------------------------- answers
 SCALE = "for (int i = 0; i < N; ++i) _out[i] = 3 * _x[i];"
-SOFTMAX = ("double m = _x[0]; for (int i = 1; i < N; ++i) m = _x[i] > m ? _x[i] : m;"
-           " double s = 0; for (int i = 0; i < N; ++i) { _out[i] = exp(_x[i] - m); s += _out[i]; }"
-           " for (int i = 0; i < N; ++i) _out[i] /= s;")
+SOFTMAX = (
+    "double m = _x[0]; for (int i = 1; i < N; ++i) m = _x[i] > m ? _x[i] : m;"
+    " double s = 0; for (int i = 0; i < N; ++i) { _out[i] = exp(_x[i] - m); s += _out[i]; }"
+    " for (int i = 0; i < N; ++i) _out[i] /= s;"
+)
 ARGMAX = "long b = 0; for (int i = 1; i < N; ++i) if (_a[i] > _a[b]) b = i; _out = b;"
 INT_SUM = "int s = 0; for (int i = 0; i < N; ++i) s += _a[i]; _out = s;"
 SUM = "double s = 0; for (int i = 0; i < N; ++i) s += _a[i]; _out = s;"
 SLEEPER = "#include <thread>\n#include <chrono>\n"
-CACHE = ("static double dace_ai_kept[1 << 16]; static long dace_ai_kept_n = -1;\n"
-         "static double dace_ai_kept_total = 0;\n")
+CACHE = "static double dace_ai_kept[1 << 16]; static long dace_ai_kept_n = -1;\nstatic double dace_ai_kept_total = 0;\n"
 
 #: (class, program, code, global code, what the refusal must say)
 WRONG = [
-    ("read-before-write-gemm", ladder_matmul,
-     ("for (int i = 0; i < N; ++i) for (int j = 0; j < M; ++j) for (int k = 0; k < K; ++k)"
-      " _c[i * M + j] += _a[i * K + k] * _b[k * M + j];"), "",
-     ("Output read before it is written", "reads `_c` before writing it", "zero it or write it first")),
-    ("read-before-write-sum", ladder_sum, "for (int i = 0; i < N; ++i) _out += _a[i];", "",
-     ("Output read before it is written", "reads `_out` before writing it")),
-    ("read-before-write-int", adv_int_sum, "for (int i = 0; i < N; ++i) _out += _a[i];", "",
-     ("Output read before it is written",)),
-    ("modified-input-gemm", ladder_matmul, "((double*) _a)[0] = 0; " + MATMUL, "",
-     ("modified its input container", "inputs must stay unchanged")),
+    (
+        "read-before-write-gemm",
+        ladder_matmul,
+        (
+            "for (int i = 0; i < N; ++i) for (int j = 0; j < M; ++j) for (int k = 0; k < K; ++k)"
+            " _c[i * M + j] += _a[i * K + k] * _b[k * M + j];"
+        ),
+        "",
+        ("Output read before it is written", "reads `_c` before writing it", "zero it or write it first"),
+    ),
+    (
+        "read-before-write-sum",
+        ladder_sum,
+        "for (int i = 0; i < N; ++i) _out += _a[i];",
+        "",
+        ("Output read before it is written", "reads `_out` before writing it"),
+    ),
+    (
+        "read-before-write-int",
+        adv_int_sum,
+        "for (int i = 0; i < N; ++i) _out += _a[i];",
+        "",
+        ("Output read before it is written",),
+    ),
+    (
+        "modified-input-gemm",
+        ladder_matmul,
+        "((double*) _a)[0] = 0; " + MATMUL,
+        "",
+        ("modified its input container", "inputs must stay unchanged"),
+    ),
     ("modified-input-ai", adv_scale, "((double*) _x)[N - 1] *= 2; " + SCALE, "", ("modified its input container",)),
-    ("unstable-softmax", adv_softmax,
-     ("double s = 0; for (int i = 0; i < N; ++i) { _out[i] = exp(_x[i]); s += _out[i]; }"
-      " for (int i = 0; i < N; ++i) _out[i] /= s;"), "",
-     ("where the reference is finite", "large inputs", "subtract the maximum")),
-    ("zeros-for-tiny-outputs", adv_scale,
-     "bool tiny = fabs(_x[0]) < 1e-2; for (int i = 0; i < N; ++i) _out[i] = tiny ? 0.0 : 3 * _x[i];", "",
-     ("Wrong result", "tiny inputs")),
-    ("static-cache-gemm", ladder_matmul,
-     ("if (N * M <= (1 << 16) && dace_ai_kept_n == (long) N * M * K) {"
-      " for (int i = 0; i < N * M; ++i) _c[i] = dace_ai_kept[i]; } else { " + MATMUL +
-      " if (N * M <= (1 << 16)) { for (int i = 0; i < N * M; ++i) dace_ai_kept[i] = _c[i];"
-      " dace_ai_kept_n = (long) N * M * K; } }"), CACHE,
-     ("Results kept across calls", "no static cache")),
-    ("static-cache-sum", ladder_sum,
-     ("if (dace_ai_kept_n == N) { _out = dace_ai_kept_total; } else { " + SUM +
-      " dace_ai_kept_total = s; dace_ai_kept_n = N; }"), CACHE,
-     ("Results kept across calls",)),
-    ("static-cache-by-address", adv_scale,
-     ("if ((const void*) _x == dace_ai_kept_at && N <= (1 << 16)) { for (int i = 0; i < N; ++i)"
-      " _out[i] = dace_ai_kept[i]; } else { " + SCALE + " if (N <= (1 << 16)) { for (int i = 0; i < N; ++i)"
-      " dace_ai_kept[i] = _out[i]; dace_ai_kept_at = _x; } }"), CACHE + "static const void* dace_ai_kept_at = 0;\n",
-     ("Results kept across calls",)),
-    ("work-left-running", adv_scale,
-     ("double* out = _out; const double* x = _x; long n = N;"
-      " std::thread([=] { std::this_thread::sleep_for(std::chrono::milliseconds(2));"
-      " for (long i = 0; i < n; ++i) out[i] = 3 * x[i]; }).detach();"), SLEEPER,
-     ("Work left running after the call returned", "detached std::thread")),
-    ("precision-downgrade-gemm", ladder_matmul,
-     MATMUL.replace("double acc = 0;", "float acc = 0;").replace("acc += _a", "acc += (float) _a"), "",
-     ("Wrong result", "single-precision rounding")),
-    ("precision-downgrade-sum", ladder_sum, SUM.replace("double s", "float s"), "",
-     ("Wrong result", "single-precision rounding")),
-    ("size-specialised", adv_scale, "for (int i = 0; i < 13; ++i) _out[i] = 3 * _x[i];", "",
-     ("Output not written", "(the larger odd size)")),
-    ("read-outside-view", ladder_sum, "double s = 0; for (int i = 0; i <= N; ++i) s += _a[i]; _out = s;", "",
-     ("Read outside its data", "past the end")),
-    ("ties-exploited", adv_argmax, ARGMAX.replace("_a[i] > _a[b]", "_a[i] >= _a[b]"), "",
-     ("Wrong result", "repeated values (ties)")),
+    (
+        "unstable-softmax",
+        adv_softmax,
+        (
+            "double s = 0; for (int i = 0; i < N; ++i) { _out[i] = exp(_x[i]); s += _out[i]; }"
+            " for (int i = 0; i < N; ++i) _out[i] /= s;"
+        ),
+        "",
+        ("where the reference is finite", "large inputs", "subtract the maximum"),
+    ),
+    (
+        "zeros-for-tiny-outputs",
+        adv_scale,
+        "bool tiny = fabs(_x[0]) < 1e-2; for (int i = 0; i < N; ++i) _out[i] = tiny ? 0.0 : 3 * _x[i];",
+        "",
+        ("Wrong result", "tiny inputs"),
+    ),
+    (
+        "static-cache-gemm",
+        ladder_matmul,
+        (
+            "if (N * M <= (1 << 16) && dace_ai_kept_n == (long) N * M * K) {"
+            " for (int i = 0; i < N * M; ++i) _c[i] = dace_ai_kept[i]; } else { "
+            + MATMUL
+            + " if (N * M <= (1 << 16)) { for (int i = 0; i < N * M; ++i) dace_ai_kept[i] = _c[i];"
+            " dace_ai_kept_n = (long) N * M * K; } }"
+        ),
+        CACHE,
+        ("Results kept across calls", "no static cache"),
+    ),
+    (
+        "static-cache-sum",
+        ladder_sum,
+        (
+            "if (dace_ai_kept_n == N) { _out = dace_ai_kept_total; } else { "
+            + SUM
+            + " dace_ai_kept_total = s; dace_ai_kept_n = N; }"
+        ),
+        CACHE,
+        ("Results kept across calls",),
+    ),
+    (
+        "static-cache-by-address",
+        adv_scale,
+        (
+            "if ((const void*) _x == dace_ai_kept_at && N <= (1 << 16)) { for (int i = 0; i < N; ++i)"
+            " _out[i] = dace_ai_kept[i]; } else { " + SCALE + " if (N <= (1 << 16)) { for (int i = 0; i < N; ++i)"
+            " dace_ai_kept[i] = _out[i]; dace_ai_kept_at = _x; } }"
+        ),
+        CACHE + "static const void* dace_ai_kept_at = 0;\n",
+        ("Results kept across calls",),
+    ),
+    (
+        "work-left-running",
+        adv_scale,
+        (
+            "double* out = _out; const double* x = _x; long n = N;"
+            " std::thread([=] { std::this_thread::sleep_for(std::chrono::milliseconds(2));"
+            " for (long i = 0; i < n; ++i) out[i] = 3 * x[i]; }).detach();"
+        ),
+        SLEEPER,
+        ("Work left running after the call returned", "detached std::thread"),
+    ),
+    (
+        "precision-downgrade-gemm",
+        ladder_matmul,
+        MATMUL.replace("double acc = 0;", "float acc = 0;").replace("acc += _a", "acc += (float) _a"),
+        "",
+        ("Wrong result", "single-precision rounding"),
+    ),
+    (
+        "precision-downgrade-sum",
+        ladder_sum,
+        SUM.replace("double s", "float s"),
+        "",
+        ("Wrong result", "single-precision rounding"),
+    ),
+    (
+        "size-specialised",
+        adv_scale,
+        "for (int i = 0; i < 13; ++i) _out[i] = 3 * _x[i];",
+        "",
+        ("Output not written", "(the larger odd size)"),
+    ),
+    (
+        "read-outside-view",
+        ladder_sum,
+        "double s = 0; for (int i = 0; i <= N; ++i) s += _a[i]; _out = s;",
+        "",
+        ("Read outside its data", "past the end"),
+    ),
+    (
+        "ties-exploited",
+        adv_argmax,
+        ARGMAX.replace("_a[i] > _a[b]", "_a[i] >= _a[b]"),
+        "",
+        ("Wrong result", "repeated values (ties)"),
+    ),
 ]
 
 #: (program, code, global code): correct answers of the same shapes, kept.
 RIGHT = [
     ("gemm", ladder_matmul, MATMUL, ""),
-    ("gemm-zeroed-then-accumulated", ladder_matmul,
-     ("for (int i = 0; i < N * M; ++i) _c[i] = 0;"
-      " for (int i = 0; i < N; ++i) for (int k = 0; k < K; ++k) for (int j = 0; j < M; ++j)"
-      " _c[i * M + j] += _a[i * K + k] * _b[k * M + j];"), ""),
+    (
+        "gemm-zeroed-then-accumulated",
+        ladder_matmul,
+        (
+            "for (int i = 0; i < N * M; ++i) _c[i] = 0;"
+            " for (int i = 0; i < N; ++i) for (int k = 0; k < K; ++k) for (int j = 0; j < M; ++j)"
+            " _c[i * M + j] += _a[i * K + k] * _b[k * M + j];"
+        ),
+        "",
+    ),
     ("sum-written-then-accumulated", ladder_sum, "_out = 0; for (int i = 0; i < N; ++i) _out += _a[i];", ""),
     ("int-sum", adv_int_sum, INT_SUM, ""),
     ("scale", adv_scale, SCALE, ""),
     ("stable-softmax", adv_softmax, SOFTMAX, ""),
     ("argmax-first", adv_argmax, ARGMAX, ""),
-    ("thread-joined", adv_scale,
-     ("double* out = _out; const double* x = _x; long n = N;"
-      " std::thread worker([=] { for (long i = 0; i < n; ++i) out[i] = 3 * x[i]; }); worker.join();"), SLEEPER),
+    (
+        "thread-joined",
+        adv_scale,
+        (
+            "double* out = _out; const double* x = _x; long n = N;"
+            " std::thread worker([=] { for (long i = 0; i < n; ++i) out[i] = 3 * x[i]; }); worker.join();"
+        ),
+        SLEEPER,
+    ),
 ]
 
 STAGES = {"bench off": {"bench": "off"}, "default stages": {}}
@@ -206,19 +301,25 @@ def run_checks_with(program, code, code_global, settings):
 @pytest.mark.slow
 def test_large_magnitudes_above_what_the_reference_keeps_finite_are_skipped_and_said(shared_root):
     """exp overflows past 709 in double: the reference is infinite at 1e4 and 1e3, so `large` runs at 1e2."""
+
     @dace.program
     def adv_exp(x: dace.float64[N]):
         return dace_ai.ai("_out[i] = exp(_x[i])", x=x, reference=exponential)
 
-    (verify,) = [r for r in _checked(adv_exp, "for (int i = 0; i < N; ++i) _out[i] = exp(_x[i]);", "",
-                                     checkers="verify") if r.checker == "verify"]
+    (verify,) = [
+        r
+        for r in _checked(adv_exp, "for (int i = 0; i < N; ++i) _out[i] = exp(_x[i]);", "", checkers="verify")
+        if r.checker == "verify"
+    ]
     assert verify.status == "passed", verify.diagnostics
     found = verify.details["distributions"]
     assert found["ran"]["large"] == [100.0]
     assert {(s["distribution"], s["magnitude"]) for s in found["skipped"]} >= {("large", 1e4), ("large", 1e3)}
     assert all(s["reason"] == "the reference is not finite there" for s in found["skipped"])
-    assert "the reference is not finite at large 1000, large 10000" in verify.diagnostics \
+    assert (
+        "the reference is not finite at large 1000, large 10000" in verify.diagnostics
         or "large 1000" in verify.diagnostics
+    )
 
 
 @pytest.mark.slow
@@ -227,7 +328,7 @@ def test_the_level_in_the_tasklet_says_what_was_varied(fake, shared_root):
     dace.Config.set("ai", "provider", value="scripted")
     try:
         sdfg = adv_scale.to_sdfg()
-        (parent, state, node), = pending_nodes(sdfg)
+        ((parent, state, node),) = pending_nodes(sdfg)
         tasklet = dace_ai.implement(parent, state, node)
     finally:
         dace.Config.set("ai", "provider", value="")
@@ -237,8 +338,11 @@ def test_the_level_in_the_tasklet_says_what_was_varied(fake, shared_root):
     assert dace_ai.show(sdfg)["verification"] == level
     for change in (dace_ai.pin, dace_ai.unpin):  # rewriting the line keeps the level whole
         change(sdfg)
-        (tasklet,) = [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.Tasklet)
-                      and n.code.as_string.startswith("// dace-ai:")]
+        (tasklet,) = [
+            n
+            for n, _ in sdfg.all_nodes_recursive()
+            if isinstance(n, dace.nodes.Tasklet) and n.code.as_string.startswith("// dace-ai:")
+        ]
         assert tasklet.code.as_string.splitlines()[0].endswith(f"verification={level}")
         assert dace_ai.show(sdfg)["verification"] == level
     x = np.random.rand(100)

@@ -42,7 +42,7 @@ def test_several_outputs_are_numbered():
     def prog(A: dace.float64[N], C: dace.float64[N], D: dace.float64[N]):
         dace_ai.ai("split", a=A, out=[C, D])
 
-    (node, _), = _ai_nodes(prog.to_sdfg())
+    ((node, _),) = _ai_nodes(prog.to_sdfg())
     assert set(node.out_connectors) == {"_out0", "_out1"}
 
 
@@ -109,7 +109,7 @@ def test_duplicate_name():
 def test_slice_as_out_inside_map_is_refused():
     def prog(A: dace.float32[16, 16], C: dace.float32[16, 16]):
         for i in dace.map[0:16:8]:
-            dace_ai.ai("x", a=A[i:i + 8, :], out=C[i:i + 8, :])
+            dace_ai.ai("x", a=A[i : i + 8, :], out=C[i : i + 8, :])
 
     assert "assign the result instead" in _parse_error(prog)
 

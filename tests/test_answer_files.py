@@ -48,7 +48,7 @@ def test_damaged_response_file(damage, tmp_path, _isolated_dace_ai):
     assert not cache.exists() or not any(p.is_file() for p in cache.rglob("*"))
 
     # The same damage handed to one node directly is refused the same way.
-    (_, state, node), = pending_nodes(sdfg)
+    ((_, state, node),) = pending_nodes(sdfg)
     with pytest.raises(AnswerError, match="copy4"):
         node.read_prompt_response(state, text)
     assert node in state.nodes()

@@ -25,8 +25,20 @@ pytestmark = pytest.mark.slow
 #: A subset of the suite (it has 40+ tasks; ``bench/bench_scaling.py`` times the whole of it): BLAS levels 1-3,
 #: reductions (one whose recorded answer the old timing runner refused), the FFTW task (skipped without its
 #: library), AI nodes, and multi-operation NPBench kernels.
-SUBSET = ("gemm", "dot", "sum_all", "sum_axis1", "fft", "relu", "softmax", "conv2d", "histogram", "atax", "mm2",
-          "heat3d")
+SUBSET = (
+    "gemm",
+    "dot",
+    "sum_all",
+    "sum_axis1",
+    "fft",
+    "relu",
+    "softmax",
+    "conv2d",
+    "histogram",
+    "atax",
+    "mm2",
+    "heat3d",
+)
 #: What an attempt came to. Not how correctness was established: under load a bench stage may not decide,
 #: and then the whole program is run against the reference instead ("task_run").
 OUTCOME_KEYS = ("task", "sample", "compile", "verify", "compiled", "correct", "skipped")
@@ -44,9 +56,25 @@ def shared_build(tmp_path_factory) -> Path:
 def offline_run(tmp_path_factory, shared_build):
     out = tmp_path_factory.mktemp("bench-offline")
     jsonl = out / "attempts.jsonl"
-    code = main(["bench", "--offline", "--tasks", ",".join(SUBSET), "--out", str(out), "--build", str(shared_build),
-                 "--workers", "2",
-                 "--export-jsonl", str(jsonl), "--reward", "compile=0.2,correct=0.5,speedup=0.3", "--quiet"])
+    code = main(
+        [
+            "bench",
+            "--offline",
+            "--tasks",
+            ",".join(SUBSET),
+            "--out",
+            str(out),
+            "--build",
+            str(shared_build),
+            "--workers",
+            "2",
+            "--export-jsonl",
+            str(jsonl),
+            "--reward",
+            "compile=0.2,correct=0.5,speedup=0.3",
+            "--quiet",
+        ]
+    )
     assert code == 0
     return out, json.loads((out / "results.json").read_text()), jsonl
 
@@ -117,8 +145,22 @@ def test_jsonl_export_has_one_checked_line_per_scored_attempt(offline_run):
 def test_rerun_resumes_without_running_finished_attempts(offline_run, shared_build):
     out, data, _ = offline_run
     start = time.perf_counter()
-    assert main(["bench", "--offline", "--tasks", ",".join(SUBSET), "--out", str(out), "--build", str(shared_build),
-                 "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--offline",
+                "--tasks",
+                ",".join(SUBSET),
+                "--out",
+                str(out),
+                "--build",
+                str(shared_build),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     again = json.loads((out / "results.json").read_text())
     assert [a["id"] for a in again["attempts"]] == [a["id"] for a in data["attempts"]]
     assert again["runs"][-1]["attempts"] == 0 and again["runs"][-1]["resumed_from"] == len(data["attempts"])
@@ -132,9 +174,26 @@ def _outcomes(data):
 def test_dask_local_cluster_gives_the_same_outcomes(offline_run, tmp_path, shared_build):
     _, local, _ = offline_run
     out = tmp_path / "dask"
-    assert main(["bench", "--offline", "--tasks", ",".join(SUBSET), "--out", str(out), "--build", str(shared_build),
-                 "--executor", "dask",
-                 "--workers", "2", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--offline",
+                "--tasks",
+                ",".join(SUBSET),
+                "--out",
+                str(out),
+                "--build",
+                str(shared_build),
+                "--executor",
+                "dask",
+                "--workers",
+                "2",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     data = json.loads((out / "results.json").read_text())
     assert _outcomes(data) == _outcomes(local)
     assert len({a["worker"] for a in data["attempts"]}) == 2  # both worker processes took attempts
@@ -147,12 +206,35 @@ def test_worker_killed_mid_run_loses_no_attempt(offline_run, tmp_path, shared_bu
     _, local, _ = offline_run
     tasks = ["gemm", "softmax", "conv2d", "histogram", "relu", "sum_axis1"]
     out = tmp_path / "killed"
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, resources={"bench": 1},
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, resources={"bench": 1}, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         result: dict[str, int] = {}
-        runner = threading.Thread(target=lambda: result.setdefault("code", main([
-            "bench", "--offline", "--tasks", ",".join(tasks), "--out", str(out), "--build", str(shared_build),
-            "--executor", "dask", "--scheduler", cluster.scheduler_address, "--quiet"])))
+        runner = threading.Thread(
+            target=lambda: result.setdefault(
+                "code",
+                main(
+                    [
+                        "bench",
+                        "--offline",
+                        "--tasks",
+                        ",".join(tasks),
+                        "--out",
+                        str(out),
+                        "--build",
+                        str(shared_build),
+                        "--executor",
+                        "dask",
+                        "--scheduler",
+                        cluster.scheduler_address,
+                        "--quiet",
+                    ]
+                ),
+            )
+        )
         runner.start()
         deadline = time.time() + 300
         busy: list[str] = []

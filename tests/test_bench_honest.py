@@ -24,35 +24,80 @@ CONFIG = "offline/recorded"
 
 
 def _attempt(task: str, **fields) -> dict:
-    base = {"id": f"{task}-s0", "configuration": CONFIG, "task": task, "sample": 0, "compile": "passed",
-            "verify": "passed", "bench": "passed", "task_run": "passed", "compiled": True, "correct": True,
-            "skipped": None, "speedup": None, "speedup_native": None, "strongest": None, "native_baseline": None,
-            "input_tokens": None, "output_tokens": None, "cost_usd": None}
+    base = {
+        "id": f"{task}-s0",
+        "configuration": CONFIG,
+        "task": task,
+        "sample": 0,
+        "compile": "passed",
+        "verify": "passed",
+        "bench": "passed",
+        "task_run": "passed",
+        "compiled": True,
+        "correct": True,
+        "skipped": None,
+        "speedup": None,
+        "speedup_native": None,
+        "strongest": None,
+        "native_baseline": None,
+        "input_tokens": None,
+        "output_tokens": None,
+        "cost_usd": None,
+    }
     base.update(fields)
     return base
 
 
 def _results() -> dict:
-    return {"version": 1, "suite": "core", "attempts": [
-        _attempt("gemm", speedup=0.65, speedup_native=61.0, strongest="OpenBLAS (DaCe 'OpenBLAS')",
-                 native_baseline="DaCe pure", verdict="correct, 0.65x vs OpenBLAS (DaCe 'OpenBLAS')"),
-        _attempt("sum_all", speedup=1.4, speedup_native=17.3, strongest="NumPy", native_baseline="DaCe pure"),
-        _attempt("relu", speedup=2.5, speedup_native=2.5, strongest="DaCe native program",
-                 native_baseline="DaCe native program"),
-        # refused by the bench stage: not correct, no figure (one verdict per attempt)
-        _attempt("dot", bench="failed", task_run="not run", correct=False, refused_by="bench",
-                 refusal="Refused: its timing is implausible: 1.4 µs per call"),
-        _attempt("scan", task_run="failed", correct=False, error="output 'out': 3 of 9 elements wrong"),
-        _attempt("fft", compile="not run", verify="not run", bench="not run", task_run="not run", compiled=False,
-                 correct=False, skipped="needs the fftw library, not found on this machine (fftw3.h not found)"),
-    ]}
+    return {
+        "version": 1,
+        "suite": "core",
+        "attempts": [
+            _attempt(
+                "gemm",
+                speedup=0.65,
+                speedup_native=61.0,
+                strongest="OpenBLAS (DaCe 'OpenBLAS')",
+                native_baseline="DaCe pure",
+                verdict="correct, 0.65x vs OpenBLAS (DaCe 'OpenBLAS')",
+            ),
+            _attempt("sum_all", speedup=1.4, speedup_native=17.3, strongest="NumPy", native_baseline="DaCe pure"),
+            _attempt(
+                "relu",
+                speedup=2.5,
+                speedup_native=2.5,
+                strongest="DaCe native program",
+                native_baseline="DaCe native program",
+            ),
+            # refused by the bench stage: not correct, no figure (one verdict per attempt)
+            _attempt(
+                "dot",
+                bench="failed",
+                task_run="not run",
+                correct=False,
+                refused_by="bench",
+                refusal="Refused: its timing is implausible: 1.4 µs per call",
+            ),
+            _attempt("scan", task_run="failed", correct=False, error="output 'out': 3 of 9 elements wrong"),
+            _attempt(
+                "fft",
+                compile="not run",
+                verify="not run",
+                bench="not run",
+                task_run="not run",
+                compiled=False,
+                correct=False,
+                skipped="needs the fftw library, not found on this machine (fftw3.h not found)",
+            ),
+        ],
+    }
 
 
 def _table(md: str, header_start: str) -> list[list[str]]:
     lines = md.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("| " + header_start))
     rows = []
-    for line in lines[start + 2:]:
+    for line in lines[start + 2 :]:
         if not line.startswith("|"):
             break
         rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
@@ -80,11 +125,19 @@ def check_report(data: dict, md: str) -> None:
         sols = [a["speed_of_light"]["fraction"] for a in correct if a.get("speed_of_light")]
         row = next(r for r in _table(md, "configuration") if r[0] == configuration)
         assert row[:14] == [
-            configuration, str(n), str(len(mine) - n), _pct(sum(a["compiled"] for a in scored) / n),
-            _pct(len(correct) / n), *(_pct(sum(1 for s in strongest if s > p) / n) for p in (0, 1, 2)),
-            _geomean(strongest) if strongest else "n/a", _pct(sum(1 for s in native if s > 1) / n),
+            configuration,
+            str(n),
+            str(len(mine) - n),
+            _pct(sum(a["compiled"] for a in scored) / n),
+            _pct(len(correct) / n),
+            *(_pct(sum(1 for s in strongest if s > p) / n) for p in (0, 1, 2)),
+            _geomean(strongest) if strongest else "n/a",
+            _pct(sum(1 for s in native if s > 1) / n),
             _geomean(native) if native else "n/a",
-            _pct(math.exp(sum(map(math.log, sols)) / len(sols))) if sols else "n/a", "n/a", "n/a"]
+            _pct(math.exp(sum(map(math.log, sols)) / len(sols))) if sols else "n/a",
+            "n/a",
+            "n/a",
+        ]
     rows = {(r[0], r[1]): r for r in _table(md, "task")}
     for a in attempts:
         r = rows[(a["task"], str(a["sample"]))]
@@ -124,9 +177,20 @@ def test_report_is_recomputed_from_results_with_fast_p_against_the_strongest_bas
 def test_a_refused_attempt_counts_as_neither_correct_nor_fast():
     from dace_ai.evaluation.attempt import finish_verdict
 
-    out = {"compile": "passed", "verify": "passed", "bench": "failed", "task_run": "passed", "compiled": True,
-           "correct": True, "speedup": 17.27, "speedup_native": 17.27, "strongest": "DaCe pure", "skipped": None,
-           "refused_by": "bench", "refusal": "Refused: its timing is implausible"}
+    out = {
+        "compile": "passed",
+        "verify": "passed",
+        "bench": "failed",
+        "task_run": "passed",
+        "compiled": True,
+        "correct": True,
+        "speedup": 17.27,
+        "speedup_native": 17.27,
+        "strongest": "DaCe pure",
+        "skipped": None,
+        "refused_by": "bench",
+        "refusal": "Refused: its timing is implausible",
+    }
     finish_verdict(out, 0.0)
     assert out["correct"] is False and out["speedup"] is None and out["speedup_native"] is None
     assert out["verdict"].startswith("refused by the bench stage: Refused: its timing is implausible")
@@ -140,8 +204,12 @@ def test_a_task_whose_library_is_not_detected_is_skipped_with_the_reason(registe
     class Absent:
         @hookimpl
         def dace_ai_environment_generators(self):
-            yield EnvironmentGenerator(name="t-absent-lib", offer=lambda ctx: None, generate=lambda request: None,
-                                       detect=lambda: Detection(False, "absent.h not found"))
+            yield EnvironmentGenerator(
+                name="t-absent-lib",
+                offer=lambda ctx: None,
+                generate=lambda request: None,
+                detect=lambda: Detection(False, "absent.h not found"),
+            )
 
     register_dace_ai_plugin(Absent(), "absent-lib")
     task = tasks.find_task("core", "relu").model_copy(update={"requires": ["t-absent-lib", "t-never-installed"]})
@@ -161,8 +229,20 @@ def test_the_suite_is_grown_and_its_answers_are_labelled_as_the_projects():
     suite = load_suite("core")
     assert len(suite) >= 40
     ids = {t.id for t in suite}
-    assert {"mm2", "mm3", "atax", "bicg", "mvt", "gesummv", "syrk", "syr2k", "doitgen", "heat3d",
-            "batched_softmax", "attention"} <= ids
+    assert {
+        "mm2",
+        "mm3",
+        "atax",
+        "bicg",
+        "mvt",
+        "gesummv",
+        "syrk",
+        "syr2k",
+        "doitgen",
+        "heat3d",
+        "batched_softmax",
+        "attention",
+    } <= ids
     for task in suite:
         data = json.loads((shipped_answers("core") / f"{task.id}.json").read_text())
         assert data["recorded_by"] == "dace-ai project (hand-written)"
@@ -174,7 +254,7 @@ def test_the_suite_is_grown_and_its_answers_are_labelled_as_the_projects():
             assert any(v % 8 for v in task.sizes.values()), task.id
 
 
-BLOCKER = textwrap.dedent('''
+BLOCKER = textwrap.dedent("""
     import importlib.abc, sys
 
     class _Block(importlib.abc.MetaPathFinder):
@@ -184,7 +264,7 @@ BLOCKER = textwrap.dedent('''
             return None
 
     sys.meta_path.insert(0, _Block())
-''')
+""")
 
 
 def _without_matplotlib(tmp_path: Path, code: str) -> subprocess.CompletedProcess:
@@ -193,8 +273,9 @@ def _without_matplotlib(tmp_path: Path, code: str) -> subprocess.CompletedProces
     blocker.mkdir(exist_ok=True)
     (blocker / "sitecustomize.py").write_text(BLOCKER)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocker), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
-                          timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300, check=False
+    )
 
 
 def test_without_matplotlib_the_report_is_written_and_one_line_says_how_to_get_the_plot(tmp_path):
@@ -211,9 +292,12 @@ def test_without_matplotlib_the_report_is_written_and_one_line_says_how_to_get_t
     tasks = ",".join(a["task"] for a in data["attempts"])
     proc = _without_matplotlib(tmp_path, "import sys, matplotlib")
     assert proc.returncode != 0 and "No module named 'matplotlib'" in proc.stderr  # the blocker works
-    proc = _without_matplotlib(tmp_path, f"import sys; from dace_ai.cli.main import main; "
-                                         f"sys.exit(main(['bench', '--offline', '--tasks', '{tasks}', "
-                                         f"'--out', {str(out)!r}, '--quiet']))")
+    proc = _without_matplotlib(
+        tmp_path,
+        f"import sys; from dace_ai.cli.main import main; "
+        f"sys.exit(main(['bench', '--offline', '--tasks', '{tasks}', "
+        f"'--out', {str(out)!r}, '--quiet']))",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
     assert "plot: report.png not written: matplotlib is not installed (pip install 'dace-ai[bench]')" in proc.stdout
@@ -286,4 +370,7 @@ def test_a_compile_stage_that_cannot_run_here_skips_the_attempt_and_a_failing_on
     assert _machine_missing(missing, out) == "cannot be built on this machine: compiler 'g++' not found on PATH"
     failing = [*missing, CheckReport("verify", "failed", "wrong", details={"stage": "verify"})]
     assert _machine_missing(failing, out) is None  # a refusal is a verdict on the code, not on the machine
-    assert _machine_missing([CheckReport("probe", "passed", "", details={"stage": "compile"})], {"compile": "passed"}) is None
+    assert (
+        _machine_missing([CheckReport("probe", "passed", "", details={"stage": "compile"})], {"compile": "passed"})
+        is None
+    )

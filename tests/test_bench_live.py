@@ -32,8 +32,29 @@ def test_live_run_is_recorded_and_replays(fake_llm_server, monkeypatch, tmp_path
     monkeypatch.setenv("DACE_ai_base_url", fake_llm_server.openai_url)
     fake_llm_server.respond_with(_answer)
     record, out = tmp_path / "recorded", tmp_path / "live"
-    assert main(["bench", "--provider", "openai", "--model", "gpt-test", "--tasks", "relu,scan", "--samples", "2",
-                 "--record", str(record), "--out", str(out), "--workers", "2", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--provider",
+                "openai",
+                "--model",
+                "gpt-test",
+                "--tasks",
+                "relu,scan",
+                "--samples",
+                "2",
+                "--record",
+                str(record),
+                "--out",
+                str(out),
+                "--workers",
+                "2",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert len(fake_llm_server.requests) == 4 and fake_llm_server.requests[0].model == "gpt-test"
     data = json.loads((out / "results.json").read_text())
     by_task = {(a["task"], a["sample"]): a for a in data["attempts"]}
@@ -52,11 +73,29 @@ def test_live_run_is_recorded_and_replays(fake_llm_server, monkeypatch, tmp_path
     assert SECRET not in "".join(p.read_text() for p in [*record.iterdir(), *out.glob("*.json")])
 
     replay = tmp_path / "replay"
-    assert main(["bench", "--offline", str(record), "--tasks", "relu,scan", "--samples", "2", "--out", str(replay),
-                 "--workers", "2", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "--offline",
+                str(record),
+                "--tasks",
+                "relu,scan",
+                "--samples",
+                "2",
+                "--out",
+                str(replay),
+                "--workers",
+                "2",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     again = json.loads((replay / "results.json").read_text())
-    assert sorted((a["task"], a["sample"], a["correct"], a["input_tokens"]) for a in again["attempts"]) == \
-        sorted((a["task"], a["sample"], a["correct"], a["input_tokens"]) for a in data["attempts"])
+    assert sorted((a["task"], a["sample"], a["correct"], a["input_tokens"]) for a in again["attempts"]) == sorted(
+        (a["task"], a["sample"], a["correct"], a["input_tokens"]) for a in data["attempts"]
+    )
     assert len(fake_llm_server.requests) == 4  # the replay asked nobody
 
 

@@ -26,8 +26,7 @@ BAD = "for (int i = 0; i < N; ++i) _out[i] = {helper}(_a[i]) + undeclared_value;
 @pytest.fixture(scope="session")
 def prebuilt_pch(tmp_path_factory):
     """The probe's precompiled dace.h for the target this machine resolves to, built once."""
-    return build_pch(tmp_path_factory.mktemp("pch") / ".dacecache",
-                     [target_info(*resolve_target(resolve_settings()))])
+    return build_pch(tmp_path_factory.mktemp("pch") / ".dacecache", [target_info(*resolve_target(resolve_settings()))])
 
 
 @pytest.fixture
@@ -111,8 +110,9 @@ def test_two_tasklets_with_the_same_helper_are_both_blamed_and_repaired_by_build
     assert len(scripted.requests) == 4  # each node once, then each blamed node once
     repairs = [r for r in scripted.requests if len(r.messages) > 1]
     assert len(repairs) == 2
-    for request, other in zip(sorted(repairs, key=lambda r: "DOUBLE:" in r.messages[0].content),
-                              ("double_it", "add_one")):
+    for request, other in zip(
+        sorted(repairs, key=lambda r: "DOUBLE:" in r.messages[0].content), ("double_it", "add_one")
+    ):
         text = request.messages[-1].content
         assert "redefinition of" in text and "previously defined" in text
         assert other in text  # each is told about the other tasklet sharing the file
@@ -203,10 +203,12 @@ def referenced_program() -> dace.SDFG:
 
 def break_by_hand(tasklet) -> None:
     """A hand edit that breaks the whole program's compile, so build() asks the tasklet for a repair."""
-    tasklet.code = dace.properties.CodeBlock(tasklet.code.as_string.replace("2.0 * x", "broken_by_hand"),
-                                             dace.Language.CPP)
+    tasklet.code = dace.properties.CodeBlock(
+        tasklet.code.as_string.replace("2.0 * x", "broken_by_hand"), dace.Language.CPP
+    )
     tasklet.code_global = dace.properties.CodeBlock(
-        tasklet.code_global.as_string.replace("2.0 * x", "broken_by_hand"), dace.Language.CPP)
+        tasklet.code_global.as_string.replace("2.0 * x", "broken_by_hand"), dace.Language.CPP
+    )
 
 
 def test_a_build_repair_that_computes_the_wrong_result_is_refused_and_the_tasklet_kept(scripted, monkeypatch):
@@ -214,8 +216,9 @@ def test_a_build_repair_that_computes_the_wrong_result_is_refused_and_the_taskle
     from dace_ai.expansion.provenance import level_from_code
 
     monkeypatch.setenv("DACE_ai_max_repair_attempts", "1")
-    scripted.script = lambda request: helper_answer(GOOD, "twice_helper",
-                                                    "2.0 * x" if len(request.messages) == 1 else "3.0 * x")
+    scripted.script = lambda request: helper_answer(
+        GOOD, "twice_helper", "2.0 * x" if len(request.messages) == 1 else "3.0 * x"
+    )
     sdfg = referenced_program()
     (tasklet,) = implement_all(sdfg)
     assert level_from_code(tasklet.code.as_string).startswith("verified (")
@@ -228,7 +231,10 @@ def test_a_build_repair_that_computes_the_wrong_result_is_refused_and_the_taskle
     assert (tasklet.code.as_string, tasklet.code_global.as_string) == broken  # nothing placed
     rounds = dace_ai.history(sdfg)
     assert [(r["reason"], r["status"]) for r in rounds] == [
-        ("expansion", "accepted"), ("program build repair", "rejected"), ("repair", "rejected")]
+        ("expansion", "accepted"),
+        ("program build repair", "rejected"),
+        ("repair", "rejected"),
+    ]
     repair_round = scripted.requests[2].messages[-1].content
     assert "verify" in repair_round  # the verify stage's findings went back to the model
 
@@ -236,8 +242,9 @@ def test_a_build_repair_that_computes_the_wrong_result_is_refused_and_the_taskle
 def test_a_build_repair_that_passes_its_checks_carries_its_own_level(scripted):
     from dace_ai.expansion.provenance import Provenance
 
-    scripted.script = lambda request: helper_answer(GOOD, "twice_helper" if len(request.messages) == 1
-                                                    else "twice_repaired")
+    scripted.script = lambda request: helper_answer(
+        GOOD, "twice_helper" if len(request.messages) == 1 else "twice_repaired"
+    )
     sdfg = referenced_program()
     (tasklet,) = implement_all(sdfg)
     break_by_hand(tasklet)

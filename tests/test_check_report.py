@@ -15,17 +15,39 @@ from dace_ai.prompt.feedback import TimeEvidence
 
 
 def _every_field() -> CheckReport:
-    return CheckReport("verify", "passed", "3 seeds agree", 0.25, {"ladder": [{"rung": "small"}], "reference": {}},
-                       stage="verify", reason="", rule="", told_user=False, seeds=3,
-                       sizes=[{"N": 13}, {"N": 67}])
+    return CheckReport(
+        "verify",
+        "passed",
+        "3 seeds agree",
+        0.25,
+        {"ladder": [{"rung": "small"}], "reference": {}},
+        stage="verify",
+        reason="",
+        rule="",
+        told_user=False,
+        seeds=3,
+        sizes=[{"N": 13}, {"N": 67}],
+    )
 
 
 def test_a_report_survives_its_record_with_every_field():
-    for report in (_every_field(),
-                   CheckReport("bench", "failed", "Too slow", 1.5, {"speedup": 0.5}, stage="bench", rule="gate",
-                               reason="slow", sizes=[{"N": 4096}]),
-                   CheckReport("sanitizers", "inconclusive", "clang++ missing", stage="verify", reason="clang missing",
-                               told_user=True)):
+    for report in (
+        _every_field(),
+        CheckReport(
+            "bench",
+            "failed",
+            "Too slow",
+            1.5,
+            {"speedup": 0.5},
+            stage="bench",
+            rule="gate",
+            reason="slow",
+            sizes=[{"N": 4096}],
+        ),
+        CheckReport(
+            "sanitizers", "inconclusive", "clang++ missing", stage="verify", reason="clang missing", told_user=True
+        ),
+    ):
         record = report.record()
         assert json.loads(json.dumps(record)) == record  # plain JSON
         assert CheckReport.from_record(record) == report
@@ -34,8 +56,12 @@ def test_a_report_survives_its_record_with_every_field():
 
 def test_an_older_checkers_details_become_fields():
     """A plugin written before the fields put stage, reason, rule, told, seeds and sizes into details."""
-    old = CheckReport("lab", "inconclusive", "no tool", details={"stage": "compile", "reason": "tool missing",
-                                                                  "told": True, "extra": 1})
+    old = CheckReport(
+        "lab",
+        "inconclusive",
+        "no tool",
+        details={"stage": "compile", "reason": "tool missing", "told": True, "extra": 1},
+    )
     assert (old.stage, old.reason, old.told_user, old.details) == ("compile", "tool missing", True, {"extra": 1})
     bench = CheckReport("bench", "failed", "slow", details={"stage": "bench", "rule": "gate", "sizes": {"N": 8}})
     assert bench.rule == "gate" and bench.sizes == [] and bench.details["sizes"] == {"N": 8}  # a figure stays
@@ -45,10 +71,15 @@ def test_an_older_checkers_details_become_fields():
     both = CheckReport("x", "failed", details={"reason": "old"}, reason="new")
     assert both.reason == "new" and both.details == {"reason": "old"}
     # a checks.json row written before the fields (stage inside details) reads the same
-    row = {"checker": "verify", "status": "inconclusive", "seconds": 0.1,
-           "details": {"stage": "verify", "reason": "no reference", "told": True}}
-    assert CheckReport.from_record(row) == CheckReport("verify", "inconclusive", "", 0.1, {}, stage="verify",
-                                                       reason="no reference", told_user=True)
+    row = {
+        "checker": "verify",
+        "status": "inconclusive",
+        "seconds": 0.1,
+        "details": {"stage": "verify", "reason": "no reference", "told": True},
+    }
+    assert CheckReport.from_record(row) == CheckReport(
+        "verify", "inconclusive", "", 0.1, {}, stage="verify", reason="no reference", told_user=True
+    )
 
 
 def test_a_returned_result_must_carry_the_fields_a_local_check_carries():
@@ -56,18 +87,21 @@ def test_a_returned_result_must_carry_the_fields_a_local_check_carries():
     outcome = {"reports": [record], "seconds": 1.0, "check_seconds": 0.5}
     parsed, problem = read_outcome(outcome, checks_on=True, known_checkers={"verify"})
     assert problem == "" and to_reports(parsed) == [_every_field()]
-    for broken, says in (({**record, "stage": "later"}, "reports.0.stage"),
-                         ({**record, "seeds": 0}, "without its seeds and sizes"),
-                         ({**record, "sizes": []}, "without its seeds and sizes"),
-                         ({**record, "verdict": "passed"}, "reports.0.verdict")):
+    for broken, says in (
+        ({**record, "stage": "later"}, "reports.0.stage"),
+        ({**record, "seeds": 0}, "without its seeds and sizes"),
+        ({**record, "sizes": []}, "without its seeds and sizes"),
+        ({**record, "verdict": "passed"}, "reports.0.verdict"),
+    ):
         parsed, problem = read_outcome({**outcome, "reports": [broken]}, checks_on=True, known_checkers={"verify"})
         assert parsed is None and says in problem, problem
 
 
 @pytest.mark.parametrize("told", [True, False])
 def test_the_acceptance_rule_warns_unless_the_checker_told_the_user(told):
-    undecided = CheckReport("verify", "inconclusive", "Not verified: no reference.", stage="verify",
-                            reason="no reference", told_user=told)
+    undecided = CheckReport(
+        "verify", "inconclusive", "Not verified: no reference.", stage="verify", reason="no reference", told_user=told
+    )
     passed = CheckReport("probe", "passed", stage="compile")
     verdict = judge([passed, undecided], resolve_settings({}))
     assert verdict.accepted and verdict.level == verdict.reached == "unverified: no reference"

@@ -67,15 +67,21 @@ def program(reference=twice_of) -> dace.SDFG:
 
 def compiled_level(sdfg) -> tuple[str, object]:
     compiled = sdfg.compile()
-    (tasklet,) = [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.Tasklet)
-                  and Provenance.parse(n.code.as_string)] or [None]
+    (tasklet,) = [
+        n
+        for n, _ in sdfg.all_nodes_recursive()
+        if isinstance(n, dace.nodes.Tasklet) and Provenance.parse(n.code.as_string)
+    ] or [None]
     return compiled, tasklet
 
 
 def expanded_level(sdfg) -> str:
     sdfg.expand_library_nodes()
-    (tasklet,) = [n for n, _ in sdfg.all_nodes_recursive()
-                  if isinstance(n, dace.nodes.Tasklet) and Provenance.parse(n.code.as_string)]
+    (tasklet,) = [
+        n
+        for n, _ in sdfg.all_nodes_recursive()
+        if isinstance(n, dace.nodes.Tasklet) and Provenance.parse(n.code.as_string)
+    ]
     return Provenance.parse(tasklet.code.as_string).verification
 
 

@@ -33,20 +33,45 @@ HELPER = "static double twice(double x) { return 2 * x; }"
 
 
 def vector_connector(name: str, direction: str, container: str) -> ConnectorInfo:
-    return ConnectorInfo(name=name, direction=direction, ctype="double*" if direction == "out" else "const double*",
-                         dtype="double", is_pointer=True, container=container, storage="CPU_Heap", subset="0:N",
-                         shape=("N",), strides=("1",), container_shape=("N",), container_strides=("1",),
-                         offset="0", index_formula=f"{name}[i0]", volume="N")
+    return ConnectorInfo(
+        name=name,
+        direction=direction,
+        ctype="double*" if direction == "out" else "const double*",
+        dtype="double",
+        is_pointer=True,
+        container=container,
+        storage="CPU_Heap",
+        subset="0:N",
+        shape=("N",),
+        strides=("1",),
+        container_shape=("N",),
+        container_strides=("1",),
+        offset="0",
+        index_formula=f"{name}[i0]",
+        volume="N",
+    )
 
 
 def node_context(target: TargetInfo | None = None, *, name: str = "scale") -> NodeContext:
     compiler, flags = host_compiler()
-    target = target or TargetInfo(name="host", kind="cpu", description="this machine", compiler=compiler,
-                                  flags=flags)
-    return NodeContext(key=f"{name}_0", name=name, node_type="AINode", library=None, doc="",
-                       description="b = 2 * a", properties={}, inputs=[vector_connector("_a", "in", "A")],
-                       outputs=[vector_connector("_b", "out", "B")], scopes=[], symbols={"N": "int"},
-                       in_gpu_kernel=False, gpu_notes="", target=target, sdfg_name="prog")
+    target = target or TargetInfo(name="host", kind="cpu", description="this machine", compiler=compiler, flags=flags)
+    return NodeContext(
+        key=f"{name}_0",
+        name=name,
+        node_type="AINode",
+        library=None,
+        doc="",
+        description="b = 2 * a",
+        properties={},
+        inputs=[vector_connector("_a", "in", "A")],
+        outputs=[vector_connector("_b", "out", "B")],
+        scopes=[],
+        symbols={"N": "int"},
+        in_gpu_kernel=False,
+        gpu_notes="",
+        target=target,
+        sdfg_name="prog",
+    )
 
 
 def request_for(code: str, node: NodeContext | None = None, **settings) -> CheckRequest:
@@ -133,8 +158,9 @@ def test_missing_compiler_is_inconclusive_not_failure():
 
 def test_missing_header_of_a_requested_environment_is_inconclusive_but_an_unknown_include_fails():
     node = node_context()
-    with_env = Answer(code=GOOD, code_global=HELPER,
-                      environments=[{"name": "Exotic", "headers": ["exotic_lib_ai_test.h"]}])
+    with_env = Answer(
+        code=GOOD, code_global=HELPER, environments=[{"name": "Exotic", "headers": ["exotic_lib_ai_test.h"]}]
+    )
     settings = resolve_settings({"checkers": "probe"})
     report = run_checks(CheckRequest(with_env, node, settings, check_workdir(node, with_env)))[0]
     assert report.status == "inconclusive" and "exotic_lib_ai_test.h" in report.diagnostics
@@ -181,17 +207,24 @@ def test_stages_run_in_order_and_stop_after_the_first_failed_stage(runtime_plugi
         def check(request):
             calls.append(name)
             return CheckReport(name, status, f"{name}: {status}")
+
         return check
 
-    runtime_plugins(_Plugin(Checker(name="t-bench", stage="bench", check=recording("t-bench", "passed")),
-                            Checker(name="t-verify", stage="verify", check=recording("t-verify", "failed")),
-                            Checker(name="t-compile", stage="compile", check=recording("t-compile", "passed")),
-                            Checker(name="t-skip", stage="compile", check=recording("t-skip", "failed"),
-                                    applies=lambda request: False)), "stage-plugin")
+    runtime_plugins(
+        _Plugin(
+            Checker(name="t-bench", stage="bench", check=recording("t-bench", "passed")),
+            Checker(name="t-verify", stage="verify", check=recording("t-verify", "failed")),
+            Checker(name="t-compile", stage="compile", check=recording("t-compile", "passed")),
+            Checker(name="t-skip", stage="compile", check=recording("t-skip", "failed"), applies=lambda request: False),
+        ),
+        "stage-plugin",
+    )
     reports = run_checks(request_for(GOOD, checkers="t-bench,t-verify,t-compile,t-skip"))
     assert calls == ["t-compile", "t-verify"]
     assert [(r.checker, r.status, r.stage) for r in reports] == [
-        ("t-compile", "passed", "compile"), ("t-verify", "failed", "verify")]
+        ("t-compile", "passed", "compile"),
+        ("t-verify", "failed", "verify"),
+    ]
     assert "Check 't-verify' (stage verify) failed" in repair_message(reports)
 
 
@@ -199,23 +232,35 @@ def test_a_raising_checker_is_inconclusive_and_names_its_distribution(runtime_pl
     def explode(request):
         raise RuntimeError("checker bug")
 
-    runtime_plugins(_Plugin(Checker(name="t-broken", stage="compile", check=explode)), "broken-checker",
-                    distribution="dace-ai-test-broken-checker")
+    runtime_plugins(
+        _Plugin(Checker(name="t-broken", stage="compile", check=explode)),
+        "broken-checker",
+        distribution="dace-ai-test-broken-checker",
+    )
     reports = run_checks(request_for(GOOD, checkers="t-broken"))
     assert [(r.checker, r.status) for r in reports] == [("t-broken", "inconclusive")]
     assert "dace-ai-test-broken-checker" in reports[0].diagnostics and "checker bug" in reports[0].diagnostics
 
 
 def test_defaults_plus_the_checkers_named_by_the_target(runtime_plugins):
-    runtime_plugins(_Plugin(Checker(name="t-rvv", stage="compile", check=_report("t-rvv", "passed"), default=False),
-                            Checker(name="t-off", stage="compile", check=_report("t-off", "passed"), default=False)),
-                    "rvv-checkers")
+    runtime_plugins(
+        _Plugin(
+            Checker(name="t-rvv", stage="compile", check=_report("t-rvv", "passed"), default=False),
+            Checker(name="t-off", stage="compile", check=_report("t-off", "passed"), default=False),
+        ),
+        "rvv-checkers",
+    )
 
     class Targets:
         @hookimpl
         def dace_ai_targets(self):
-            yield Target(name="t-rvv-target", kind="cpu", detect=lambda: Detection(False, "test"),
-                         describe=lambda d: "test", checkers=("t-rvv", "t-not-installed"))
+            yield Target(
+                name="t-rvv-target",
+                kind="cpu",
+                detect=lambda: Detection(False, "test"),
+                describe=lambda d: "test",
+                checkers=("t-rvv", "t-not-installed"),
+            )
 
     runtime_plugins(Targets(), "rvv-target")
     node = node_context(TargetInfo(name="t-rvv-target", kind="cpu", description=""))
@@ -228,8 +273,10 @@ def test_defaults_plus_the_checkers_named_by_the_target(runtime_plugins):
 
 
 def test_plus_and_minus_entries_add_to_and_remove_from_the_defaults(runtime_plugins):
-    runtime_plugins(_Plugin(Checker(name="t-strict", stage="verify", check=_report("t-strict", "passed"),
-                                    default=False)), "strict-checker")
+    runtime_plugins(
+        _Plugin(Checker(name="t-strict", stage="verify", check=_report("t-strict", "passed"), default=False)),
+        "strict-checker",
+    )
     node = node_context()
     defaults = [c.name for c in select_checkers(node, resolve_settings())[0]]
     assert "t-strict" not in defaults and "probe" in defaults
@@ -241,7 +288,9 @@ def test_plus_and_minus_entries_add_to_and_remove_from_the_defaults(runtime_plug
     assert added.index("t-strict") > added.index("probe") and added.index("t-strict") < added.index("bench")
     with pytest.raises(SettingsError, match=r"mixes plain names with \+name/-name entries"):
         select_checkers(node, resolve_settings({"checkers": "probe,+t-strict"}))
-    with pytest.raises(SettingsError, match=r"'t-strikt'.*names no installed checker. Did you mean 't-strict'\?.*Installed: .*t-strict"):
+    with pytest.raises(
+        SettingsError, match=r"'t-strikt'.*names no installed checker. Did you mean 't-strict'\?.*Installed: .*t-strict"
+    ):
         select_checkers(node, resolve_settings({"checkers": "+t-strikt"}))
 
 
@@ -330,8 +379,9 @@ def clang_checker_site(tmp_path_factory):
 
     work = tmp_path_factory.mktemp("clang_checker")
     source = work / "src"
-    shutil.copytree(REPO / "tests" / "data" / "clang_checker", source,
-                    ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    shutil.copytree(
+        REPO / "tests" / "data" / "clang_checker", source, ignore=shutil.ignore_patterns("build", "*.egg-info")
+    )
     wheel = build_wheel(source, work / "wheels")
     return install_wheels([wheel], work / "site")
 
@@ -389,17 +439,23 @@ kernel.cu(3): warning #177-D: variable "x" was declared but never referenced
 def test_diagnostics_of_gcc_clang_nvcc_and_the_linker_are_parsed_with_locations():
     gcc = parse_diagnostics(GCC_OUTPUT)
     assert [(d.file.rsplit("/", 1)[-1], d.line, d.column, d.severity) for d in gcc] == [
-        ("prog.cpp", 11, 15, "error"), ("prog.cpp", 9, 15, "note"), ("prog.cpp", 20, None, "warning")]
+        ("prog.cpp", 11, 15, "error"),
+        ("prog.cpp", 9, 15, "note"),
+        ("prog.cpp", 20, None, "warning"),
+    ]
     assert gcc[0].preamble and "In function" in gcc[0].preamble[0]
     assert "^~~~~~" in gcc[0].text and "gmake" not in gcc[1].text  # build noise is not a diagnostic's text
-    clang = parse_diagnostics("tasklet.cpp:3:5: error: use of undeclared identifier 'x'\n    x = 1;\n    ^\n"
-                              "1 error generated.\n")
+    clang = parse_diagnostics(
+        "tasklet.cpp:3:5: error: use of undeclared identifier 'x'\n    x = 1;\n    ^\n1 error generated.\n"
+    )
     assert [(d.line, d.column, d.message) for d in clang] == [(3, 5, "use of undeclared identifier 'x'")]
     assert clang[0].lines[-1].strip() == "^"
     nvcc = parse_diagnostics(NVCC_OUTPUT)
     assert [(d.file, d.line, d.severity) for d in nvcc] == [("kernel.cu", 12, "error"), ("kernel.cu", 3, "warning")]
     assert nvcc[0].message == 'identifier "undeclared" is undefined' and "^" in nvcc[0].text
-    linker = parse_diagnostics("/usr/bin/ld: prog.o: in function `f':\n"
-                               "prog.cpp:(.text+0x1c): undefined reference to `missing_fn'\n"
-                               "collect2: error: ld returned 1 exit status\n")
+    linker = parse_diagnostics(
+        "/usr/bin/ld: prog.o: in function `f':\n"
+        "prog.cpp:(.text+0x1c): undefined reference to `missing_fn'\n"
+        "collect2: error: ld returned 1 exit status\n"
+    )
     assert [(d.line, d.severity) for d in linker if "missing_fn" in d.message] == [(0, "error")]

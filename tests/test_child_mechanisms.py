@@ -21,14 +21,22 @@ from dace_ai.checking.sandbox import CHILD
 
 
 def _case(threads: list[int] | None = None) -> Case:
-    containers = [{"name": "a", "dtype": "float64", "input": True, "output": False, "elements": 8},
-                  {"name": "b", "dtype": "float64", "input": False, "output": True, "elements": 8}]
-    connectors = [{"name": "_a", "container": "a", "direction": "in", "offset": 0, "shape": [8], "strides": [1],
-                   "wcr": None},
-                  {"name": "_b", "container": "b", "direction": "out", "offset": 0, "shape": [8], "strides": [1],
-                   "wcr": None}]
-    case: Case = {"seed": 0, "sizes": {"N": 8}, "values": {"N": 8}, "containers": containers,
-                  "connectors": connectors, "rtol": {"_b": 1e-12}}
+    containers = [
+        {"name": "a", "dtype": "float64", "input": True, "output": False, "elements": 8},
+        {"name": "b", "dtype": "float64", "input": False, "output": True, "elements": 8},
+    ]
+    connectors = [
+        {"name": "_a", "container": "a", "direction": "in", "offset": 0, "shape": [8], "strides": [1], "wcr": None},
+        {"name": "_b", "container": "b", "direction": "out", "offset": 0, "shape": [8], "strides": [1], "wcr": None},
+    ]
+    case: Case = {
+        "seed": 0,
+        "sizes": {"N": 8},
+        "values": {"N": 8},
+        "containers": containers,
+        "connectors": connectors,
+        "rtol": {"_b": 1e-12},
+    }
     if threads:
         case["threads"] = threads
     return case
@@ -78,8 +86,9 @@ def test_buffers_kept_for_the_timing_belong_to_the_callers_stack(tmp_path):
     before = buffers.live()
     program = _Program()
     with contextlib.ExitStack() as keep:
-        record, prepared = run_case(_case([1, 2, 2]), program, None, Phase(str(tmp_path / "phase")),
-                                    _threads(runtime=True), JOB, keep=keep)
+        record, prepared = run_case(
+            _case([1, 2, 2]), program, None, Phase(str(tmp_path / "phase")), _threads(runtime=True), JOB, keep=keep
+        )
         assert "problem" not in record and prepared is not None
         assert buffers.live() == before + 2  # the first run's, kept; the other runs' freed
         assert program.finished == 2  # the kept run is finished only when the stack ends
@@ -145,7 +154,7 @@ def test_time_calls_interleaves_the_sides_and_sizes_each_sample():
     assert set(timed["samples"]) == set(sides) and all(len(s) == 4 for s in timed["samples"].values())
     assert all(timed["batch"][label] >= 1 for label in sides) and timed["timer_resolution"] > 0
     # the samples: one per side in turn, each a batch of calls
-    samples = order[sum(2 for _ in sides):]
+    samples = order[sum(2 for _ in sides) :]
     runs = [label for i, label in enumerate(samples) if i == 0 or samples[i - 1] != label]
     assert runs == ["native", "candidate", "baseline:OpenBLAS"] * 4
     assert {step["who"] for step in phases} == {"reference", "candidate", "baseline"}
@@ -156,8 +165,9 @@ def test_time_calls_samples_last_the_minimum_sample_time(monkeypatch):
     import types
 
     now = [0.0]
-    clock = types.SimpleNamespace(perf_counter=lambda: now[0],
-                                  get_clock_info=lambda name: types.SimpleNamespace(resolution=1e-9))
+    clock = types.SimpleNamespace(
+        perf_counter=lambda: now[0], get_clock_info=lambda name: types.SimpleNamespace(resolution=1e-9)
+    )
     monkeypatch.setattr(timing, "time", clock)
 
     def call() -> None:
@@ -183,11 +193,13 @@ def test_time_calls_skips_the_warm_up_of_a_warm_side_and_honours_the_budget(monk
 
 def test_the_entry_file_loads_its_package_without_dace_ai():
     """``python -I`` leaves the script's folder off sys.path: the entry file loads its siblings itself."""
-    probe = ("import importlib.util, json, sys\n"
-             f"spec = importlib.util.spec_from_file_location('entry', {str(CHILD)!r})\n"
-             "entry = importlib.util.module_from_spec(spec); spec.loader.exec_module(entry)\n"
-             "job = entry.load()\n"
-             "print(json.dumps([callable(job.main), sorted(m for m in sys.modules if m.startswith('dace'))]))")
+    probe = (
+        "import importlib.util, json, sys\n"
+        f"spec = importlib.util.spec_from_file_location('entry', {str(CHILD)!r})\n"
+        "entry = importlib.util.module_from_spec(spec); spec.loader.exec_module(entry)\n"
+        "job = entry.load()\n"
+        "print(json.dumps([callable(job.main), sorted(m for m in sys.modules if m.startswith('dace'))]))"
+    )
     done = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True, check=True)
     has_main, modules = json.loads(done.stdout)
     assert has_main and "dace_ai_child.job" in modules

@@ -44,7 +44,7 @@ def test_every_commands_help_ends_with_an_example_of_itself(argv, capsys):
     assert "\nexample" in help_text, help_text
     example = help_text.rsplit("\nexample", 1)[1].splitlines()[-1].strip()
     words = [w for w in example.split() if "=" not in w or w.startswith("-")]  # VAR=value prefixes dropped
-    assert words[0] == "dace-ai" and words[1:1 + len(argv)] == list(argv), example
+    assert words[0] == "dace-ai" and words[1 : 1 + len(argv)] == list(argv), example
 
 
 def test_optimize_help_ends_with_a_complete_example(capsys):
@@ -88,14 +88,23 @@ def test_doctor_lists_a_tool_declared_by_a_runtime_plugin(register_dace_ai_plugi
     class Lint:
         @hookimpl
         def dace_ai_checkers(self):
-            yield Checker(name="lab-lint", stage="compile", tools=("lab-lint-tool-not-installed",),
-                          check=lambda request: CheckReport("lab-lint", "passed"), default=False)
+            yield Checker(
+                name="lab-lint",
+                stage="compile",
+                tools=("lab-lint-tool-not-installed",),
+                check=lambda request: CheckReport("lab-lint", "passed"),
+                default=False,
+            )
 
     register_dace_ai_plugin(Lint(), name="lint")
     main(["doctor", "--json"])
     tool = json.loads(capsys.readouterr().out)["tools"]["lab-lint-tool-not-installed"]
-    assert tool == {"command": "lab-lint-tool-not-installed", "path": None, "for": "checker 'lab-lint'",
-                    "version": None}
+    assert tool == {
+        "command": "lab-lint-tool-not-installed",
+        "path": None,
+        "for": "checker 'lab-lint'",
+        "version": None,
+    }
 
 
 def test_console_script_is_installed():

@@ -29,8 +29,10 @@ SECRET = "sk-cluster-test-0123456789abcdef"
 PASSWORD = "gatewaypassw0rd-xyz"
 
 #: The level of an answer the verify stage passed: what it varied (sanitizers where clang is installed).
-VERIFIED = re.compile(r"verified \(3 seeds, \d+ sizes?, (\d thread counts, )?\d distributions"
-                      r"(, sanitizers|, no sanitizers: .+)?\)")
+VERIFIED = re.compile(
+    r"verified \(3 seeds, \d+ sizes?, (\d thread counts, )?\d distributions"
+    r"(, sanitizers|, no sanitizers: .+)?\)"
+)
 
 
 def inc_program(name: str) -> tuple[dace.SDFG, object]:
@@ -39,8 +41,9 @@ def inc_program(name: str) -> tuple[dace.SDFG, object]:
     sdfg.add_array("A", [8], dace.float64)
     sdfg.add_array("B", [8], dace.float64)
     state = sdfg.add_state()
-    node = dace_ai.AINode("inc", "Write _out[i] = _a[i] + 1.", inputs={"_a"}, outputs={"_out"},
-                          reference=lambda a: a + 1)
+    node = dace_ai.AINode(
+        "inc", "Write _out[i] = _a[i] + 1.", inputs={"_a"}, outputs={"_out"}, reference=lambda a: a + 1
+    )
     state.add_edge(state.add_read("A"), None, node, "_a", dace.Memlet("A[0:8]"))
     state.add_edge(node, "_out", state.add_write("B"), None, dace.Memlet("B[0:8]"))
     return sdfg, node
@@ -48,8 +51,9 @@ def inc_program(name: str) -> tuple[dace.SDFG, object]:
 
 def tasklet_code(sdfg: dace.SDFG) -> list[str]:
     """Generated tasklets' code without the provenance line (it names the session and cache key)."""
-    return [n.code.as_string.split("\n", 1)[1] for n, _ in sdfg.all_nodes_recursive()
-            if isinstance(n, dace.nodes.Tasklet)]
+    return [
+        n.code.as_string.split("\n", 1)[1] for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.Tasklet)
+    ]
 
 
 def fresh_build_root(tmp_path, name):
@@ -64,8 +68,12 @@ def cluster():
     from dace_ai.execution.jobs import machine_resources
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                      resources=machine_resources(1)) as local, Client(local) as client:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, resources=machine_resources(1)
+        ) as local,
+        Client(local) as client,
+    ):
         yield SimpleNamespace(address=local.scheduler_address, client=client)
 
 
@@ -80,12 +88,15 @@ def test_cluster_gives_the_local_verdicts_levels_and_tasklets(fake, cluster, tmp
         summary = dace_ai.generate(sdfg, settings={"provider": "scripted"}, **options)
         sdfg, _ = inc_program(f"cl_opt_{executor}")
         fake.queue(json.dumps(GOOD), json.dumps(BROKEN))
-        report = dace_ai.optimize(sdfg, samples=2, rounds=0, settings={"provider": "scripted", "bench_repeats": 1},
-                                  **options)
+        report = dace_ai.optimize(
+            sdfg, samples=2, rounds=0, settings={"provider": "scripted", "bench_repeats": 1}, **options
+        )
         outcomes[executor] = {
             "generate": [(n.status, n.verification) for n in summary.nodes],
             "optimize": [(c.status, c.stage, c.verification) for c in report.nodes[0].candidates],
-            "outcome": report.nodes[0].outcome, "tasklets": tasklet_code(sdfg)}
+            "outcome": report.nodes[0].outcome,
+            "tasklets": tasklet_code(sdfg),
+        }
         workers = {c.worker for c in report.nodes[0].candidates} | {n.worker for n in summary.nodes}
         assert (workers == {""}) == (executor == "threads")  # checks ran on the cluster's workers
     assert outcomes["dask"] == outcomes["threads"]
@@ -102,7 +113,9 @@ def test_a_worker_killed_mid_run_is_survived_and_reported(fake, cluster, tmp_pat
     def kill_a_busy_worker():
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not killed:
-            busy = [w for w, keys in cluster.client.processing().items() if any("dace-ai-check" in str(k) for k in keys)]
+            busy = [
+                w for w, keys in cluster.client.processing().items() if any("dace-ai-check" in str(k) for k in keys)
+            ]
             if busy:
                 time.sleep(0.3)  # mid-job: its compile or its child is running
                 pid = cluster.client.run(os.getpid, workers=[busy[0]])[busy[0]]
@@ -115,8 +128,14 @@ def test_a_worker_killed_mid_run_is_survived_and_reported(fake, cluster, tmp_pat
     fake.queue(json.dumps(GOOD), json.dumps(other))
     killer = threading.Thread(target=kill_a_busy_worker)
     killer.start()
-    report = dace_ai.optimize(sdfg, samples=2, rounds=0, settings={"provider": "scripted", "bench": "off"},
-                              executor="dask", scheduler=cluster.address)
+    report = dace_ai.optimize(
+        sdfg,
+        samples=2,
+        rounds=0,
+        settings={"provider": "scripted", "bench": "off"},
+        executor="dask",
+        scheduler=cluster.address,
+    )
     killer.join()
     assert killed, "no check job was seen running"
     candidates = report.nodes[0].candidates
@@ -128,16 +147,18 @@ def test_a_worker_killed_mid_run_is_survived_and_reported(fake, cluster, tmp_pat
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(cross_headers_problem() is not None,
-                    reason=f"DaCe 2's runtime headers do not compile with this aarch64-linux-gnu-g++: "
-                           f"{cross_headers_problem()}")
+@pytest.mark.skipif(
+    cross_headers_problem() is not None,
+    reason=f"DaCe 2's runtime headers do not compile with this aarch64-linux-gnu-g++: {cross_headers_problem()}",
+)
 def test_a_target_no_worker_offers_is_compile_only_not_passed(fake, cluster, tmp_path):
     if not shutil.which("aarch64-linux-gnu-g++"):
         pytest.skip("the SVE target's cross compiler is not installed")
     sdfg, _ = inc_program("cl_sve")
     fake.queue(json.dumps(GOOD))
-    summary = dace_ai.generate(sdfg, settings={"provider": "scripted", "target": "sve"},
-                               executor="dask", scheduler=cluster.address)
+    summary = dace_ai.generate(
+        sdfg, settings={"provider": "scripted", "target": "sve"}, executor="dask", scheduler=cluster.address
+    )
     (node,) = summary.nodes
     assert node.status == "generated" and node.verification == "compile-only: no worker with resource 'sve'"
     assert "compile-only: no worker with resource 'sve'" in str(summary)
@@ -158,11 +179,13 @@ def test_scheduler_that_is_gone_is_a_short_error_and_changes_nothing(fake, tmp_p
     before = json.dumps(sdfg.to_json(), sort_keys=True)
     fake.queue(json.dumps(GOOD))
     with pytest.raises(ExecutorUnavailable, match="no dask scheduler answers at tcp://127.0.0.1:9"):
-        dace_ai.optimize(sdfg, samples=1, rounds=0, settings={"provider": "scripted"}, executor="dask",
-                         scheduler="tcp://127.0.0.1:9")
+        dace_ai.optimize(
+            sdfg, samples=1, rounds=0, settings={"provider": "scripted"}, executor="dask", scheduler="tcp://127.0.0.1:9"
+        )
     assert json.dumps(sdfg.to_json(), sort_keys=True) == before
-    assert not (tmp_path / ".dacecache" / "ai-cache").exists() or not any((tmp_path / ".dacecache" / "ai-cache")
-                                                                         .rglob("*.json"))
+    assert not (tmp_path / ".dacecache" / "ai-cache").exists() or not any(
+        (tmp_path / ".dacecache" / "ai-cache").rglob("*.json")
+    )
 
 
 class RecordingRunner:
@@ -184,8 +207,13 @@ class RecordingRunner:
         for job in jobs:
             RecordingRunner.sent.append(pickle.dumps(job))
             if RecordingRunner.forge:
-                forged = {"reports": [{"checker": "verify", "status": "passed", "seconds": 0.0, "stage": "verify",
-                                       "details": {}}], "seconds": 0.1, "check_seconds": 0.0}
+                forged = {
+                    "reports": [
+                        {"checker": "verify", "status": "passed", "seconds": 0.0, "stage": "verify", "details": {}}
+                    ],
+                    "seconds": 0.1,
+                    "check_seconds": 0.0,
+                }
                 yield JobResult(job.id, forged, None, "forger:1")
                 continue
             out = run_job(pickle.loads(RecordingRunner.sent[-1]))
@@ -209,9 +237,11 @@ def test_no_key_travels_in_a_job_and_the_node_is_rebuilt_from_data(fake, recordi
     monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
     sdfg, _ = inc_program("cl_keys")
     fake.queue(json.dumps(GOOD))
-    summary = dace_ai.generate(sdfg, settings={"provider": "scripted", "model": "m-1",
-                                               "base_url": f"https://user:{PASSWORD}@gateway.invalid/v1"},
-                               executor="recording")
+    summary = dace_ai.generate(
+        sdfg,
+        settings={"provider": "scripted", "model": "m-1", "base_url": f"https://user:{PASSWORD}@gateway.invalid/v1"},
+        executor="recording",
+    )
     (node,) = summary.nodes
     assert VERIFIED.fullmatch(node.verification), node.verification  # rebuilt from the payload: program, reference
     (sent,) = recording.sent
@@ -262,8 +292,9 @@ def two_inc_nodes(name: str) -> dace.SDFG:
     for k in range(2):
         sdfg.add_array(f"A{k}", [8], dace.float64)
         sdfg.add_array(f"B{k}", [8], dace.float64)
-        node = dace_ai.AINode(f"inc{k}", "Write _out[i] = _a[i] + 1.", inputs={"_a"}, outputs={"_out"},
-                              reference=lambda a: a + 1)
+        node = dace_ai.AINode(
+            f"inc{k}", "Write _out[i] = _a[i] + 1.", inputs={"_a"}, outputs={"_out"}, reference=lambda a: a + 1
+        )
         state.add_edge(state.add_read(f"A{k}"), None, node, "_a", dace.Memlet(f"A{k}[0:8]"))
         state.add_edge(node, "_out", state.add_write(f"B{k}"), None, dace.Memlet(f"B{k}[0:8]"))
     return sdfg
@@ -278,8 +309,13 @@ def test_a_scheduler_that_goes_away_mid_run_ends_it_and_the_sdfg_is_put_back(fak
     sdfg = two_inc_nodes("cl_midrun")
     before = shape(sdfg)
     fake.queue(json.dumps(GOOD), json.dumps(GOOD))
-    local = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
-                         resources={"bench": 1, "cores": 1, **dict.fromkeys(("host", "x86-avx2", "x86-avx512"), 1)})
+    local = LocalCluster(
+        n_workers=1,
+        threads_per_worker=1,
+        processes=False,
+        dashboard_address=None,
+        resources={"bench": 1, "cores": 1, **dict.fromkeys(("host", "x86-avx2", "x86-avx512"), 1)},
+    )
     watcher = Client(local)
     seen: set[str] = set()
 
@@ -298,8 +334,14 @@ def test_a_scheduler_that_goes_away_mid_run_ends_it_and_the_sdfg_is_put_back(fak
     stopper.start()
     try:
         with pytest.raises(ExecutorUnavailable, match="went away"):
-            dace_ai.optimize(sdfg, samples=1, rounds=0, settings={"provider": "scripted"}, executor="dask",
-                             scheduler=local.scheduler_address)
+            dace_ai.optimize(
+                sdfg,
+                samples=1,
+                rounds=0,
+                settings={"provider": "scripted"},
+                executor="dask",
+                scheduler=local.scheduler_address,
+            )
     finally:
         stopper.join()
         for closing in (watcher, local):  # the scheduler is gone: do not wait for it
@@ -315,14 +357,21 @@ def test_timed_jobs_take_a_whole_worker_and_other_jobs_pack():
     from dace_ai.execution.jobs import Job
     from dace_ai_dask.plugin import DaskRunner
 
-    workers = {"a": {"resources": {"bench": 1, "cores": 4, "x86-avx512": 4}},
-               "b": {"resources": {"bench": 1, "cores": 8, "x86-avx512": 8, "cuda": 8}}}
+    workers = {
+        "a": {"resources": {"bench": 1, "cores": 4, "x86-avx512": 4}},
+        "b": {"resources": {"bench": 1, "cores": 8, "x86-avx512": 8, "cuda": 8}},
+    }
     runner = DaskRunner()
-    assert runner._resources(Job("t", run_job, {}, stage="bench", target="x86-avx512"), workers) == \
-        {"bench": 1, "cores": 4, "x86-avx512": 1}
+    assert runner._resources(Job("t", run_job, {}, stage="bench", target="x86-avx512"), workers) == {
+        "bench": 1,
+        "cores": 4,
+        "x86-avx512": 1,
+    }
     assert runner._resources(Job("g", run_job, {}, stage="bench", target="cuda"), workers)["cores"] == 8
-    assert runner._resources(Job("c", run_job, {}, stage="check", target="x86-avx512"), workers) == \
-        {"cores": 1, "x86-avx512": 1}
+    assert runner._resources(Job("c", run_job, {}, stage="check", target="x86-avx512"), workers) == {
+        "cores": 1,
+        "x86-avx512": 1,
+    }
     plain = {"w": {"resources": {}}}  # a plain `dask worker`: nothing asked that nobody declares, but the target
     assert runner._resources(Job("p", run_job, {}, stage="bench", target="sve"), plain) == {"sve": 1}
 
@@ -334,8 +383,13 @@ def plus_nodes(name: str, count: int) -> dace.SDFG:
     for k in range(1, count + 1):
         sdfg.add_array(f"A{k}", [8], dace.float64)
         sdfg.add_array(f"B{k}", [8], dace.float64)
-        node = dace_ai.AINode(f"plus{k}", f"Write _out[i] = _a[i] plus {k}.", inputs={"_a"}, outputs={"_out"},
-                              reference=lambda a, k=k: a + k)
+        node = dace_ai.AINode(
+            f"plus{k}",
+            f"Write _out[i] = _a[i] plus {k}.",
+            inputs={"_a"},
+            outputs={"_out"},
+            reference=lambda a, k=k: a + k,
+        )
         state.add_edge(state.add_read(f"A{k}"), None, node, "_a", dace.Memlet(f"A{k}[0:8]"))
         state.add_edge(node, "_out", state.add_write(f"B{k}"), None, dace.Memlet(f"B{k}[0:8]"))
     return sdfg
@@ -361,29 +415,44 @@ def session_rows(root) -> dict[str, list]:
             continue
         session = Session(folder)
         summary = session.summary()
-        rounds = sorted((json.loads((folder / f"round-{r['number']}" / "request.json").read_text())["optimize"]["sample"],
-                         r["status"], json.dumps(session.answer(r["number"]), sort_keys=True))
-                        for r in summary["rounds"])
+        rounds = sorted(
+            (
+                json.loads((folder / f"round-{r['number']}" / "request.json").read_text())["optimize"]["sample"],
+                r["status"],
+                json.dumps(session.answer(r["number"]), sort_keys=True),
+            )
+            for r in summary["rounds"]
+        )
         rows[summary["node"]["name"]] = [rounds, summary["optimize"]["outcome"]]
     return rows
 
 
 @pytest.mark.slow
-def test_every_node_at_once_on_the_cluster_gives_the_local_tasklets_levels_and_sessions(fake, cluster, tmp_path,
-                                                                                         capsys):
+def test_every_node_at_once_on_the_cluster_gives_the_local_tasklets_levels_and_sessions(
+    fake, cluster, tmp_path, capsys
+):
     outcomes = {}
     for executor in ("threads", "dask"):
         root = fresh_build_root(tmp_path, executor)
         sdfg = plus_nodes(f"cl_all_{executor}", 3)
         fake.queue(*[answer_by_request] * 6)
-        report = dace_ai.optimize(sdfg, samples=2, rounds=0, settings={"provider": "scripted", "bench_repeats": 1},
-                                  executor=executor, scheduler=cluster.address if executor == "dask" else None,
-                                  progress=executor == "dask")
+        report = dace_ai.optimize(
+            sdfg,
+            samples=2,
+            rounds=0,
+            settings={"provider": "scripted", "bench_repeats": 1},
+            executor=executor,
+            scheduler=cluster.address if executor == "dask" else None,
+            progress=executor == "dask",
+        )
         outcomes[executor] = {
-            "nodes": [(n.name, n.outcome, sorted((c.sample, c.status, c.verification) for c in n.candidates))
-                      for n in report.nodes],
+            "nodes": [
+                (n.name, n.outcome, sorted((c.sample, c.status, c.verification) for c in n.candidates))
+                for n in report.nodes
+            ],
             "tasklets": sorted(hashlib.sha256(code.encode()).hexdigest() for code in tasklet_code(sdfg)),
-            "sessions": session_rows(root)}
+            "sessions": session_rows(root),
+        }
     board = capsys.readouterr().err
     assert outcomes["dask"] == outcomes["threads"]
     nodes = outcomes["dask"]["nodes"]

@@ -18,8 +18,9 @@ SCRIPT = Path(__file__).with_name("plain_script.py")
 def run_script(folder: Path, executor: str) -> dict:
     folder.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DACE_")}
-    done = subprocess.run([sys.executable, str(SCRIPT), executor], cwd=folder, env=env, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), executor], cwd=folder, env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     out["top_level_runs"] = (folder / "top-level-runs.txt").read_text().split()

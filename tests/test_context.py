@@ -35,8 +35,9 @@ def test_strided_offset_subset_gives_view_strides_offset_and_formula():
     full = np.arange(100).reshape(20, 5)
     for i0 in range(4):
         for i1 in range(4):
-            assert full.flat[int(a.offset) + _flat_index(a.index_formula, "_a", i0=i0, i1=i1)] == \
-                full[2:10:2, 1:5][i0, i1]
+            assert (
+                full.flat[int(a.offset) + _flat_index(a.index_formula, "_a", i0=i0, i1=i1)] == full[2:10:2, 1:5][i0, i1]
+            )
 
     assert (b.name, b.direction, b.ctype, b.is_pointer) == ("_b", "out", "double", False)
     assert b.index_formula == "_b" and b.offset == "3" and b.volume == "1"
@@ -63,10 +64,13 @@ def test_index_formula_is_what_dace_generates(tmp_path):
     sdfg, state, probe = strided_sdfg(rows=20, cols=5)
     ctx = collect_sdfg_context(sdfg).node_context(state, probe)
     a, b = ctx.connectors
-    body = (f"double s = 0.0;\nfor (int i0 = 0; i0 < 4; ++i0)\n  for (int i1 = 0; i1 < 4; ++i1)\n"
-            f"    s += {a.index_formula} * (i0 * 4 + i1 + 1);\n{b.index_formula} = s;")
-    tasklet = state.add_tasklet("weighted", {"_a": dace.pointer(dace.float64)}, {"_b": dace.float64}, body,
-                                language=dace.Language.CPP)
+    body = (
+        f"double s = 0.0;\nfor (int i0 = 0; i0 < 4; ++i0)\n  for (int i1 = 0; i1 < 4; ++i1)\n"
+        f"    s += {a.index_formula} * (i0 * 4 + i1 + 1);\n{b.index_formula} = s;"
+    )
+    tasklet = state.add_tasklet(
+        "weighted", {"_a": dace.pointer(dace.float64)}, {"_b": dace.float64}, body, language=dace.Language.CPP
+    )
     for e in list(state.in_edges(probe)):
         state.add_edge(e.src, e.src_conn, tasklet, e.dst_conn, copy.deepcopy(e.data))
     for e in list(state.out_edges(probe)):
@@ -132,7 +136,7 @@ def loop_mm(A: dace.float64[N, N], B: dace.float64[N, N], C: dace.float64[N, N])
 def test_program_loop_and_library_node_from_the_frontend():
     sdfg = loop_mm.to_sdfg()
     sctx = collect_sdfg_context(sdfg)
-    (state, node), = sctx.library_nodes()
+    ((state, node),) = sctx.library_nodes()
     ctx = sctx.node_context(state, node)
     assert ctx.node_type == "MatMul" and ctx.library == "dace.libraries.blas"
     assert [(s.kind, s.params) for s in ctx.scopes] == [("loop", ("t",))]
@@ -142,6 +146,7 @@ def test_program_loop_and_library_node_from_the_frontend():
     assert "MatMul" in ctx.description and ctx.doc.startswith("This is a")
     # The user's SDFG keeps its state-machine loop: loops are lifted on the copy only.
     from dace.sdfg.state import LoopRegion
+
     # (DaCe 2's frontend builds loop regions itself.)
     assert DACE2 or not any(isinstance(r, LoopRegion) for r in sdfg.all_control_flow_regions(recursive=True))
 

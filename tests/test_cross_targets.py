@@ -27,8 +27,10 @@ from tests.target_support import axpy_node, target
 NEON_COMPILER = "aarch64-none-linux-gnu-g++"
 NEON_FLAGS = ("-O3", "-march=armv8-a+simd")
 NEON_GLOBAL = "#include <arm_neon.h>"
-NEON_CODE = ("for (int i = 0; i + 2 <= N; i += 2) vst1q_f64(_z + i, vfmaq_n_f64(vld1q_f64(_y + i), "
-             "vld1q_f64(_x + i), 2.0));\nif (N % 2) _z[N - 1] = 2 * _x[N - 1] + _y[N - 1];")
+NEON_CODE = (
+    "for (int i = 0; i + 2 <= N; i += 2) vst1q_f64(_z + i, vfmaq_n_f64(vld1q_f64(_y + i), "
+    "vld1q_f64(_x + i), 2.0));\nif (N % 2) _z[N - 1] = 2 * _x[N - 1] + _y[N - 1];"
+)
 
 
 class _NeonPack:
@@ -36,10 +38,16 @@ class _NeonPack:
 
     @hookimpl
     def dace_ai_targets(self):
-        yield Target(name="t-neon", kind="cpu", priority=1, detect=lambda: Detection(False, "test: not ARM"),
-                     describe=lambda d: "ARMv8-A with Advanced SIMD (NEON), 128-bit vectors.",
-                     guidance="Use <arm_neon.h> intrinsics (float64x2_t, vld1q_f64, vfmaq_f64).",
-                     compiler=(NEON_COMPILER,), flags=NEON_FLAGS)
+        yield Target(
+            name="t-neon",
+            kind="cpu",
+            priority=1,
+            detect=lambda: Detection(False, "test: not ARM"),
+            describe=lambda d: "ARMv8-A with Advanced SIMD (NEON), 128-bit vectors.",
+            guidance="Use <arm_neon.h> intrinsics (float64x2_t, vld1q_f64, vfmaq_f64).",
+            compiler=(NEON_COMPILER,),
+            flags=NEON_FLAGS,
+        )
 
 
 @pytest.fixture
@@ -85,9 +93,10 @@ def _request(answer, node):
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("aarch64-linux-gnu-g++") is None, reason="g++-aarch64-linux-gnu is not installed")
-@pytest.mark.skipif(cross_headers_problem() is not None,
-                    reason=f"DaCe 2's runtime headers do not compile with this aarch64-linux-gnu-g++: "
-                           f"{cross_headers_problem()}")
+@pytest.mark.skipif(
+    cross_headers_problem() is not None,
+    reason=f"DaCe 2's runtime headers do not compile with this aarch64-linux-gnu-g++: {cross_headers_problem()}",
+)
 def test_an_installed_cross_compiler_compiles_the_candidate_with_the_targets_flags(register_dace_ai_plugin):
     if platform.machine() == "aarch64":
         pytest.skip("on an ARM machine NEON code is host code")
@@ -95,8 +104,14 @@ def test_an_installed_cross_compiler_compiles_the_candidate_with_the_targets_fla
     class Installed:
         @hookimpl
         def dace_ai_targets(self):
-            yield Target(name="t-neon-debian", kind="cpu", detect=lambda: Detection(False, "test"),
-                         describe=lambda d: "NEON", compiler=("aarch64-linux-gnu-g++",), flags=NEON_FLAGS)
+            yield Target(
+                name="t-neon-debian",
+                kind="cpu",
+                detect=lambda: Detection(False, "test"),
+                describe=lambda d: "NEON",
+                compiler=("aarch64-linux-gnu-g++",),
+                flags=NEON_FLAGS,
+            )
 
     register_dace_ai_plugin(Installed(), "neon-debian-pack")
     node = axpy_node(target("t-neon-debian"))
@@ -108,13 +123,19 @@ def test_an_installed_cross_compiler_compiles_the_candidate_with_the_targets_fla
     assert [(r.checker, r.status) for r in bad] == [("probe", "failed")] and "vfmaq_n_f65" in bad[0].diagnostics
 
 
-@pytest.mark.parametrize(("argv", "machine"), [
-    (("aarch64-linux-gnu-g++",), "aarch64-linux-gnu"),
-    (("riscv64-unknown-elf-g++-13",), "riscv64-unknown-elf"),
-    (("clang++", "--target=aarch64-linux-gnu"), "aarch64-linux-gnu"),
-    (("clang++", "-target", "armv7a-linux-gnueabihf"), "armv7a-linux-gnueabihf"),
-    (("x86_64-linux-gnu-g++-12",), "x86_64-linux-gnu"),
-    (("g++",), None), (("clang++-17",), None), (("/opt/bin/c++",), None), (("no-such-compiler-c++",), None),
-])
+@pytest.mark.parametrize(
+    ("argv", "machine"),
+    [
+        (("aarch64-linux-gnu-g++",), "aarch64-linux-gnu"),
+        (("riscv64-unknown-elf-g++-13",), "riscv64-unknown-elf"),
+        (("clang++", "--target=aarch64-linux-gnu"), "aarch64-linux-gnu"),
+        (("clang++", "-target", "armv7a-linux-gnueabihf"), "armv7a-linux-gnueabihf"),
+        (("x86_64-linux-gnu-g++-12",), "x86_64-linux-gnu"),
+        (("g++",), None),
+        (("clang++-17",), None),
+        (("/opt/bin/c++",), None),
+        (("no-such-compiler-c++",), None),
+    ],
+)
 def test_the_machine_a_compiler_is_for_is_read_from_its_name_or_target_flag(argv, machine):
     assert named_machine(argv) == machine

@@ -35,28 +35,63 @@ def _python(code: str, tmp_path: Path, **env: str) -> subprocess.CompletedProces
     environ.update(env, PYTHONPATH=str(ROOT), DACE_default_build_folder=str(tmp_path / ".dacecache"))
     script = tmp_path / f"script_{len(list(tmp_path.glob('script_*.py')))}.py"
     script.write_text(code)
-    return subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=environ, capture_output=True, text=True,
-                          timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 # ----------------------------------------------------------------------------- DaCe's answer files
 def test_dace_response_files_are_read():
     """DaCe 2.0's manual response files: ``"language": "CPP"`` and CMake-named environment fields."""
-    answer = parse_answer(json.dumps({
-        "notes": "", "language": "CPP", "code": "_out = _a;", "code_global": "", "code_init": "", "code_exit": "",
-        "state_fields": [], "side_effects": False, "ignored_symbols": [], "use_environments": [],
-        "environments": [{"name": "Fftw", "headers": ["fftw3.h"], "cmake_libraries": ["fftw3"],
-                          "cmake_packages": [], "cmake_includes": [], "cmake_compile_flags": [],
-                          "cmake_link_flags": ["-lfftw3"], "cmake_variables": [], "cmake_minimum_version": None,
-                          "state_fields": [], "init_code": "", "finalize_code": ""}]}))
+    answer = parse_answer(
+        json.dumps(
+            {
+                "notes": "",
+                "language": "CPP",
+                "code": "_out = _a;",
+                "code_global": "",
+                "code_init": "",
+                "code_exit": "",
+                "state_fields": [],
+                "side_effects": False,
+                "ignored_symbols": [],
+                "use_environments": [],
+                "environments": [
+                    {
+                        "name": "Fftw",
+                        "headers": ["fftw3.h"],
+                        "cmake_libraries": ["fftw3"],
+                        "cmake_packages": [],
+                        "cmake_includes": [],
+                        "cmake_compile_flags": [],
+                        "cmake_link_flags": ["-lfftw3"],
+                        "cmake_variables": [],
+                        "cmake_minimum_version": None,
+                        "state_fields": [],
+                        "init_code": "",
+                        "finalize_code": "",
+                    }
+                ],
+            }
+        )
+    )
     assert answer.language == "cpp" and answer.code == "_out = _a;"
     (env,) = answer.environments
     assert env.libraries == ["fftw3"] and env.link_flags == ["-lfftw3"] and env.headers == ["fftw3.h"]
     with pytest.raises(AnswerError, match="Python tasklets are not supported"):
         parse_answer(json.dumps({"language": "Python", "code": "_out = _a"}), origin="r.json")
     with pytest.raises(AnswerError, match=r"environments\.0\.cmake_variables"):
-        parse_answer(json.dumps({"code": "x;", "environments": [
-            {"name": "E", "cmake_variables": [{"name": "A", "value": "1"}]}]}))
+        parse_answer(
+            json.dumps(
+                {"code": "x;", "environments": [{"name": "E", "cmake_variables": [{"name": "A", "value": "1"}]}]}
+            )
+        )
 
 
 def test_doctor_says_who_implements_ai():
@@ -82,7 +117,8 @@ def test_dace_ai_stands_in_for_the_library_whichever_is_imported_first(tmp_path)
         "    import dace_ai\n"
         "after = (ExpandAI.for_node_class(Reduce).__module__, lib.generate_prompts.__module__,\n"
         "         lib.exchange.read_prompt_response.__module__, lib.build.__module__, dace.ai.__module__)\n"
-        "print(repr((before, after, 'dace_ai' in sys.modules)))\n")
+        "print(repr((before, after, 'dace_ai' in sys.modules)))\n"
+    )
     untouched = _python(check.replace("sys.argv[1:]", "[]"), tmp_path)
     taken = _python(check.replace("sys.argv[1:]", "['import']"), tmp_path)
     assert untouched.returncode == 0 and taken.returncode == 0, untouched.stderr + taken.stderr
@@ -90,9 +126,13 @@ def test_dace_ai_stands_in_for_the_library_whichever_is_imported_first(tmp_path)
     assert not imported and after[:2] == before and before[0].startswith("dace.libraries.ai")
     assert after[-1] == "dace.frontend.python.interface"
     _, after, imported = literal_eval(taken.stdout.strip().splitlines()[-1])
-    assert imported and after == ("dace_ai.expansion.implementation", "dace_ai.expansion.takeover",
-                                  "dace_ai.expansion.exchange", "dace_ai.expansion.build",
-                                  "dace_ai.expansion.frontend")
+    assert imported and after == (
+        "dace_ai.expansion.implementation",
+        "dace_ai.expansion.takeover",
+        "dace_ai.expansion.exchange",
+        "dace_ai.expansion.build",
+        "dace_ai.expansion.frontend",
+    )
 
 
 @only_dace2
@@ -147,8 +187,9 @@ def test_wrong_answer_in_dace_format_is_refused(tmp_path):
         report = library.read_prompt_responses(sdfg, str(tmp_path / "prompts"))
     assert report.expanded == ["ai"] and [f.node for f in report.failed] == ["matmul"]
     assert "verify" in report.failed[0].checks and report.failed[0].prompt.is_file()
-    assert [type(n).__name__ for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.LibraryNode)] \
-        == ["MatMul"]  # still waiting for an answer that passes
+    assert [type(n).__name__ for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.LibraryNode)] == [
+        "MatMul"
+    ]  # still waiting for an answer that passes
 
 
 @only_dace2
@@ -170,7 +211,8 @@ def test_builtin_keep_leaves_dace_library_alone_and_dace_ai_ai_still_works(tmp_p
         "dace_ai.read_prompt_responses(sdfg, 'ours')\n"
         "(code,) = [n.code.as_string for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.Tasklet)]\n"
         "A = np.arange(8.0)\n"
-        "print(json.dumps({'ours': code, 'correct': bool(np.allclose(sdfg(A=A), 2 * A))}))\n")
+        "print(json.dumps({'ours': code, 'correct': bool(np.allclose(sdfg(A=A), 2 * A))}))\n"
+    )
     done = _python(script, tmp_path, DACE_ai_builtin="keep")
     assert done.returncode == 0, done.stderr[-3000:]
     theirs, ours = (json.loads(line) for line in done.stdout.strip().splitlines()[-2:])

@@ -8,8 +8,10 @@ from dace_ai.prompt.answer import parse_answer
 
 
 def test_a_forbidden_library_is_named_only_when_the_description_forbids_it():
-    answer = parse_answer('{"code": "cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0, _a, K, '
-                          '_b, N, 0.0, _c, N);", "use_environments": ["OpenBLAS"]}')
+    answer = parse_answer(
+        '{"code": "cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0, _a, K, '
+        '_b, N, 0.0, _c, N);", "use_environments": ["OpenBLAS"]}'
+    )
     assert deception.library_calls(answer) == ["cblas_dgemm", "environment OpenBLAS"]
     assert deception.forbidden_library_reason(answer, "Multiply A and B. Do not call BLAS.")
     assert deception.forbidden_library_reason(answer, "Multiply without any vendor library.")
@@ -28,8 +30,9 @@ def test_bandwidth_rule_needs_a_megabyte_and_a_quarter_of_the_bound():
 
 
 def test_run_reasons_word_each_finding():
-    reasons = deception.run_reasons({"input_independent": True, "inputs_modified": ["A"],
-                                     "writes_outside": ["C"], "reads_outside": ["C"]})
+    reasons = deception.run_reasons(
+        {"input_independent": True, "inputs_modified": ["A"], "writes_outside": ["C"], "reads_outside": ["C"]}
+    )
     assert len(reasons) == 4 and "do not depend on its inputs" in reasons[0]
     assert "writes to its input data (A)" in reasons[1] and "bytes around C" in reasons[2]
 

@@ -23,8 +23,15 @@ pytestmark = pytest.mark.slow
 
 def _build(root: Path, site: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DACE_ai_")}
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)], check=False, cwd=root,
-                          capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
+        check=False,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +88,17 @@ def test_pages_added_without_editing_mkdocs_yml_are_built_and_listed(tmp_path):
 
 def test_the_user_guide_is_in_the_nav_and_the_user_api_comes_from_docstrings(built):
     index = (built / "index.html").read_text()
-    for page in ("getting-started", "describing-nodes", "speed", "sessions", "environments", "evaluating",
-                 "settings", "troubleshooting", "security"):
+    for page in (
+        "getting-started",
+        "describing-nodes",
+        "speed",
+        "sessions",
+        "environments",
+        "evaluating",
+        "settings",
+        "troubleshooting",
+        "security",
+    ):
         assert f"user/{page}/" in index, page
     api = _text(built / "reference" / "user-api" / "index.html")
     assert "Add a node, described in natural language, whose code a language model writes" in api

@@ -31,8 +31,9 @@ def examples_site(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("doc-examples")
     wheels = []
     for name in NAMES:
-        source = shutil.copytree(EXAMPLES / name, root / "src" / name,
-                                 ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+        source = shutil.copytree(
+            EXAMPLES / name, root / "src" / name, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
+        )
         wheels.append(build_wheel(Path(source), root))
     return install_wheels(wheels, root / "site")
 
@@ -63,9 +64,13 @@ DOUBLE = {"code": "for (int i = 0; i < N; ++i) _out[i] = 2.0 * _in0[i];", "notes
 
 def test_every_guide_includes_its_example_files():
     """The guides show the files under test (snippets), not copies that could drift."""
-    guides = {"provider": "write-a-provider.md", "target": "write-a-target-pack.md",
-              "prompt_sections": "prompt-sections.md", "checker": "checkers.md",
-              "environment_generator": "environment-generators.md"}
+    guides = {
+        "provider": "write-a-provider.md",
+        "target": "write-a-target-pack.md",
+        "prompt_sections": "prompt-sections.md",
+        "checker": "checkers.md",
+        "environment_generator": "environment-generators.md",
+    }
     for name, page in guides.items():
         text = (REPO / "docs" / "guides" / page).read_text()
         for path in sorted((EXAMPLES / name).rglob("*")):
@@ -75,15 +80,24 @@ def test_every_guide_includes_its_example_files():
 
 def test_provider_example_answers_a_real_expansion(examples_site, fake_llm_server):
     fake_llm_server.push(Reply(text=json.dumps(DOUBLE), input_tokens=800, output_tokens=30))
-    out = run_json(PROGRAM + """
+    out = run_json(
+        PROGRAM
+        + """
 A = np.arange(11, dtype=np.float64)
 B = double_it(A)
 from dace_ai.plugins.manager import get_plugin_manager
 print(json.dumps({"ok": bool(np.allclose(B, 2 * A)),
                   "origin": get_plugin_manager().get("providers", "labgateway").origin}))
-""", examples_site, env={"DACE_ai_provider": "labgateway", "DACE_ai_base_url": fake_llm_server.openai_url,
-                          "DACE_ai_labgateway_temperature": "0.25", "DACE_ai_compile_check": "0",
-                          "LABGATEWAY_TOKEN": "lab-secret-token"})
+""",
+        examples_site,
+        env={
+            "DACE_ai_provider": "labgateway",
+            "DACE_ai_base_url": fake_llm_server.openai_url,
+            "DACE_ai_labgateway_temperature": "0.25",
+            "DACE_ai_compile_check": "0",
+            "LABGATEWAY_TOKEN": "lab-secret-token",
+        },
+    )
     assert out["ok"] and "dace-ai-labgateway 0.1.0" in out["origin"]
     [request] = fake_llm_server.requests
     assert request.path == "/v1/chat/completions"
@@ -95,7 +109,8 @@ print(json.dumps({"ok": bool(np.allclose(B, 2 * A)),
 
 
 def test_provider_example_without_base_url_says_what_to_set(examples_site):
-    out = run_json("""
+    out = run_json(
+        """
 import json
 from dace_ai.config.settings import resolve_settings
 from dace_ai.plugins.manager import get_plugin_manager
@@ -104,7 +119,9 @@ try:
     make_client(get_plugin_manager().get("providers", "labgateway"), resolve_settings({"provider": "labgateway"}))
 except Exception as exc:
     print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
-""", examples_site)
+""",
+        examples_site,
+    )
     assert "needs the gateway's address: set base_url" in out["error"]
 
 
@@ -119,14 +136,17 @@ print(json.dumps({"prompt": prompt.read_text()}))
 
 
 def test_target_example_is_listed_and_describes_the_node_in_the_prompt(examples_site):
-    listing = run_json("""
+    listing = run_json(
+        """
 import io, json, contextlib
 from dace_ai.cli.main import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     main(["targets", "--json"])
 print(json.dumps(json.loads(out.getvalue())))
-""", examples_site)
+""",
+        examples_site,
+    )
     rows = listing if isinstance(listing, list) else listing.get("targets", listing)
     text = json.dumps(rows)
     assert "labnode" in text and ("has AVX-512" in text or "is not a lab node" in text)
@@ -137,21 +157,30 @@ print(json.dumps(json.loads(out.getvalue())))
 
 def test_prompt_sections_example_appears_in_a_rendered_prompt(examples_site):
     prompt = run_json(PROGRAM + PROMPTS, examples_site)["prompt"]
-    assert "## House rules" in prompt and "- Prefix every helper function or type in `code_global` with `lab_`" in prompt
+    assert (
+        "## House rules" in prompt and "- Prefix every helper function or type in `code_global` with `lab_`" in prompt
+    )
     assert "Accumulate sums of doubles" in prompt  # the node writes doubles
     assert prompt.index("## Target guidance") < prompt.index("## House rules") < prompt.index("## DaCe environments")
     assert "prefer code that is fast single-threaded" in prompt  # the replaced guidance section
-    listing = run_json("""
+    listing = run_json(
+        """
 import io, json, contextlib
 from dace_ai.cli.main import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     main(["plugins", "list", "--json"])
 print(json.dumps(json.loads(out.getvalue())))
-""", examples_site)
+""",
+        examples_site,
+    )
     labrules = next(r for r in listing if r["name"] == "labrules")
-    assert {"name": "target-guidance", "order": 800, "title": "Target guidance",
-            "replaces": "'target-guidance' from dace-ai 0.1.0 (plugin 'prompt-sections')"} in labrules["prompt_sections"]
+    assert {
+        "name": "target-guidance",
+        "order": 800,
+        "title": "Target guidance",
+        "replaces": "'target-guidance' from dace-ai 0.1.0 (plugin 'prompt-sections')",
+    } in labrules["prompt_sections"]
 
 
 SCRIPTED = """
@@ -165,13 +194,19 @@ get_plugin_manager().register(fake.plugin("scripted"), "scripted")
 @pytest.mark.slow
 def test_checker_example_refuses_a_warning_and_the_repair_runs(examples_site):
     bad = {"code": "double unused = 0;\nfor (int i = 0; i < N; ++i) _out[i] = 2.0 * _in0[i];"}
-    out = run_json(PROGRAM + f"ANSWERS = [{json.dumps(json.dumps(bad))}, {json.dumps(json.dumps(DOUBLE))}]\n"
-                   + SCRIPTED + """
+    out = run_json(
+        PROGRAM
+        + f"ANSWERS = [{json.dumps(json.dumps(bad))}, {json.dumps(json.dumps(DOUBLE))}]\n"
+        + SCRIPTED
+        + """
 A = np.arange(5, dtype=np.float64)
 B = double_it(A)
 print(json.dumps({"ok": bool(np.allclose(B, 2 * A)), "requests": len(fake.requests),
                   "repair": fake.requests[-1].messages[-1].content}))
-""", examples_site, env={"DACE_ai_provider": "scripted", "DACE_ai_checkers": "+lab-warnings"})
+""",
+        examples_site,
+        env={"DACE_ai_provider": "scripted", "DACE_ai_checkers": "+lab-warnings"},
+    )
     assert out["ok"] and out["requests"] == 2
     assert "lab-warnings" in out["repair"] and "unused variable" in out["repair"]
     assert "the lab accepts no warnings" in out["repair"]
@@ -183,14 +218,22 @@ def test_environment_generator_example_is_offered_and_links_zlib(examples_site):
         pytest.skip("zlib headers are not installed (Debian: zlib1g-dev)")
     prompt = run_json(PROGRAM + PROMPTS, examples_site)["prompt"]
     assert "### `zlib`\nzlib 1." in prompt and "`crc32`" in prompt
-    answer = {"code": "for (int i = 0; i < N; ++i) _out[i] = (double)crc32(0L, (const Bytef*)(_in0 + i), "
-                      "sizeof(double));",
-              "environments": [{"name": "zlib", "generator": "zlib"}]}
-    out = run_json(PROGRAM + f"ANSWERS = [{json.dumps(json.dumps(answer))}]\n" + SCRIPTED + """
+    answer = {
+        "code": "for (int i = 0; i < N; ++i) _out[i] = (double)crc32(0L, (const Bytef*)(_in0 + i), sizeof(double));",
+        "environments": [{"name": "zlib", "generator": "zlib"}],
+    }
+    out = run_json(
+        PROGRAM
+        + f"ANSWERS = [{json.dumps(json.dumps(answer))}]\n"
+        + SCRIPTED
+        + """
 import zlib
 A = np.arange(1, 8, dtype=np.float64) / 2
 B = double_it(A)
 expected = [float(zlib.crc32(a.tobytes())) for a in A]
 print(json.dumps({"ok": B.tolist() == expected, "got": B.tolist(), "expected": expected}))
-""", examples_site, env={"DACE_ai_provider": "scripted"})
+""",
+        examples_site,
+        env={"DACE_ai_provider": "scripted"},
+    )
     assert out["ok"], out

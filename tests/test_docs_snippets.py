@@ -29,8 +29,7 @@ from tests.distributions import REPO
 #: Pages whose snippets build or run a DaCe program (seconds each): marked slow.
 SLOW = {"README.md", "getting-started.md", "speed.md", "sessions.md", "troubleshooting.md", "migration.md"}
 
-SYBIL = Sybil(parsers=[PythonCodeBlockParser(), SkipParser()], path=str(REPO),
-              patterns=["README.md", "docs/user/*.md"])
+SYBIL = Sybil(parsers=[PythonCodeBlockParser(), SkipParser()], path=str(REPO), patterns=["README.md", "docs/user/*.md"])
 
 
 def _pages() -> list[Path]:
@@ -46,8 +45,9 @@ def _param(page: Path):
 def _docs_pch(tmp_path_factory) -> list[Path]:
     from dace_ai.context.types import TargetInfo
 
-    return build_pch(tmp_path_factory.mktemp("docs-pch") / ".dacecache",
-                     [TargetInfo(name="host", kind="cpu", description="")])
+    return build_pch(
+        tmp_path_factory.mktemp("docs-pch") / ".dacecache", [TargetInfo(name="host", kind="cpu", description="")]
+    )
 
 
 @pytest.fixture
@@ -66,8 +66,9 @@ def _ai_settings_restored():
 
 
 @pytest.mark.parametrize("page", [_param(p) for p in _pages()])
-def test_every_python_snippet_of_the_page_runs(page, _docs_pch, _isolated_dace_ai, register_dace_ai_plugin,
-                                               _ai_settings_restored):
+def test_every_python_snippet_of_the_page_runs(
+    page, _docs_pch, _isolated_dace_ai, register_dace_ai_plugin, _ai_settings_restored
+):
     seed_pch(_docs_pch, _isolated_dace_ai)
     document = SYBIL.parse(page)
     document.namespace.update(register_plugin=register_dace_ai_plugin, __name__="__docs__")
@@ -78,8 +79,9 @@ def test_every_python_snippet_of_the_page_runs(page, _docs_pch, _isolated_dace_a
         except unittest.SkipTest:
             continue
         except Exception as exc:
-            raise AssertionError(f"{page.relative_to(REPO)}, snippet at line {example.line}: "
-                                 f"{type(exc).__name__}: {exc}") from exc
+            raise AssertionError(
+                f"{page.relative_to(REPO)}, snippet at line {example.line}: {type(exc).__name__}: {exc}"
+            ) from exc
         ran += 1
     assert ran or "```python" not in page.read_text(), f"{page.name}: no snippet ran"
 

@@ -6,7 +6,6 @@ Answers are scripted (FakeProvider by node name) or supplied with
 Debian libraries (libopenblas-dev, libfftw3-dev, zlib).
 """
 
-
 import json
 import os
 import shutil
@@ -63,11 +62,26 @@ def provider(register_dace_ai_plugin):
 
 
 def _context(kind: str = "cpu", *, in_gpu_kernel: bool = False) -> NodeContext:
-    target = TargetInfo(name="cuda" if kind == "gpu" else "host", kind=kind, description="",
-                        language="cuda" if in_gpu_kernel else "cpp")
-    return NodeContext(key="n_0", name="n", node_type="AINode", library=None, doc="", description="",
-                       properties={}, inputs=[], outputs=[], scopes=[], symbols={}, in_gpu_kernel=in_gpu_kernel,
-                       gpu_notes="", target=target, sdfg_name="prog")
+    target = TargetInfo(
+        name="cuda" if kind == "gpu" else "host", kind=kind, description="", language="cuda" if in_gpu_kernel else "cpp"
+    )
+    return NodeContext(
+        key="n_0",
+        name="n",
+        node_type="AINode",
+        library=None,
+        doc="",
+        description="",
+        properties={},
+        inputs=[],
+        outputs=[],
+        scopes=[],
+        symbols={},
+        in_gpu_kernel=in_gpu_kernel,
+        gpu_notes="",
+        target=target,
+        sdfg_name="prog",
+    )
 
 
 def _tasklets(sdfg):
@@ -95,9 +109,10 @@ def test_gemm_through_ai_calls_cblas_sgemm_via_the_openblas_pack(provider, monke
     sdfg = prog.to_sdfg()
     provider.answers["*"] = {  # the Gemm node exists only once MatMul has specialized
         "code": "cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 64, 32, 48, 1.0f, _a, 48, _b, 32, "
-                "0.0f, _c, 32);",
+        "0.0f, _c, 32);",
         "environments": [{"name": "openblas", "generator": "openblas"}],
-        "notes": "OpenBLAS SGEMM"}
+        "notes": "OpenBLAS SGEMM",
+    }
     A = np.random.rand(64, 48).astype(np.float32)
     B = np.random.rand(48, 32).astype(np.float32)
     C = sdfg(A=A, B=B)
@@ -116,6 +131,7 @@ def test_ai_node_fft_with_fftw_plan_made_once_in_init_code(tmp_path):
     dace.Config.set("ai", "provider", value="manual")
     dace.Config.set("ai", "compile_check", value=False)
     try:
+
         @dace.program
         def prog(X: dace.complex128[96], Y: dace.complex128[96]):
             dace_ai.ai("Y = the forward discrete Fourier transform of X (unnormalised).", x=X, out=Y, name="fft")
@@ -125,12 +141,15 @@ def test_ai_node_fft_with_fftw_plan_made_once_in_init_code(tmp_path):
         answer = {
             "code": "fftw_execute_dft(__state->plan, (fftw_complex *)_x, (fftw_complex *)_out);",
             "state_fields": ["fftw_plan plan;"],
-            "code_init": ("fftw_complex *in_ = fftw_alloc_complex(96), *out_ = fftw_alloc_complex(96);\n"
-                          "__state->plan = fftw_plan_dft_1d(96, in_, out_, FFTW_FORWARD, "
-                          "FFTW_ESTIMATE | FFTW_UNALIGNED);\nfftw_free(in_); fftw_free(out_);"),
+            "code_init": (
+                "fftw_complex *in_ = fftw_alloc_complex(96), *out_ = fftw_alloc_complex(96);\n"
+                "__state->plan = fftw_plan_dft_1d(96, in_, out_, FFTW_FORWARD, "
+                "FFTW_ESTIMATE | FFTW_UNALIGNED);\nfftw_free(in_); fftw_free(out_);"
+            ),
             "code_exit": "fftw_destroy_plan(__state->plan);",
             "side_effects": True,
-            "environments": [{"name": "fftw", "generator": "fftw"}]}
+            "environments": [{"name": "fftw", "generator": "fftw"}],
+        }
         tasklet = node.read_prompt_response(state, json.dumps(answer))
     finally:
         dace.Config.set("ai", "provider", value="")
@@ -147,11 +166,22 @@ def test_ai_node_fft_with_fftw_plan_made_once_in_init_code(tmp_path):
 
 
 ZLIB_ANSWER = {
-    "code": ("for (int i = 0; i < N; ++i) _out[i] = __state->env_scale * _a[i] + AI_ENV_OFFSET"
-             " + (crc32(0L, Z_NULL, 0) == 0 ? 0 : 1000);"),
-    "environments": [{"name": "zlib", "headers": ["zlib.h"], "libraries": ["z"],
-                      "compile_definitions": ["AI_ENV_OFFSET=2"], "state_fields": ["double env_scale;"],
-                      "init_code": "__state->env_scale = 3.0;", "finalize_code": "__state->env_scale = 0.0;"}]}
+    "code": (
+        "for (int i = 0; i < N; ++i) _out[i] = __state->env_scale * _a[i] + AI_ENV_OFFSET"
+        " + (crc32(0L, Z_NULL, 0) == 0 ? 0 : 1000);"
+    ),
+    "environments": [
+        {
+            "name": "zlib",
+            "headers": ["zlib.h"],
+            "libraries": ["z"],
+            "compile_definitions": ["AI_ENV_OFFSET=2"],
+            "state_fields": ["double env_scale;"],
+            "init_code": "__state->env_scale = 3.0;",
+            "finalize_code": "__state->env_scale = 0.0;",
+        }
+    ],
+}
 
 
 def test_model_requested_environment_is_stored_as_data_and_a_saved_sdfg_runs_in_a_fresh_process(provider, tmp_path):
@@ -184,9 +214,17 @@ def test_model_requested_environment_is_stored_as_data_and_a_saved_sdfg_runs_in_
         "A = np.arange(7.0); B = np.zeros(7)\n"
         "sdfg(A=A, B=B, N=7)\n"
         "assert np.allclose(B, 3 * A + 2), B\n"
-        "print('fresh-ok')\n")
-    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=_fresh_env(root), check=False, capture_output=True,
-                            text=True, timeout=300)
+        "print('fresh-ok')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=_fresh_env(root),
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "fresh-ok" in result.stdout
 
@@ -205,7 +243,7 @@ HOSTILE = [
     ("link_flags", "-Wl,--version;touch {marker}"),
     ("cmake_packages", "CUDA)\nexecute_process(COMMAND touch {marker})"),
     ("compile_definitions", "X=1'; touch {marker}; '"),
-    ("state_fields", "int x; }; int main() { system(\"touch {marker}\"); }"),
+    ("state_fields", 'int x; }; int main() { system("touch {marker}"); }'),
 ]
 
 
@@ -225,8 +263,12 @@ def test_code_fields_are_stored_inertly_and_never_executed_even_by_a_fresh_impor
     """init/finalize code is C++ for the compiler only: stored in JSON, never run as Python or by a shell."""
     marker = tmp_path / "marker"
     payload = f'"""\nimport os; os.system("touch {marker}")\n"""; $(touch {marker}); `touch {marker}`'
-    answer = Answer(code="x = 1;", environments=[{"name": "inert", "headers": ["zlib.h"], "libraries": ["z"],
-                                                  "init_code": payload, "finalize_code": payload}])
+    answer = Answer(
+        code="x = 1;",
+        environments=[
+            {"name": "inert", "headers": ["zlib.h"], "libraries": ["z"], "init_code": payload, "finalize_code": payload}
+        ],
+    )
     resolution = resolve_environments(answer, _context())
     assert not resolution.problems
     (path,) = resolution.paths
@@ -238,12 +280,21 @@ def test_code_fields_are_stored_inertly_and_never_executed_even_by_a_fresh_impor
     assert not any(ch in " ".join(flags).replace('"', "") for ch in "`$;\n'")
     root = Path(dace.Config.get("default_build_folder"))
     assert len(list((root / FOLDER).glob("*.json"))) == 1 and not list((root / FOLDER).glob("*.py"))
-    script = ("import dace, dace_ai\n"
-              f"env = dace.library.get_environment({path!r})\n"
-              f"assert env.init_code == {payload!r}\n"
-              "print('loaded-ok')\n")
-    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=_fresh_env(root), check=False, capture_output=True,
-                            text=True, timeout=120)
+    script = (
+        "import dace, dace_ai\n"
+        f"env = dace.library.get_environment({path!r})\n"
+        f"assert env.init_code == {payload!r}\n"
+        "print('loaded-ok')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=_fresh_env(root),
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "loaded-ok" in result.stdout
     assert not marker.exists()
@@ -266,8 +317,15 @@ def test_damaged_or_tampered_stored_environment_warns_naming_the_file_and_import
     assert "'spec.libraries.0'" not in messages or "library" in messages
     assert loaded == [good]
     script = "import warnings\nimport dace_ai\nprint('import-ok')\n"
-    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=_fresh_env(root), check=False, capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=_fresh_env(root),
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0 and "import-ok" in result.stdout, result.stderr[-2000:]
     assert "broken_0123456789ab.json" in result.stderr and "zbad_0123456789ab.json" in result.stderr
 
@@ -281,8 +339,9 @@ def test_registered_environments_reused_unknown_listed_gpu_ones_not_offered_to_c
     gpu_text = render_environments(_context("gpu"))
     assert (CUDA_ENV in gpu_text) == (shutil.which("nvcc") is not None)
     unknown = resolve_environments(Answer(code="x;", use_environments=["NoSuchEnv"]), cpu)
-    assert unknown.problems and "'NoSuchEnv' is not a registered DaCe environment; installed here:" in \
-        unknown.problems[0]
+    assert (
+        unknown.problems and "'NoSuchEnv' is not a registered DaCe environment; installed here:" in unknown.problems[0]
+    )
     assert "dace.libraries.blas.environments.blas.BLAS" in unknown.problems[0]
     refused = resolve_environments(Answer(code="x;", use_environments=[CUDA_ENV]), cpu)
     assert refused.problems and not refused.paths
@@ -298,15 +357,17 @@ def test_a_pack_whose_library_is_missing_is_not_offered_and_a_request_for_it_is_
     assert "cublas_v2.h" in detection.reason
     gpu_host = _context("gpu")
     assert "cublas" not in render_environments(gpu_host).lower().replace("dace.libraries.blas.environments.cublas", "")
-    result = resolve_environments(Answer(code="x;", environments=[{"name": "cublas", "generator": "cublas"}]),
-                                  gpu_host)
+    result = resolve_environments(Answer(code="x;", environments=[{"name": "cublas", "generator": "cublas"}]), gpu_host)
     (problem,) = result.problems
-    assert "'environments' entry 'cublas' (generator 'cublas'): the library is not installed on this machine" \
-        in problem and "cublas_v2.h" in problem
+    assert (
+        "'environments' entry 'cublas' (generator 'cublas'): the library is not installed on this machine" in problem
+        and "cublas_v2.h" in problem
+    )
     # Through the pipeline: the node is not expanded and the error names the reason.
     dace.Config.set("ai", "provider", value="manual")
     dace.Config.set("ai", "compile_check", value=False)
     try:
+
         @dace.program
         def prog(A: dace.float64[N], B: dace.float64[N]):
             dace_ai.ai("B = A", a=A, out=B, name="copy")
@@ -332,20 +393,27 @@ def test_packs_are_offered_by_target_and_refused_inside_gpu_kernels():
     assert "### `" not in kernel_text and "__device__" in kernel_text
     pack = resolve_environments(Answer(code="x;", environments=[{"name": "o", "generator": "openblas"}]), kernel)
     assert pack.problems and "refused inside a GPU kernel" in pack.problems[0]
-    host_header = resolve_environments(Answer(code="x;", environments=[{"name": "zl", "headers": ["zlib.h"]}]),
-                                       kernel)
+    host_header = resolve_environments(Answer(code="x;", environments=[{"name": "zl", "headers": ["zlib.h"]}]), kernel)
     assert "declares no __device__ functions" in host_header.problems[0]
     if Path("/usr/local/cuda/include/cuda_fp16.h").is_file():
-        device = resolve_environments(Answer(code="x;", environments=[
-            {"name": "half", "headers": ["cuda_fp16.h"], "include_dirs": ["/usr/local/cuda/include"]}]), kernel)
+        device = resolve_environments(
+            Answer(
+                code="x;",
+                environments=[
+                    {"name": "half", "headers": ["cuda_fp16.h"], "include_dirs": ["/usr/local/cuda/include"]}
+                ],
+            ),
+            kernel,
+        )
         assert not device.problems and len(device.paths) == 1
 
 
 def test_doctor_lists_registered_pack_and_stored_environments(capsys):
     from dace_ai.cli.main import main
 
-    resolve_environments(Answer(code="x;", environments=[{"name": "zdoc", "headers": ["zlib.h"],
-                                                         "libraries": ["z"]}]), _context())
+    resolve_environments(
+        Answer(code="x;", environments=[{"name": "zdoc", "headers": ["zlib.h"], "libraries": ["z"]}]), _context()
+    )
     assert main(["doctor", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)["environments"]
     registered = {e["name"]: e for e in report["registered"]}
@@ -361,8 +429,10 @@ def test_doctor_lists_registered_pack_and_stored_environments(capsys):
     assert "Environment packs (generators):" in out and "Stored environments (generated):" in out
 
 
-@pytest.mark.skipif(not _installed("cublas") or shutil.which("nvcc") is None,
-                    reason="needs cuBLAS headers (CUDA toolkit or pip install nvidia-cublas) and nvcc")
+@pytest.mark.skipif(
+    not _installed("cublas") or shutil.which("nvcc") is None,
+    reason="needs cuBLAS headers (CUDA toolkit or pip install nvidia-cublas) and nvcc",
+)
 def test_cublas_pack_compiles_a_handle_made_in_init_code_with_nvcc(tmp_path):
     """Compile check without a GPU: the environment's include folder and library are what nvcc needs."""
     answer = Answer(code="x;", environments=[{"name": "cublas", "generator": "cublas"}])
@@ -370,22 +440,41 @@ def test_cublas_pack_compiles_a_handle_made_in_init_code_with_nvcc(tmp_path):
     env = dace.library.get_environment(path)
     assert env.dependencies and env.dependencies[0].full_class_path() == CUDA_ENV
     unit = tmp_path / "unit.cu"
-    unit.write_text('#include <cublas_v2.h>\nstruct S { cublasHandle_t handle; };\n'
-                    "int init(S *s) { return cublasCreate(&s->handle) == CUBLAS_STATUS_SUCCESS ? 0 : 1; }\n"
-                    "void fini(S *s) { cublasDestroy(s->handle); }\n")
-    compile_cmd = ["nvcc", "-c", "-Xcompiler", "-fPIC", *(f"-I{d}" for d in env.cmake_includes), str(unit),
-                   "-o", str(tmp_path / "unit.o")]
+    unit.write_text(
+        "#include <cublas_v2.h>\nstruct S { cublasHandle_t handle; };\n"
+        "int init(S *s) { return cublasCreate(&s->handle) == CUBLAS_STATUS_SUCCESS ? 0 : 1; }\n"
+        "void fini(S *s) { cublasDestroy(s->handle); }\n"
+    )
+    compile_cmd = [
+        "nvcc",
+        "-c",
+        "-Xcompiler",
+        "-fPIC",
+        *(f"-I{d}" for d in env.cmake_includes),
+        str(unit),
+        "-o",
+        str(tmp_path / "unit.o"),
+    ]
     result = subprocess.run(compile_cmd, check=False, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     # DaCe links with the host compiler driver, which is what the link flags are written for.
-    link_cmd = ["g++", "-shared", str(tmp_path / "unit.o"), *env.cmake_libraries, *env.cmake_link_flags,
-                "-o", str(tmp_path / "unit.so")]
+    link_cmd = [
+        "g++",
+        "-shared",
+        str(tmp_path / "unit.o"),
+        *env.cmake_libraries,
+        *env.cmake_link_flags,
+        "-o",
+        str(tmp_path / "unit.so"),
+    ]
     result = subprocess.run(link_cmd, check=False, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
 
 
-@pytest.mark.parametrize("module", ["dace_ai_openblas.plugin", "dace_ai_fftw.plugin", "dace_ai_cublas.plugin",
-                                    "dace_ai.environments.generated"])
+@pytest.mark.parametrize(
+    "module",
+    ["dace_ai_openblas.plugin", "dace_ai_fftw.plugin", "dace_ai_cublas.plugin", "dace_ai.environments.generated"],
+)
 def test_environment_packs_meet_the_registration_contract(module):
     import importlib
 
@@ -398,8 +487,12 @@ def test_environment_packs_meet_the_registration_contract(module):
 def test_a_refused_environment_goes_back_to_the_model_in_a_repair_round(register_dace_ai_plugin):
     """The refusal is a failed check: the model reads why and answers again without it."""
     code = "for (int i = 0; i < N; ++i) _out[i] = 2 * _a[i];"
-    fake = FakeProvider([json.dumps({"code": code, "environments": [{"name": "mkl", "generator": "no-such-pack"}]}),
-                         json.dumps({"code": code})])
+    fake = FakeProvider(
+        [
+            json.dumps({"code": code, "environments": [{"name": "mkl", "generator": "no-such-pack"}]}),
+            json.dumps({"code": code}),
+        ]
+    )
     register_dace_ai_plugin(fake.plugin("scripted-repair"), "scripted-repair")
     dace.Config.set("ai", "provider", value="scripted-repair")
     dace.Config.set("ai", "checkers", value="probe")

@@ -43,8 +43,9 @@ def test_local_pool_runs_jobs_and_returns_failures_as_data():
 
 
 def test_local_pool_runs_a_job_again_when_its_worker_dies(tmp_path):
-    jobs = [Job("dies", die_once, {"marker": str(tmp_path / "marker")})] + \
-        [Job(f"j{i}", square, {"x": i}) for i in range(3)]
+    jobs = [Job("dies", die_once, {"marker": str(tmp_path / "marker")})] + [
+        Job(f"j{i}", square, {"x": i}) for i in range(3)
+    ]
     results = {r.id: r for r in run_jobs(jobs, options=ExecutorOptions(workers=2))}
     assert results["dies"].value == {"survived": True} and results["dies"].retries >= 1
     assert results["dies"].lost_workers
@@ -68,7 +69,8 @@ def test_third_party_suite_through_the_hook(register_dace_ai_plugin, tmp_path):
     (tmp_path / "tasks").mkdir()
     (tmp_path / "tasks" / "double.toml").write_text(
         'id = "double"\ntitle = "t"\nprogram = "p"\nnode = "double"\nreference = "r"\noutputs = ["y"]\n'
-        'sizes = { N = 5 }\n')
+        "sizes = { N = 5 }\n"
+    )
     (tmp_path / "tasks" / "broken.toml").write_text('id = "broken"\ntitle = 3\n')
 
     @hookimpl

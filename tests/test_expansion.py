@@ -5,7 +5,6 @@ answers are chosen by node name (``dace_ai.plugin.current_node()``), so each tes
 states exactly the code a model would have written.
 """
 
-
 import json
 import os
 import subprocess
@@ -64,8 +63,9 @@ def test_keyword_inputs_allocated_output(provider):
 
 
 def test_positional_inputs_and_several_outputs(provider):
-    provider.answers["sumdiff"] = {"code": "for (int i = 0; i < N; ++i) { _out0[i] = _in0[i] + _in1[i]; "
-                                           "_out1[i] = _in0[i] - _in1[i]; }"}
+    provider.answers["sumdiff"] = {
+        "code": "for (int i = 0; i < N; ++i) { _out0[i] = _in0[i] + _in1[i]; _out1[i] = _in0[i] - _in1[i]; }"
+    }
 
     @dace.program
     def prog(A: dace.float32[N], B: dace.float32[N], C: dace.float32[N], D: dace.float32[N]):
@@ -104,8 +104,10 @@ def test_matmul_through_blas_default_ai(provider, monkeypatch):
     from dace.libraries import blas
 
     monkeypatch.setattr(blas, "default_implementation", "ai")
-    code = ("for (int i = 0; i < 6; ++i) for (int j = 0; j < 5; ++j) { double s = 0;"
-            " for (int k = 0; k < 7; ++k) s += _a[i * 7 + k] * _b[k * 5 + j]; _c[i * 5 + j] = s; }")
+    code = (
+        "for (int i = 0; i < 6; ++i) for (int j = 0; j < 5; ++j) { double s = 0;"
+        " for (int k = 0; k < 7; ++k) s += _a[i * 7 + k] * _b[k * 5 + j]; _c[i * 5 + j] = s; }"
+    )
 
     @dace.program
     def prog(A: dace.float64[6, 7], B: dace.float64[7, 5]):
@@ -119,15 +121,17 @@ def test_matmul_through_blas_default_ai(provider, monkeypatch):
 
 
 def test_reduce_with_ai_implementation(provider):
-    provider.answers["sum_rows"] = {"code": "for (int i = 0; i < 4; ++i) { double s = 0; "
-                                            "for (int j = 0; j < 9; ++j) s += _in[i * 9 + j]; _out[i] = s; }"}
+    provider.answers["sum_rows"] = {
+        "code": "for (int i = 0; i < 4; ++i) { double s = 0; "
+        "for (int j = 0; j < 9; ++j) s += _in[i * 9 + j]; _out[i] = s; }"
+    }
 
     @dace.program
     def prog(A: dace.float64[4, 9]):
         return np.sum(A, axis=1)
 
     sdfg = prog.to_sdfg()
-    (reduce_node, _), = [(n, p) for n, p in sdfg.all_nodes_recursive() if type(n).__name__ == "Reduce"]
+    ((reduce_node, _),) = [(n, p) for n, p in sdfg.all_nodes_recursive() if type(n).__name__ == "Reduce"]
     reduce_node.implementation = "ai"
     reduce_node.name = reduce_node.label = "sum_rows"
     A = np.random.rand(4, 9)
@@ -204,15 +208,18 @@ def test_nested_sdfg_node(provider):
 
 def test_expand_now_and_saved_sdfg_runs_in_fresh_process(provider, tmp_path):
     """An expanded, saved SDFG runs in a new process with no provider, key, cache or dace_ai import."""
-    provider.answers["triple"] = {"code": "for (int i = 0; i < N; ++i) _out[i] = 3 * _a[i];",
-                                  "code_global": "// helper-free", "notes": "scalar loop"}
+    provider.answers["triple"] = {
+        "code": "for (int i = 0; i < N; ++i) _out[i] = 3 * _a[i];",
+        "code_global": "// helper-free",
+        "notes": "scalar loop",
+    }
 
     @dace.program
     def prog(A: dace.float64[N], B: dace.float64[N]):
         dace_ai.ai("Write _out[i] = 3 * _a[i].", a=A, out=B, name="triple")
 
     sdfg = prog.to_sdfg()
-    (_, state, node), = pending_nodes(sdfg)
+    ((_, state, node),) = pending_nodes(sdfg)
     tasklet = node.expand(state, "ai")  # seed spelling; DaCe's own is node.expand(sdfg, state)
     assert tasklet == "ai"
     (tasklet,) = [t for t in _tasklets(sdfg) if t.label == "triple"]
@@ -234,8 +241,9 @@ def test_expand_now_and_saved_sdfg_runs_in_fresh_process(provider, tmp_path):
     fresh.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DACE_ai_") and not k.endswith("_API_KEY")}
     env["DACE_default_build_folder"] = str(fresh / ".dacecache")
-    result = subprocess.run([sys.executable, "-c", script], cwd=fresh, env=env, capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=fresh, env=env, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "fresh-ok" in result.stdout
     assert not (fresh / ".dacecache" / "ai-cache").exists()
@@ -267,6 +275,5 @@ def test_dace_ai_expand_replaces_one_node_and_cache_answers_without_provider(pro
     assert len(provider.requests) == asked
     sessions = dace_ai.list_sessions()  # a new node is a new session (sessions are named after node guids)
     assert len(sessions) == 2 and all(s["rounds"] == 1 and s["current"] == 1 for s in sessions)
-    sources = sorted(json.loads(Path(s["folder"], "session.json").read_text())["rounds"][0]["source"]
-                     for s in sessions)
+    sources = sorted(json.loads(Path(s["folder"], "session.json").read_text())["rounds"][0]["source"] for s in sessions)
     assert sources == ["cache", "scripted"]

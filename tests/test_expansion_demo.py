@@ -19,9 +19,14 @@ VERIFIED = re.compile(r"verified \(\d+ seeds, \d+ sizes,( 2 thread counts,)? \d+
 
 def run_demo(tmp_path: Path, *args: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DACE_ai_") and not k.endswith("_API_KEY")}
-    result = subprocess.run([sys.executable, str(SAMPLE / "tiled_gemm.py"), "--size", "256", "--dense", "96,80,24",
-                             "--repeat", "1", *args], cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=900)
+    result = subprocess.run(
+        [sys.executable, str(SAMPLE / "tiled_gemm.py"), "--size", "256", "--dense", "96,80,24", "--repeat", "1", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     return result.stdout
 

@@ -30,12 +30,24 @@ from tests.test_checking import node_context, request_for
 
 N = dace.symbol("N")
 # Line 2 carries a dependence from one iteration to the next (never vectorised); line 3 is asked to be.
-LOOPS = ("_b[0] = _a[0];\n"
-         "for (int i = 1; i < N; ++i) _b[i] = _b[i - 1] * 0.5 + _a[i];\n"
-         "#pragma omp simd\n"
-         "for (int i = 0; i < N; ++i) _b[i] += twice(_a[i]);")
-SOL_MEMORY = {"gflops": 0.8, "gbs": 12.3, "bound": "memory", "fraction": 0.27, "peak_gflops": 150.0,
-              "bandwidth_gbs": 45.6, "flops": 65536.0, "bytes": 1048576.0, "dtype": "float64", "threads": 2}
+LOOPS = (
+    "_b[0] = _a[0];\n"
+    "for (int i = 1; i < N; ++i) _b[i] = _b[i - 1] * 0.5 + _a[i];\n"
+    "#pragma omp simd\n"
+    "for (int i = 0; i < N; ++i) _b[i] += twice(_a[i]);"
+)
+SOL_MEMORY = {
+    "gflops": 0.8,
+    "gbs": 12.3,
+    "bound": "memory",
+    "fraction": 0.27,
+    "peak_gflops": 150.0,
+    "bandwidth_gbs": 45.6,
+    "flops": 65536.0,
+    "bytes": 1048576.0,
+    "dtype": "float64",
+    "threads": 2,
+}
 
 
 @pytest.fixture(scope="session")
@@ -92,11 +104,16 @@ def test_a_loop_gcc_turns_down_on_cost_at_O2_comes_with_the_remedy():
 
 def test_remarks_are_deduplicated_capped_and_read_without_gimple_names(tmp_path):
     text = "\n".join(
-        [f"tasklet.cpp:{line}:5: note:  === analyze_loop_nest ===\n"
-         f"tasklet.cpp:{line}:9: missed:   not vectorized, possible dependence between data-refs *_11 and *_15\n"
-         f"tasklet.cpp:{line}:9: missed:   not vectorized: no vectype for stmt: _12 = *_11;\n"
-         f"tasklet.cpp:{line}:5: missed:  bad data dependence.\n"
-         f"tasklet.cpp:{line}:5: missed: couldn't vectorize loop" for line in range(1, 30)] * 2)
+        [
+            f"tasklet.cpp:{line}:5: note:  === analyze_loop_nest ===\n"
+            f"tasklet.cpp:{line}:9: missed:   not vectorized, possible dependence between data-refs *_11 and *_15\n"
+            f"tasklet.cpp:{line}:9: missed:   not vectorized: no vectype for stmt: _12 = *_11;\n"
+            f"tasklet.cpp:{line}:5: missed:  bad data dependence.\n"
+            f"tasklet.cpp:{line}:5: missed: couldn't vectorize loop"
+            for line in range(1, 30)
+        ]
+        * 2
+    )
     loops = parse_gcc(text)
     assert len(loops) == 29  # the second analysis of each loop (an inlined copy) adds nothing
     assert loops[0].reasons == ["possible dependence between data-refs", "bad data dependence"]
@@ -107,8 +124,10 @@ def test_remarks_are_deduplicated_capped_and_read_without_gimple_names(tmp_path)
     (folder / "remarks.txt").write_text(text.replace("tasklet.cpp:1:", "tasklet.cpp:999:"))
     lines = candidate_remarks("gcc", folder, "", unit, answer_lines=41)
     assert len(lines) == MAX_REMARKS + 1 and lines[-1] == "... (8 more loops)"
-    assert lines[0] == ("line 1 of your code, column 5 `for (;;) x0;`: not vectorized: possible dependence between "
-                        "data-refs; bad data dependence")
+    assert lines[0] == (
+        "line 1 of your code, column 5 `for (;;) x0;`: not vectorized: possible dependence between "
+        "data-refs; bad data dependence"
+    )
 
 
 @pytest.mark.skipif(shutil.which("clang++") is None, reason="clang++ is not installed")
@@ -123,28 +142,55 @@ def test_clang_builds_report_its_loop_vectorize_remarks_on_the_same_lines():
     remarks = report.details["remarks"]
     assert any(r.startswith("line 2 of your code") and "not vectorized" in r for r in remarks), remarks
     # Clang places a '#pragma omp simd' loop at its pragma
-    assert any(r.startswith(("line 3 of your code", "line 4 of your code")) and ": vectorized" in r
-               for r in remarks), remarks
+    assert any(r.startswith(("line 3 of your code", "line 4 of your code")) and ": vectorized" in r for r in remarks), (
+        remarks
+    )
 
 
 # ------------------------------------------------------------------------------------ the section's words
 def test_the_section_names_figures_with_their_baselines_the_bound_and_the_remarks():
-    bench = CheckReport("bench", "failed", "Too slow", details={
-        "stage": "bench", "rule": "gate", "sizes": {"M": 60, "N": 70}, "repeats": 5, "threads": 2, "timed": True,
-        "candidate_median": 2.0e-3, "native_median": 8.0e-3, "speedup": 4.0, "speedup_range": [3.5, 4.5],
-        "native": "DaCe pure", "baselines": {"DaCe pure": 8.0e-3, "OpenBLAS (DaCe 'OpenBLAS')": 5.0e-4},
-        "strongest": "OpenBLAS (DaCe 'OpenBLAS')", "speed_of_light": SOL_MEMORY})
-    probe = CheckReport("probe", "passed", details={"stage": "compile", "compiler": ["c++"], "flags": ["-O3", "-O2"],
-                                                    "remarks": ["line 2 of your code, column 5 `for`: not vectorized"],
-                                                    "remarks_note": "At -O2 GCC vectorises a loop only when"})
+    bench = CheckReport(
+        "bench",
+        "failed",
+        "Too slow",
+        details={
+            "stage": "bench",
+            "rule": "gate",
+            "sizes": {"M": 60, "N": 70},
+            "repeats": 5,
+            "threads": 2,
+            "timed": True,
+            "candidate_median": 2.0e-3,
+            "native_median": 8.0e-3,
+            "speedup": 4.0,
+            "speedup_range": [3.5, 4.5],
+            "native": "DaCe pure",
+            "baselines": {"DaCe pure": 8.0e-3, "OpenBLAS (DaCe 'OpenBLAS')": 5.0e-4},
+            "strongest": "OpenBLAS (DaCe 'OpenBLAS')",
+            "speed_of_light": SOL_MEMORY,
+        },
+    )
+    probe = CheckReport(
+        "probe",
+        "passed",
+        details={
+            "stage": "compile",
+            "compiler": ["c++"],
+            "flags": ["-O3", "-O2"],
+            "remarks": ["line 2 of your code, column 5 `for`: not vectorized"],
+            "remarks_note": "At -O2 GCC vectorises a loop only when",
+        },
+    )
     text = where_the_time_goes([probe, bench])
     assert text.startswith(TITLE)
     assert "Measured at M=60, N=70 (median of 5 timed runs, 2 threads):" in text
     assert "- your code: 2.00 ms per call" in text
     assert "- DaCe pure (the native expansion): 8.00 ms per call; your speedup 4.00x (range 3.50-4.50)" in text
     assert "- OpenBLAS (DaCe 'OpenBLAS') (the strongest baseline): 500.0 µs per call; your speedup 0.25x" in text
-    assert ("the node is memory-bound (1.05e+06 bytes moved, 6.55e+04 flops); your code reaches 12.3 GB/s of "
-            "45.6 GB/s measured bandwidth: 27% of speed of light.") in text
+    assert (
+        "the node is memory-bound (1.05e+06 bytes moved, 6.55e+04 flops); your code reaches 12.3 GB/s of "
+        "45.6 GB/s measured bandwidth: 27% of speed of light."
+    ) in text
     assert "float64, 2 threads" in text
     assert "remarks on your loops (`c++` at -O2, the real build's flags):\n- line 2 of your code" in text
     assert text.rstrip().endswith("not vectorized\n\nAt -O2 GCC vectorises a loop only when")
@@ -166,8 +212,9 @@ class _Roofline:
     @hookimpl
     def dace_ai_checkers(self):
         def check(request):
-            return CheckReport("t-roofline", "passed", "",
-                               details={"speed_of_light": {**SOL_MEMORY, "fraction": type(self).fraction}})
+            return CheckReport(
+                "t-roofline", "passed", "", details={"speed_of_light": {**SOL_MEMORY, "fraction": type(self).fraction}}
+            )
 
         yield Checker(name="t-roofline", stage="bench", check=check, default=False)
 
@@ -179,9 +226,16 @@ def scripted(fake, register_dace_ai_plugin):
     dace.Config.set("ai", "provider", value="scripted")
     dace.Config.set("ai", "speed_of_light", value="off")  # the figure comes from t-roofline, at a set fraction
     yield fake
-    for key, value in (("provider", ""), ("checkers", ""), ("bench", "report"), ("min_speedup", 1.03),
-                       ("max_repair_attempts", 2), ("target_sol", 0.0), ("bench_sizes", ""),
-                       ("speed_of_light", "on")):
+    for key, value in (
+        ("provider", ""),
+        ("checkers", ""),
+        ("bench", "report"),
+        ("min_speedup", 1.03),
+        ("max_repair_attempts", 2),
+        ("target_sol", 0.0),
+        ("bench_sizes", ""),
+        ("speed_of_light", "on"),
+    ):
         dace.Config.set("ai", key, value=value)
 
 
@@ -208,15 +262,24 @@ SIMD = json.dumps({"code": "#pragma omp simd\nfor (int i = 0; i < N; ++i)\n  _ou
 def test_a_candidate_the_gate_refuses_as_slow_is_told_where_the_time_goes(scripted):
     from tests.target_support import gemm_sdfg
 
-    slow = json.dumps({"code": "for (int i = 0; i < M; ++i)\n"
-                               "  for (int j = 0; j < N; ++j) {\n"
-                               "    double s = 0;\n"
-                               "    for (int k = 0; k < K; ++k) s += _a[i * K + k] * _b[k * N + j];\n"
-                               "    _c[i * N + j] = s;\n"
-                               "  }"})
+    slow = json.dumps(
+        {
+            "code": "for (int i = 0; i < M; ++i)\n"
+            "  for (int j = 0; j < N; ++j) {\n"
+            "    double s = 0;\n"
+            "    for (int k = 0; k < K; ++k) s += _a[i * K + k] * _b[k * N + j];\n"
+            "    _c[i * N + j] = s;\n"
+            "  }"
+        }
+    )
     scripted.queue(slow, slow)
-    for key, value in (("checkers", "probe,verify,bench,t-roofline"), ("bench", "gate"), ("min_speedup", 1e6),
-                       ("max_repair_attempts", 1), ("bench_sizes", "M=48,K=40,N=56")):
+    for key, value in (
+        ("checkers", "probe,verify,bench,t-roofline"),
+        ("bench", "gate"),
+        ("min_speedup", 1e6),
+        ("max_repair_attempts", 1),
+        ("bench_sizes", "M=48,K=40,N=56"),
+    ):
         dace.Config.set("ai", key, value=value)
     sdfg, _, node = gemm_sdfg()
     node.implementation = "ai"
@@ -227,7 +290,7 @@ def test_a_candidate_the_gate_refuses_as_slow_is_told_where_the_time_goes(script
     assert len(scripted.requests) == 2, [str(w.message) for w in said]
     repair = _last_user_message(scripted.requests[1])
     assert "Too slow" in repair and TITLE in repair
-    section = repair[repair.index(TITLE):]
+    section = repair[repair.index(TITLE) :]
     assert "Measured at M=48, K=40, N=56" in section and "- your code: " in section
     assert "(the native expansion): " in section and "your speedup " in section
     assert "27% of speed of light" in section and "45.6 GB/s measured bandwidth" in section
@@ -247,7 +310,7 @@ def test_refine_tells_the_model_where_the_time_of_the_round_went(scripted):
     assert len(scripted.requests) == 2
     sent = _last_user_message(scripted.requests[1])
     assert sent.startswith("Feedback on the implementation:\n\nMake it faster.") and TITLE in sent
-    section = sent[sent.index(TITLE):]
+    section = sent[sent.index(TITLE) :]
     assert "- your code: " in section and "per call (no native expansion to compare with)" in section
     assert "27% of speed of light" in section
     assert "- line 1 of your code, column " in section and "for (int i = 0; i < N; ++i)" in section
@@ -266,8 +329,9 @@ def test_optimize_stops_once_a_candidate_reaches_target_sol(scripted, fraction, 
     assert node.outcome == "optimized" and len(scripted.requests) == requests
     assert all(c.sol_fraction == pytest.approx(fraction) for c in node.candidates)
     if fraction >= 0.5:
-        assert node.stopped_early == ("stopped after round 0: r0s0 reached 90% of speed of light (target_sol 0.5); "
-                                      "2 refinement round(s) skipped") and node.stopped_early in str(report)
+        assert node.stopped_early == (
+            "stopped after round 0: r0s0 reached 90% of speed of light (target_sol 0.5); 2 refinement round(s) skipped"
+        ) and node.stopped_early in str(report)
     else:
         assert node.stopped_early == ""
         refinement = _last_user_message(scripted.requests[1])

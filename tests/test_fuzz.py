@@ -19,14 +19,24 @@ from hypothesis import strategies as st
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_subnormal=False) | st.text(max_size=40),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_subnormal=False)
+    | st.text(max_size=40),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
-    max_leaves=20)
+    max_leaves=20,
+)
 answer_like = st.fixed_dictionaries(
     {"code": st.text(max_size=60)},
-    optional={"notes": st.text(max_size=30), "code_global": st.text(max_size=30),
-              "state_fields": st.lists(st.text(max_size=10), max_size=3), "language": st.sampled_from(
-                  ["cpp", "cuda", "hip", "fortran"]), "extra": json_values})
+    optional={
+        "notes": st.text(max_size=30),
+        "code_global": st.text(max_size=30),
+        "state_fields": st.lists(st.text(max_size=10), max_size=3),
+        "language": st.sampled_from(["cpp", "cuda", "hip", "fortran"]),
+        "extra": json_values,
+    },
+)
 
 
 @FAST
@@ -59,8 +69,9 @@ def test_valid_answers_round_trip_and_invalid_ones_name_a_field(data, wrapping):
 @FAST
 @given(st.integers(min_value=1, max_value=200))
 def test_any_nesting_depth_is_a_clear_error_never_a_recursion_error(depth):
-    text = json.dumps({"code": "x;", "notes": "n"})[:-1] + ', "environments": ' + "[" * depth * 50 + \
-        "]" * depth * 50 + "}"
+    text = (
+        json.dumps({"code": "x;", "notes": "n"})[:-1] + ', "environments": ' + "[" * depth * 50 + "]" * depth * 50 + "}"
+    )
     with pytest.raises(AnswerError):
         parse_answer(text)
 
@@ -78,9 +89,15 @@ def test_response_file_reader_on_any_bytes(tmp_path, data):
 
 
 @FAST
-@given(st.binary(max_size=300) | json_values.map(lambda v: json.dumps(v).encode()) |
-       st.dictionaries(st.sampled_from(["text", "provider", "usage", "model", "created", "key", "stop_reason"]),
-                       json_values, max_size=7).map(lambda d: json.dumps(d).encode()))
+@given(
+    st.binary(max_size=300)
+    | json_values.map(lambda v: json.dumps(v).encode())
+    | st.dictionaries(
+        st.sampled_from(["text", "provider", "usage", "model", "created", "key", "stop_reason"]),
+        json_values,
+        max_size=7,
+    ).map(lambda d: json.dumps(d).encode())
+)
 def test_cache_entry_reader_on_any_bytes(data):
     try:
         entry = parse_entry("k" * 64, data)
@@ -93,13 +110,34 @@ def test_cache_entry_reader_on_any_bytes(data):
         ProviderReply.from_record(entry.record)  # a record that parsed is a usable reply
 
 
-setting_values = st.text(alphabet=string.printable, max_size=12) | st.integers().map(str) | \
-    st.floats(allow_nan=True, allow_subnormal=False).map(str) | st.sampled_from(["", "none", "auto", "true", "off", "1", "-1", "0"])
+setting_values = (
+    st.text(alphabet=string.printable, max_size=12)
+    | st.integers().map(str)
+    | st.floats(allow_nan=True, allow_subnormal=False).map(str)
+    | st.sampled_from(["", "none", "auto", "true", "off", "1", "-1", "0"])
+)
 
 
 @FAST
-@given(st.sampled_from(["max_tokens", "timeout", "max_retries", "max_concurrency", "cache", "effort", "compile_check",
-                        "provider", "target", "checkers", "model", "debug"]), setting_values)
+@given(
+    st.sampled_from(
+        [
+            "max_tokens",
+            "timeout",
+            "max_retries",
+            "max_concurrency",
+            "cache",
+            "effort",
+            "compile_check",
+            "provider",
+            "target",
+            "checkers",
+            "model",
+            "debug",
+        ]
+    ),
+    setting_values,
+)
 def test_settings_loader_on_any_value(key, value):
     from dace_ai.config.settings import resolve_settings
 
@@ -129,16 +167,32 @@ def test_settings_file_of_any_content(tmp_path, content):
 
 requests = st.builds(
     lambda system, user, model, effort, tokens, url: ProviderRequest(
-        system=system, messages=(Message("user", user),), schema={"type": "object"}, model=model, effort=effort,
-        max_tokens=tokens, base_url=url),
-    st.text(max_size=20), st.text(max_size=20), st.none() | st.sampled_from(["m1", "m2"]),
-    st.none() | st.sampled_from(["low", "high"]), st.integers(1, 5), st.none() | st.sampled_from(
-        ["http://a.example", "http://b.example"]))
+        system=system,
+        messages=(Message("user", user),),
+        schema={"type": "object"},
+        model=model,
+        effort=effort,
+        max_tokens=tokens,
+        base_url=url,
+    ),
+    st.text(max_size=20),
+    st.text(max_size=20),
+    st.none() | st.sampled_from(["m1", "m2"]),
+    st.none() | st.sampled_from(["low", "high"]),
+    st.integers(1, 5),
+    st.none() | st.sampled_from(["http://a.example", "http://b.example"]),
+)
 
 
 def _material(request):
-    return (request.system, request.messages, request.model or "", request.effort or "", request.max_tokens,
-            request.base_url or "")
+    return (
+        request.system,
+        request.messages,
+        request.model or "",
+        request.effort or "",
+        request.max_tokens,
+        request.base_url or "",
+    )
 
 
 @FAST

@@ -73,8 +73,7 @@ def _outer_sdfg():
         nested = add_nested_sdfg(state, _scale_sdfg(), sdfg, {"a"}, {"x"}, symbol_mapping={"N": "N"})
         state.add_edge(state.add_read(src), None, nested, "a", dace.Memlet(f"{src}[0:N]"))
         state.add_edge(nested, "x", state.add_write(dst), None, dace.Memlet(f"{dst}[0:N]"))
-    node = dace_ai.AINode("add_one", "Write _out[i] = _in0[i] + 1 for every i < N.", inputs={"_in0"},
-                          outputs={"_out"})
+    node = dace_ai.AINode("add_one", "Write _out[i] = _in0[i] + 1 for every i < N.", inputs={"_in0"}, outputs={"_out"})
     state.add_node(node)
     state.add_edge(state.add_read("C"), None, node, "_in0", dace.Memlet("C[0:N]"))
     state.add_edge(node, "_out", state.add_write("Z"), None, dace.Memlet("Z[0:N]"))

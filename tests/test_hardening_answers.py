@@ -78,12 +78,15 @@ def manual(tmp_path):
     dace.Config.set("ai", "provider", value="")
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"\xff\xfe\x00garbage", r"not UTF-8 text \(byte 0xff at offset 0\)"),
-    (b'{"code": "a;\\u0000"}', r"field 'code': contains the control character U\+0000"),
-    (b"[" * 3000 + b"]" * 3000, "nested 3000 levels deep"),
-    (b"", "the answer is empty"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"\xff\xfe\x00garbage", r"not UTF-8 text \(byte 0xff at offset 0\)"),
+        (b'{"code": "a;\\u0000"}', r"field 'code': contains the control character U\+0000"),
+        (b"[" * 3000 + b"]" * 3000, "nested 3000 levels deep"),
+        (b"", "the answer is empty"),
+    ],
+)
 def test_any_bytes_in_a_response_file_end_in_an_answer_error_naming_the_file(manual, content, message):
     sdfg, state, node = _sdfg("files")
     [files] = dace_ai.generate_prompts(sdfg, manual)
@@ -120,7 +123,9 @@ def test_failed_answer_is_reported_with_check_first_error_and_repair_prompt(manu
     assert failed.prompt.is_file() and failed.prompt != files.prompt
     assert "undefined_thing" in failed.prompt.read_text(), "the repair prompt shows the diagnostics"
     text = str(report)
-    assert "failed check(s) " in text and "probe" in text and str(failed.prompt) in text and "missing answer" not in text
+    assert (
+        "failed check(s) " in text and "probe" in text and str(failed.prompt) in text and "missing answer" not in text
+    )
 
     failed.response.write_text(json.dumps(GOOD))  # the repaired answer
     with warnings.catch_warnings():

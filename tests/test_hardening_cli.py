@@ -22,8 +22,9 @@ DACE_AI = [sys.executable, "-m", "dace_ai.cli.main"]
 def _run(args, env=None, **kwargs):
     environment = {k: v for k, v in os.environ.items() if not k.startswith("DACE_ai_")}
     environment.update(env or {})
-    return subprocess.run([*DACE_AI, *args], env=environment, capture_output=True, text=True, timeout=300,
-                          check=False, **kwargs)
+    return subprocess.run(
+        [*DACE_AI, *args], env=environment, capture_output=True, text=True, timeout=300, check=False, **kwargs
+    )
 
 
 def test_misspelt_provider_exits_1_with_the_closest_name():
@@ -35,23 +36,29 @@ def test_misspelt_provider_exits_1_with_the_closest_name():
     assert nonsense.returncode == 1 and "names no installed provider" in nonsense.stderr
 
 
-@pytest.mark.parametrize("key, value, words", [
-    ("target", "x86_64", "names no installed target"),
-    ("checkers", "probe,faithfull", "names no installed checker. Did you mean 'faithful'?"),
-])
+@pytest.mark.parametrize(
+    "key, value, words",
+    [
+        ("target", "x86_64", "names no installed target"),
+        ("checkers", "probe,faithfull", "names no installed checker. Did you mean 'faithful'?"),
+    ],
+)
 def test_every_choice_valued_setting_is_checked_at_load(monkeypatch, key, value, words):
     monkeypatch.setenv(f"DACE_ai_{key}", value)
     with pytest.raises(SettingsError, match=words):
         resolve_settings()
 
 
-@pytest.mark.parametrize("key, value, words", [
-    ("max_concurrency", "0", "it must be an integer >= 1"),
-    ("max_concurrency", "four", "it must be an integer >= 1"),
-    ("timeout", "-1", "it must be a number > 0"),
-    ("cache", "maybe", "it must be true or false"),
-    ("effort", "extreme", "it must be one of 'low', 'medium', 'high', 'max'"),
-])
+@pytest.mark.parametrize(
+    "key, value, words",
+    [
+        ("max_concurrency", "0", "it must be an integer >= 1"),
+        ("max_concurrency", "four", "it must be an integer >= 1"),
+        ("timeout", "-1", "it must be a number > 0"),
+        ("cache", "maybe", "it must be true or false"),
+        ("effort", "extreme", "it must be one of 'low', 'medium', 'high', 'max'"),
+    ],
+)
 def test_bad_values_are_described_in_words_not_pydantic_internals(monkeypatch, key, value, words):
     monkeypatch.setenv(f"DACE_ai_{key}", value)
     with pytest.raises(SettingsError) as info:
@@ -72,8 +79,14 @@ def test_closed_pipe_ends_quietly():
 def test_closed_pipe_through_a_shell_pipeline():
     environment = {k: v for k, v in os.environ.items() if not k.startswith("DACE_ai_")}
     script = f"{sys.executable} -m dace_ai.cli.main config | head -1"
-    result = subprocess.run(["bash", "-o", "pipefail", "-c", script], env=environment, capture_output=True,
-                            text=True, timeout=300, check=False)
+    result = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", script],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert result.returncode == 0 and len(result.stdout.splitlines()) == 1
     assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr
 
@@ -157,24 +170,43 @@ def test_debug_setting_shows_the_full_trace(monkeypatch):
 
 def test_short_error_on_a_terminal(tmp_path):
     script = tmp_path / "prog.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import dace, dace_ai, numpy as np
         N = dace.symbol("N")
         @dace.program
         def f(A: dace.float64[N]):
             return dace_ai.ai("Write _out[i] = 2 * _in0[i].", A, name="f")
         f(np.ones(3))
-    """))
-    environment = {k: v for k, v in os.environ.items()
-                   if not k.startswith("DACE_ai_") and k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
-    environment.update({"DACE_ai_provider": "anthropic", "DACE_default_build_folder": str(tmp_path / "build"),
-                        "ANTHROPIC_CONFIG_DIR": str(tmp_path / "no-profile")})
+    """)
+    )
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("DACE_ai_") and k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+    }
+    environment.update(
+        {
+            "DACE_ai_provider": "anthropic",
+            "DACE_default_build_folder": str(tmp_path / "build"),
+            "ANTHROPIC_CONFIG_DIR": str(tmp_path / "no-profile"),
+        }
+    )
     started = time.time()
-    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=environment, capture_output=True,
-                            text=True, timeout=600, check=False)
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert result.returncode == 1 and time.time() - started < 600
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert "dace_ai.errors.ProviderError: provider 'anthropic'" in result.stderr and "ANTHROPIC_API_KEY" in result.stderr
+    assert (
+        "dace_ai.errors.ProviderError: provider 'anthropic'" in result.stderr and "ANTHROPIC_API_KEY" in result.stderr
+    )
     traceback_lines = len(lines) - next(i for i, line in enumerate(lines) if line.startswith("Traceback"))
     assert traceback_lines <= 25, result.stderr
     assert "pipeline.py" not in result.stderr and "errors.log" in result.stderr

@@ -33,22 +33,38 @@ def answer_by_node(delay: float):
         text = request.text()
         name = next(n for n in NAMES if f"({n})" in text)
         return Reply(text=json.dumps({"code": code_for(name)}), input_tokens=10, output_tokens=5, delay=delay)
+
     return respond
 
 
 def _env(server, build_root: Path, **extra) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DACE_ai_")}
-    env.update({"DACE_default_build_folder": str(build_root), "DACE_ai_provider": "anthropic",
-                "DACE_ai_base_url": server.url, "DACE_ai_compile_check": "0", "DACE_ai_max_retries": "0",
-                "DACE_ai_model": "claude-test", "ANTHROPIC_API_KEY": SECRET,
-                "ANTHROPIC_CONFIG_DIR": str(build_root.parent / "anthropic-config"), "PYTHONPATH": str(ROOT),
-                **extra})
+    env.update(
+        {
+            "DACE_default_build_folder": str(build_root),
+            "DACE_ai_provider": "anthropic",
+            "DACE_ai_base_url": server.url,
+            "DACE_ai_compile_check": "0",
+            "DACE_ai_max_retries": "0",
+            "DACE_ai_model": "claude-test",
+            "ANTHROPIC_API_KEY": SECRET,
+            "ANTHROPIC_CONFIG_DIR": str(build_root.parent / "anthropic-config"),
+            "PYTHONPATH": str(ROOT),
+            **extra,
+        }
+    )
     return env
 
 
 def _start(names, env):
-    return subprocess.Popen([sys.executable, "-m", "tests.hardening_worker", *names], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.hardening_worker", *names],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _assert_clean(build_root: Path, expected_entries: int) -> None:
@@ -71,7 +87,7 @@ def _assert_clean(build_root: Path, expected_entries: int) -> None:
 def test_processes_expanding_overlapping_programs_on_one_build_root(fake_llm_server, tmp_path):
     fake_llm_server.respond_with(answer_by_node(delay=0.3))
     build_root = tmp_path / "shared-build"
-    groups = [NAMES[i:i + 3] for i in range(3)] + [NAMES[:2] + NAMES[-1:]]  # every node in 2+ processes
+    groups = [NAMES[i : i + 3] for i in range(3)] + [NAMES[:2] + NAMES[-1:]]  # every node in 2+ processes
     processes = [_start(group, _env(fake_llm_server, build_root)) for group in groups]
     results = []
     for process in processes:

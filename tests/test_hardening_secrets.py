@@ -28,8 +28,9 @@ def _scan(root) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("provider, key_var", [("anthropic", "ANTHROPIC_API_KEY"), ("openai", "OPENAI_API_KEY")])
-def test_round_trip_with_key_in_environment_and_url_writes_neither(fake_llm_server, monkeypatch, tmp_path,
-                                                                   _isolated_dace_ai, provider, key_var):
+def test_round_trip_with_key_in_environment_and_url_writes_neither(
+    fake_llm_server, monkeypatch, tmp_path, _isolated_dace_ai, provider, key_var
+):
     monkeypatch.setenv(key_var, SECRET)
     monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(tmp_path / "anthropic-config"))
     base = fake_llm_server.url if provider == "anthropic" else fake_llm_server.openai_url
@@ -43,8 +44,9 @@ def test_round_trip_with_key_in_environment_and_url_writes_neither(fake_llm_serv
 
 
 @pytest.mark.slow
-def test_errors_and_logs_of_a_failing_request_carry_no_credentials(fake_llm_server, monkeypatch, tmp_path,
-                                                                   _isolated_dace_ai):
+def test_errors_and_logs_of_a_failing_request_carry_no_credentials(
+    fake_llm_server, monkeypatch, tmp_path, _isolated_dace_ai
+):
     import numpy as np
 
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
@@ -68,12 +70,15 @@ def test_config_command_shows_no_url_credentials(monkeypatch, capsys):
     assert URL_SECRET not in out and "https://***@gateway.example/v1" in out
 
 
-@pytest.mark.parametrize("text, hidden", [
-    ("https://u:p4ssw0rd-long@h/v1", "p4ssw0rd-long"),
-    ("GET /v1?api_key=abcdef123456&x=1", "abcdef123456"),
-    ("Authorization: Bearer sk-abcdefghijkl", "sk-abcdefghijkl"),
-    ('{"x-api-key": "sk-zzzzzzzzzzzz"}', "sk-zzzzzzzzzzzz"),
-])
+@pytest.mark.parametrize(
+    "text, hidden",
+    [
+        ("https://u:p4ssw0rd-long@h/v1", "p4ssw0rd-long"),
+        ("GET /v1?api_key=abcdef123456&x=1", "abcdef123456"),
+        ("Authorization: Bearer sk-abcdefghijkl", "sk-abcdefghijkl"),
+        ('{"x-api-key": "sk-zzzzzzzzzzzz"}', "sk-zzzzzzzzzzzz"),
+    ],
+)
 def test_redact_hides_urls_query_keys_and_headers(text, hidden):
     assert hidden not in redact(text) and "***" in redact(text)
 

@@ -25,7 +25,6 @@ def _sdfg(name="stored"):
     return inc_sdfg(name)
 
 
-
 SETTINGS = {"provider": "scripted", "compile_check": False}
 
 
@@ -36,18 +35,31 @@ def _expand(name="stored"):
 
 
 # ------------------------------------------------------------ corrupted entries
-@pytest.mark.parametrize("content", [
-    b"\x00\xff garbage \xfe",
-    b'{"text": "trunc',
-    b"[1, 2, 3]",
-    b'{"provider": "scripted"}',
-    b'{"text": 42, "provider": "scripted"}',
-    b'{"text": "{}", "provider": "scripted", "usage": "lots"}',
-    b'{"text": "{}", "provider": "scripted", "usage": {"tokens": 3}}',
-    b'{"text": "{}", "provider": ["scripted"]}',
-    b'{"text": "{}", "provider": "scripted", "key": "0000"}',
-], ids=["garbage", "truncated", "list", "no-text", "text-int", "usage-str", "usage-keys", "provider-list",
-        "other-key"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"\x00\xff garbage \xfe",
+        b'{"text": "trunc',
+        b"[1, 2, 3]",
+        b'{"provider": "scripted"}',
+        b'{"text": 42, "provider": "scripted"}',
+        b'{"text": "{}", "provider": "scripted", "usage": "lots"}',
+        b'{"text": "{}", "provider": "scripted", "usage": {"tokens": 3}}',
+        b'{"text": "{}", "provider": ["scripted"]}',
+        b'{"text": "{}", "provider": "scripted", "key": "0000"}',
+    ],
+    ids=[
+        "garbage",
+        "truncated",
+        "list",
+        "no-text",
+        "text-int",
+        "usage-str",
+        "usage-keys",
+        "provider-list",
+        "other-key",
+    ],
+)
 def test_corrupted_entry_is_moved_aside_with_a_warning_and_the_node_asked_again(fake, content):
     fake.queue(json.dumps(GOOD), json.dumps(GOOD))
     _expand()
@@ -98,8 +110,9 @@ def test_read_only_cache_folder_for_ordinary_users(fake, _isolated_dace_ai):
         folder.chmod(0o700)
 
 
-@pytest.mark.parametrize("content", [b"\xff", b"[]", b'{"rounds": 5}', b'{"rounds": [{"status": "x"}]}',
-                                     b'{"rounds": [], "node": "n"}'])
+@pytest.mark.parametrize(
+    "content", [b"\xff", b"[]", b'{"rounds": 5}', b'{"rounds": [{"status": "x"}]}', b'{"rounds": [], "node": "n"}']
+)
 def test_session_json_of_any_shape_is_moved_aside_and_recording_goes_on(fake, content):
     fake.queue(json.dumps(GOOD), json.dumps(GOOD))
     sdfg, state, node = _sdfg()
@@ -124,12 +137,27 @@ def _request(**overrides):
 
 
 def test_key_covers_the_providers_default_model_and_endpoint(monkeypatch):
-    old = Provider(name="keyed", factory=lambda s: None, default_model="model-1",
-                   default_base_url="https://api.example", base_url_env=("KEYED_BASE_URL",))
-    new_model = Provider(name="keyed", factory=lambda s: None, default_model="model-2",
-                         default_base_url="https://api.example", base_url_env=("KEYED_BASE_URL",))
-    new_url = Provider(name="keyed", factory=lambda s: None, default_model="model-1",
-                       default_base_url="https://api2.example", base_url_env=("KEYED_BASE_URL",))
+    old = Provider(
+        name="keyed",
+        factory=lambda s: None,
+        default_model="model-1",
+        default_base_url="https://api.example",
+        base_url_env=("KEYED_BASE_URL",),
+    )
+    new_model = Provider(
+        name="keyed",
+        factory=lambda s: None,
+        default_model="model-2",
+        default_base_url="https://api.example",
+        base_url_env=("KEYED_BASE_URL",),
+    )
+    new_url = Provider(
+        name="keyed",
+        factory=lambda s: None,
+        default_model="model-1",
+        default_base_url="https://api2.example",
+        base_url_env=("KEYED_BASE_URL",),
+    )
     request = _request()
     key = cache_key("keyed", request, old)
     assert cache_key("keyed", request, new_model) != key, "a new default model must not replay old answers"
@@ -244,7 +272,6 @@ def test_open_session_creates_nothing_until_written(_isolated_dace_ai):
     assert not session.folder.exists() and session.summary() == {"rounds": []}
 
 
-
 @pytest.mark.parametrize("content", [b"\xff", b"[]", b'{"system": "s"}', b'{"system": "s", "messages": [["x"]]}'])
 def test_damaged_recorded_conversation_is_a_clear_error(_isolated_dace_ai, content):
     import dace
@@ -260,13 +287,15 @@ def test_damaged_recorded_conversation_is_a_clear_error(_isolated_dace_ai, conte
     (round_dir / "answer.txt").write_text("{}")
     session = session_by_id("s.n")
     assert session.conversation(1) is None
-    tasklet = dace.nodes.Tasklet("t", {}, {"o"}, "// dace-ai: session=ai-sessions/s.n/round-1\no = 1;",
-                                language=dace.Language.CPP)
+    tasklet = dace.nodes.Tasklet(
+        "t", {}, {"o"}, "// dace-ai: session=ai-sessions/s.n/round-1\no = 1;", language=dace.Language.CPP
+    )
     g = Generated(None, None, tasklet, {"node": "t", "session": "ai-sessions/s.n/round-1"}, session, 1)
     with pytest.raises(CheckFailed, match="the recorded conversation of round 1 cannot be read"):
         revise(None, g, Revision("fix it", "program build repair"), resolve_settings())
     with pytest.raises(ValueError, match="not a session id"):
         session_by_id("ai-sessions/../../etc")
-    escaping = dace.nodes.Tasklet("t", {}, {"o"}, "// dace-ai: session=ai-sessions/../../etc/round-1\no = 1;",
-                                 language=dace.Language.CPP)
+    escaping = dace.nodes.Tasklet(
+        "t", {}, {"o"}, "// dace-ai: session=ai-sessions/../../etc/round-1\no = 1;", language=dace.Language.CPP
+    )
     assert of_tasklet(dace.SDFG("p").add_state(), escaping).session is None

@@ -95,8 +95,9 @@ def increment(a):
 @dace.program
 def ladder_tiles(A: dace.float64[M, K], B: dace.float64[K, N], C: dace.float64[M, N]):
     for j, i in dace.map[0:N:16, 0:M:8]:
-        C[i:i + 8, j:j + 16] = dace_ai.ai("An 8x16 tile of A @ B.", a=A[i:i + 8, :], b=B[:, j:j + 16], shape=(8, 16),
-                                          reference=tile_product)
+        C[i : i + 8, j : j + 16] = dace_ai.ai(
+            "An 8x16 tile of A @ B.", a=A[i : i + 8, :], b=B[:, j : j + 16], shape=(8, 16), reference=tile_product
+        )
 
 
 @dace.program
@@ -132,7 +133,7 @@ def request(program, code: str = "/* not run */;", **settings) -> CheckRequest:
         if isinstance(node, dace.nodes.LibraryNode) and type(node).__name__ != "AINode":
             node.implementation = "ai"
     settings = resolve_settings(settings)
-    (parent, state, node), = pending_nodes(sdfg)
+    ((parent, state, node),) = pending_nodes(sdfg)
     ctx = node_context(parent, state, node, settings)
     answer = Answer(code=code)
     return CheckRequest(answer, ctx, settings, check_workdir(ctx, answer))
@@ -142,7 +143,12 @@ def request(program, code: str = "/* not run */;", **settings) -> CheckRequest:
 def test_vector_node_climbs_small_odd_vector_multi_tile_and_bench_sizes():
     ladder = build_ladder(request(ladder_sum))
     assert [(r.name, r.sizes["N"], len(r.seeds)) for r in ladder.rungs] == [
-        ("small", 13, 3), ("odd", 67, 3), ("vector", 64, 2), ("multi-tile", 520, 1), ("bench", 65536, 1)]
+        ("small", 13, 3),
+        ("odd", 67, 3),
+        ("vector", 64, 2),
+        ("multi-tile", 520, 1),
+        ("bench", 65536, 1),
+    ]
     assert not ladder.skipped
     assert size_cases(request(ladder_sum)) == [{"N": 13}, {"N": 67}, {"N": 64}, {"N": 520}, {"N": 65536}]
     assert size_cases(request(ladder_sum), bench_sizes="N=1000")[-1] == {"N": 1000}
@@ -151,8 +157,15 @@ def test_vector_node_climbs_small_odd_vector_multi_tile_and_bench_sizes():
 def test_matrix_product_is_beyond_its_tiles_in_every_dimension_within_the_work_budget():
     ladder = build_ladder(request(ladder_matmul))
     names = ["K", "M", "N"]
-    assert [r.name for r in ladder.rungs] == ["small", "odd", "vector", "multi-tile", "multi-tile", "multi-tile",
-                                             "bench"]
+    assert [r.name for r in ladder.rungs] == [
+        "small",
+        "odd",
+        "vector",
+        "multi-tile",
+        "multi-tile",
+        "multi-tile",
+        "bench",
+    ]
     small, odd, vector = (ladder.rungs[i].sizes for i in range(3))
     assert all(v % 2 for v in [*small.values(), *odd.values()]) and len(set(small.values())) == 3
     assert all(v % 64 == 0 for v in vector.values()) and len(set(vector.values())) == 3
@@ -163,13 +176,17 @@ def test_matrix_product_is_beyond_its_tiles_in_every_dimension_within_the_work_b
     assert ladder.rungs[-1].sizes == {"K": 256, "M": 256, "N": 256}
 
 
-@pytest.mark.parametrize("name, flags, kind, element, unit", [
-    ("x86-avx512", ("-O3", "-march=x86-64-v4"), "cpu", 8, 64),
-    ("x86-avx2", ("-O3", "-march=x86-64-v3"), "cpu", 4, 64),
-    ("sve", ("-march=armv8-a+sve",), "cpu", 8, 64),
-    ("sve", ("-march=armv8-a+sve",), "cpu", 1, 256),  # 2048-bit vectors of bytes
-    ("cuda", (), "gpu", 4, 64),
-], ids=["avx512-double", "avx2-float", "sve-double", "sve-byte", "gpu-float"])
+@pytest.mark.parametrize(
+    "name, flags, kind, element, unit",
+    [
+        ("x86-avx512", ("-O3", "-march=x86-64-v4"), "cpu", 8, 64),
+        ("x86-avx2", ("-O3", "-march=x86-64-v3"), "cpu", 4, 64),
+        ("sve", ("-march=armv8-a+sve",), "cpu", 8, 64),
+        ("sve", ("-march=armv8-a+sve",), "cpu", 1, 256),  # 2048-bit vectors of bytes
+        ("cuda", (), "gpu", 4, 64),
+    ],
+    ids=["avx512-double", "avx2-float", "sve-double", "sve-byte", "gpu-float"],
+)
 def test_vector_multiple_covers_every_vector_width_and_line_of_the_target(name, flags, kind, element, unit):
     target = TargetInfo(name=name, kind=kind, description="", flags=flags)
     assert vector_unit(target, [element]) == unit
@@ -216,8 +233,10 @@ def test_loop_is_checked_at_points_of_its_range():
     assert [c.point_words for c in ladder.cases()][:2] == ["loop point t=1", "loop point t=3"]
 
 
-@only_dace1("the frontend copies A[i + 1] into a transient scalar inside the map, so the node's own connector "
-            "never reaches outside its container")
+@only_dace1(
+    "the frontend copies A[i + 1] into a transient scalar inside the map, so the node's own connector "
+    "never reaches outside its container"
+)
 def test_sizes_the_program_never_allows_are_skipped_and_said(tmp_path):
     req = request(ladder_shifted)
     ladder = build_ladder(req)
@@ -238,29 +257,37 @@ def test_bench_sizes_are_the_ladders_bench_rung_repaired_like_every_rung():
 
 def test_verify_sizes_still_override_the_ladder():
     ladder = build_ladder(request(ladder_sum), {"N": [5, 9]}, seeds=2)
-    assert [(r.name, r.sizes, r.seeds) for r in ladder.rungs] == [("given", {"N": 5}, (0, 1)),
-                                                                  ("given", {"N": 9}, (0, 1))]
+    assert [(r.name, r.sizes, r.seeds) for r in ladder.rungs] == [
+        ("given", {"N": 5}, (0, 1)),
+        ("given", {"N": 9}, (0, 1)),
+    ]
 
 
 # ----------------------------------------------------------------------------- wrong answers
-MATMUL = ("for (int i = 0; i < N; ++i) for (int j = 0; j < M; ++j) { double acc = 0;"
-          " for (int k = 0; k < K; ++k) acc += _a[i * K + k] * _b[k * M + j]; _c[i * M + j] = acc; }")
+MATMUL = (
+    "for (int i = 0; i < N; ++i) for (int j = 0; j < M; ++j) { double acc = 0;"
+    " for (int k = 0; k < K; ++k) acc += _a[i * K + k] * _b[k * M + j]; _c[i * M + j] = acc; }"
+)
 #: Four columns per step; the main loop stops one vector early (j + 4 < M), which the tail loop
 #: (from M - M % 4) only makes up for when M is not a multiple of 4: right at 13 and 67, wrong at 64.
-MATMUL_TAIL = ("for (int i = 0; i < N; ++i) { int j = 0;"
-               " for (; j + 4 < M; j += 4) for (int v = 0; v < 4; ++v) { double acc = 0;"
-               "   for (int k = 0; k < K; ++k) acc += _a[i * K + k] * _b[k * M + j + v]; _c[i * M + j + v] = acc; }"
-               " for (j = M - M % 4; j < M; ++j) { double acc = 0;"
-               "   for (int k = 0; k < K; ++k) acc += _a[i * K + k] * _b[k * M + j]; _c[i * M + j] = acc; } }")
+MATMUL_TAIL = (
+    "for (int i = 0; i < N; ++i) { int j = 0;"
+    " for (; j + 4 < M; j += 4) for (int v = 0; v < 4; ++v) { double acc = 0;"
+    "   for (int k = 0; k < K; ++k) acc += _a[i * K + k] * _b[k * M + j + v]; _c[i * M + j + v] = acc; }"
+    " for (j = M - M % 4; j < M; ++j) { double acc = 0;"
+    "   for (int k = 0; k < K; ++k) acc += _a[i * K + k] * _b[k * M + j]; _c[i * M + j] = acc; } }"
+)
 #: The reduction covers only its first tile of 128.
 MATMUL_FIRST_TILE = MATMUL.replace("k < K;", "k < (K < 128 ? K : 128);")
 DOT = "double s = 0; for (int k = 0; k < N; ++k) s += _x[k] * _y[k]; _result = s;"
 #: Indexes the row as if _x pointed at A itself: right only at the map's first point (i = 0).
 DOT_POINT = "double s = 0; for (int k = 0; k < N; ++k) s += _x[i * N + k] * _y[k]; _result = s;"
 SUM = "double s = 0; for (int i = 0; i < N; ++i) s += _a[i]; _out = s;"
-SUM_TAIL = ("double s0 = 0, s1 = 0, s2 = 0, s3 = 0; int i = 0;"
-            " for (; i + 4 < N; i += 4) { s0 += _a[i]; s1 += _a[i + 1]; s2 += _a[i + 2]; s3 += _a[i + 3]; }"
-            " double s = s0 + s1 + s2 + s3; for (i = N - N % 4; i < N; ++i) s += _a[i]; _out = s;")
+SUM_TAIL = (
+    "double s0 = 0, s1 = 0, s2 = 0, s3 = 0; int i = 0;"
+    " for (; i + 4 < N; i += 4) { s0 += _a[i]; s1 += _a[i + 1]; s2 += _a[i + 2]; s3 += _a[i + 3]; }"
+    " double s = s0 + s1 + s2 + s3; for (i = N - N % 4; i < N; ++i) s += _a[i]; _out = s;"
+)
 SUM_FIRST_TILE = SUM.replace("i < N;", "i < (N < 128 ? N : 128);")
 ROW_SUM = "double s = 0; for (int k = 0; k < N; ++k) s += _a[k]; _out = s;"
 ROW_SUM_POINT = "double s = 0; for (int k = 0; k < N; ++k) s += _a[i * N + k]; _out = s;"
@@ -279,8 +306,13 @@ WRONG = [
     (ladder_rows, ROW_SUM_POINT, "at map point i=4", "M=13, N=11"),
     (ladder_columns, COLUMNS_CONTIGUOUS, "(the small odd size)", "K=13, L=15, M=17"),
 ]
-RIGHT = [(ladder_matmul, MATMUL), (ladder_row_dots, DOT), (ladder_sum, SUM), (ladder_rows, ROW_SUM),
-         (ladder_columns, COLUMNS)]
+RIGHT = [
+    (ladder_matmul, MATMUL),
+    (ladder_row_dots, DOT),
+    (ladder_sum, SUM),
+    (ladder_rows, ROW_SUM),
+    (ladder_columns, COLUMNS),
+]
 
 
 @pytest.fixture
@@ -293,9 +325,19 @@ def shared_root(_isolated_dace_ai, tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("stages", list(BENCH), ids=list(BENCH))
-@pytest.mark.parametrize("program, code, rung, sizes", WRONG,
-                         ids=["gemm-tail", "gemm-first-tile", "dot-map-point", "sum-tail", "sum-first-tile",
-                              "rows-map-point", "column-slice-contiguous"])
+@pytest.mark.parametrize(
+    "program, code, rung, sizes",
+    WRONG,
+    ids=[
+        "gemm-tail",
+        "gemm-first-tile",
+        "dot-map-point",
+        "sum-tail",
+        "sum-first-tile",
+        "rows-map-point",
+        "column-slice-contiguous",
+    ],
+)
 def test_wrong_answer_is_refused_naming_the_size_or_map_point(shared_root, program, code, rung, sizes, stages):
     reports = run_checks(request(program, code, **BENCH[stages]))
     (failed,) = [r for r in reports if r.status == "failed"]

@@ -25,8 +25,22 @@ LAYERS: list[set[str]] = [
 ]
 #: Modules that face outwards and may import any layer.
 DOORS = {"plugin", "testing", "__init__"}
-CONCERNS = {"plugins", "config", "context", "prompt", "providers", "checking", "targets", "environments",
-            "expansion", "storage", "cli", "execution", "evaluation", "performance"}
+CONCERNS = {
+    "plugins",
+    "config",
+    "context",
+    "prompt",
+    "providers",
+    "checking",
+    "targets",
+    "environments",
+    "expansion",
+    "storage",
+    "cli",
+    "execution",
+    "evaluation",
+    "performance",
+}
 
 
 def _layer(unit: str) -> int:
@@ -47,7 +61,8 @@ def _is_type_checking(node: ast.AST) -> bool:
         return False
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _walk_run_time(tree: ast.AST):
@@ -84,8 +99,12 @@ def _edges() -> dict[str, set[str]]:
             continue
         for module in _imports(path):
             target = _unit(module)
-            if target and target != source and target not in DOORS and (target in CONCERNS or target in
-                                                                          {"compat", "errors", "state"}):
+            if (
+                target
+                and target != source
+                and target not in DOORS
+                and (target in CONCERNS or target in {"compat", "errors", "state"})
+            ):
                 edges.setdefault(source, set()).add(target)
     return edges
 
@@ -110,8 +129,11 @@ def test_no_import_cycle_between_concerns():
         seen[node] = 1
         for nxt in sorted(edges.get(node, ())):
             if seen.get(nxt) == 1:
-                pytest.fail("import cycle: " + " -> ".join([*path[path.index(nxt):], nxt]) if nxt in path
-                            else f"import cycle through {nxt}")
+                pytest.fail(
+                    "import cycle: " + " -> ".join([*path[path.index(nxt) :], nxt])
+                    if nxt in path
+                    else f"import cycle through {nxt}"
+                )
             if nxt not in seen:
                 visit(nxt, [*path, nxt])
         seen[node] = 2
@@ -133,13 +155,18 @@ def test_packs_import_only_the_public_door():
 
 
 def test_type_checking_imports_are_skipped_and_nothing_else():
-    tree = ast.parse("from typing import TYPE_CHECKING\n"
-                     "if TYPE_CHECKING:\n    from dace_ai.cli.main import main\n"
-                     "else:\n    from dace_ai.expansion.build import build\n"
-                     "if True:\n    from dace_ai.prompt.render import render_prompt\n"
-                     "def f():\n    import dace_ai.storage.cache\n")
-    seen = {n.module if isinstance(n, ast.ImportFrom) else n.names[0].name
-            for n in _walk_run_time(tree) if isinstance(n, (ast.Import, ast.ImportFrom))}
+    tree = ast.parse(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from dace_ai.cli.main import main\n"
+        "else:\n    from dace_ai.expansion.build import build\n"
+        "if True:\n    from dace_ai.prompt.render import render_prompt\n"
+        "def f():\n    import dace_ai.storage.cache\n"
+    )
+    seen = {
+        n.module if isinstance(n, ast.ImportFrom) else n.names[0].name
+        for n in _walk_run_time(tree)
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+    }
     assert seen == {"typing", "dace_ai.expansion.build", "dace_ai.prompt.render", "dace_ai.storage.cache"}
 
 
@@ -158,6 +185,7 @@ def _private_uses(tree: ast.AST, unit: str) -> list[tuple[int, str]]:
     dace_ai.storage.cache as cache``, ``import dace_ai.storage.cache``), for ``<pkg>`` other
     than ``unit``. Dunder names are public.
     """
+
     def private(name: str) -> bool:
         return name.startswith("_") and not name.startswith("__")
 
@@ -197,16 +225,22 @@ def test_no_module_uses_a_private_name_of_another_package():
 
 
 def test_private_uses_are_found_in_every_spelling():
-    tree = ast.parse("from dace_ai.providers.api import _current_node, current_node\n"
-                     "from dace_ai.expansion import pipeline\n"
-                     "import dace_ai.storage.cache as cache\n"
-                     "import dace_ai.storage.files\n"
-                     "from dace_ai.checking.stages import _run_one\n"
-                     "def f():\n"
-                     "    pipeline._node_record(1); cache._lock; dace_ai.storage.files._tmp(); pipeline.__doc__\n")
+    tree = ast.parse(
+        "from dace_ai.providers.api import _current_node, current_node\n"
+        "from dace_ai.expansion import pipeline\n"
+        "import dace_ai.storage.cache as cache\n"
+        "import dace_ai.storage.files\n"
+        "from dace_ai.checking.stages import _run_one\n"
+        "def f():\n"
+        "    pipeline._node_record(1); cache._lock; dace_ai.storage.files._tmp(); pipeline.__doc__\n"
+    )
     found = sorted(name for _, name in _private_uses(tree, "checking"))
-    assert found == ["dace_ai.expansion.pipeline._node_record", "dace_ai.providers.api._current_node",
-                     "dace_ai.storage.cache._lock", "dace_ai.storage.files._tmp"]
+    assert found == [
+        "dace_ai.expansion.pipeline._node_record",
+        "dace_ai.providers.api._current_node",
+        "dace_ai.storage.cache._lock",
+        "dace_ai.storage.files._tmp",
+    ]
 
 
 #: The longest a function or method under ``core/src`` may be, decorators and docstring included.
@@ -215,9 +249,11 @@ MAX_FUNCTION_LINES = 80
 
 def _long_functions(tree: ast.AST, module: str, limit: int = MAX_FUNCTION_LINES) -> list[str]:
     """``module:function (N lines)`` for every function or method (nested ones too) longer than ``limit``."""
-    return [f"{module}:{node.name} ({node.end_lineno - node.lineno + 1} lines)" for node in ast.walk(tree)
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.end_lineno - node.lineno + 1 > limit]
+    return [
+        f"{module}:{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > limit
+    ]
 
 
 def test_no_function_in_core_is_longer_than_80_lines():
@@ -279,7 +315,7 @@ def _load_time_imports(tree: ast.Module, module: str, is_package: bool, known: s
                 base = node.module or ""
                 if node.level:
                     here = module.split(".") if is_package else module.split(".")[:-1]
-                    base = ".".join([*here[:len(here) - node.level + 1], *([node.module] if node.module else [])])
+                    base = ".".join([*here[: len(here) - node.level + 1], *([node.module] if node.module else [])])
                 for alias in node.names:
                     resolve(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base)
             else:
@@ -332,9 +368,12 @@ def test_no_import_circle_between_modules_even_for_annotations():
     bottom (``dace_ai.plugins.types``), so the plugin layer names nothing above it.
     """
     known = _module_names()
-    graph = {name: _load_time_imports(ast.parse(path.read_text(encoding="utf-8")), name,
-                                      path.name == "__init__.py", set(known))
-             for name, path in known.items()}
+    graph = {
+        name: _load_time_imports(
+            ast.parse(path.read_text(encoding="utf-8")), name, path.name == "__init__.py", set(known)
+        )
+        for name, path in known.items()
+    }
     circles = _import_circles(graph)
     assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
 
@@ -369,13 +408,26 @@ def test_process_state_is_registered_and_reset_in_one_place():
     from dace_ai import state
 
     assert state.STATE.names() == [
-        "checking.harness.expected_memo", "checking.sanitize.fast_link_args", "checking.sanitize.libomp_problem",
-        "checking.sanitize.llvm_lib_folder", "checking.sanitize.symbolizer", "checking.sanitize.told",
-        "checking.verify.told", "config.settings.warned", "environments.installed.detected",
-        "environments.installed.include_dirs", "environments.resolve.detections", "evaluation.tasks.suites",
-        "expansion.check_results.said", "expansion.check_reuse.file_digests", "expansion.check_reuse.package_digest",
-        "targets.build_flags.compiler_identity", "targets.build_flags.compiler_machine", "targets.cpu.this_cpu",
-        "targets.select.detections"]
+        "checking.harness.expected_memo",
+        "checking.sanitize.fast_link_args",
+        "checking.sanitize.libomp_problem",
+        "checking.sanitize.llvm_lib_folder",
+        "checking.sanitize.symbolizer",
+        "checking.sanitize.told",
+        "checking.verify.told",
+        "config.settings.warned",
+        "environments.installed.detected",
+        "environments.installed.include_dirs",
+        "environments.resolve.detections",
+        "evaluation.tasks.suites",
+        "expansion.check_results.said",
+        "expansion.check_reuse.file_digests",
+        "expansion.check_reuse.package_digest",
+        "targets.build_flags.compiler_identity",
+        "targets.build_flags.compiler_machine",
+        "targets.cpu.this_cpu",
+        "targets.select.detections",
+    ]
     told = dace_ai.checking.verify._told
     told.add("program")
     dace_ai.targets.select._detections[("x", "y")] = None

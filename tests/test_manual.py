@@ -109,8 +109,11 @@ def test_per_node_prompt_and_response(manual):
 
 def test_edited_response_wins_over_the_cache_and_a_deleted_one_falls_back_to_it(manual):
     def tasklet_codes(sdfg):
-        return {n.label: n.code.as_string for n, _ in sdfg.all_nodes_recursive()
-                if isinstance(n, dace.nodes.Tasklet) and "dace-ai:" in n.code.as_string}
+        return {
+            n.label: n.code.as_string
+            for n, _ in sdfg.all_nodes_recursive()
+            if isinstance(n, dace.nodes.Tasklet) and "dace-ai:" in n.code.as_string
+        }
 
     files = {f.node: f for f in dace_ai.generate_prompts(two_nodes.to_sdfg(simplify=False), manual)}
     files["twice"].response.write_text(json.dumps(TWICE))

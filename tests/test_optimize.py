@@ -5,7 +5,6 @@ timed in a child process. Each candidate's answer is chosen by the fake server
 from the "candidate k of n" line of its prompt (the samples are asked concurrently).
 """
 
-
 import json
 import re
 import warnings
@@ -26,11 +25,15 @@ pytestmark = pytest.mark.slow
 M, K, N = (dace.symbol(s) for s in "MKN")
 
 # Candidates for the Gemm behind ``C[:] = A @ B`` (row-major, connectors _a, _b, _c).
-FAST = ("for (int i = 0; i < M; ++i) { for (int j = 0; j < N; ++j) _c[i * N + j] = 0.0;"
-        " for (int k = 0; k < K; ++k) { const double a = _a[i * K + k];"
-        " for (int j = 0; j < N; ++j) _c[i * N + j] += a * _b[k * N + j]; } }")
-SLOW = ("for (int r = 0; r < 200; ++r) for (int j = 0; j < N; ++j) for (int i = 0; i < M; ++i) {"
-        " double s = 0.0; for (int k = 0; k < K; ++k) s += _a[i * K + k] * _b[k * N + j]; _c[i * N + j] = s; }")
+FAST = (
+    "for (int i = 0; i < M; ++i) { for (int j = 0; j < N; ++j) _c[i * N + j] = 0.0;"
+    " for (int k = 0; k < K; ++k) { const double a = _a[i * K + k];"
+    " for (int j = 0; j < N; ++j) _c[i * N + j] += a * _b[k * N + j]; } }"
+)
+SLOW = (
+    "for (int r = 0; r < 200; ++r) for (int j = 0; j < N; ++j) for (int i = 0; i < M; ++i) {"
+    " double s = 0.0; for (int k = 0; k < K; ++k) s += _a[i * K + k] * _b[k * N + j]; _c[i * N + j] = s; }"
+)
 WRONG = "for (int i = 0; i < M * N; ++i) _c[i] = 1.0;"
 CRASH = "volatile double *p = nullptr; for (int i = 0; i < M * N; ++i) p[i] = _a[0];"
 SIZES = {"M": 60, "K": 50, "N": 70}
@@ -40,9 +43,16 @@ SIZES = {"M": 60, "K": 50, "N": 70}
 def openai_server(fake_llm_server, monkeypatch):
     """The openai provider on the fake server, probe + bench checks only (the x86 ISA scan is not under test)."""
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    for key, value in {"provider": "openai", "base_url": fake_llm_server.openai_url, "model": "gpt-test",
-                       "max_retries": "1", "timeout": "60", "checkers": "probe,bench", "bench_repeats": "5",
-                       "max_concurrency": "4"}.items():
+    for key, value in {
+        "provider": "openai",
+        "base_url": fake_llm_server.openai_url,
+        "model": "gpt-test",
+        "max_retries": "1",
+        "timeout": "60",
+        "checkers": "probe,bench",
+        "bench_repeats": "5",
+        "max_concurrency": "4",
+    }.items():
         monkeypatch.setenv(f"DACE_ai_{key}", value)
     return fake_llm_server
 
@@ -68,11 +78,13 @@ def matmul_sdfg():
 
 def by_candidate(*codes: str):
     """A responder answering candidate k (from its prompt) with ``codes[k - 1]``; the same code when asked once."""
+
     def respond(request) -> Reply:
         text = request.text()
         found = re.findall(r"This is candidate (\d+) of", text)
         index = int(found[-1]) - 1 if found else 0
         return Reply(text=json.dumps({"code": codes[index % len(codes)]}), input_tokens=1000, output_tokens=100)
+
     return respond
 
 
@@ -84,7 +96,9 @@ def run_natively(sdfg):
 
 
 def tasklets(sdfg):
-    return [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.Tasklet) and "dace-ai:" in n.code.as_string]
+    return [
+        n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.Tasklet) and "dace-ai:" in n.code.as_string
+    ]
 
 
 def test_optimize_keeps_the_fast_candidate_and_says_why_the_others_lost(openai_server, blas_ai, monkeypatch):
@@ -130,9 +144,11 @@ def test_refinement_round_receives_the_timings(openai_server, blas_ai):
     assert len(openai_server.requests) == 2
     first, second = (r.text() for r in openai_server.requests)
     assert "It runs in" not in first
-    assert re.search(r"It runs in [\d.]+ (?:µs|ms|s) per call against [\d.]+ (?:µs|ms|s) for the native "
-                     r"expansion: speedup [\d.]+x \(range [\d.]+-[\d.]+ over 5 timed runs, sizes M=60, K=50, N=70\)",
-                     second), second[-1500:]
+    assert re.search(
+        r"It runs in [\d.]+ (?:µs|ms|s) per call against [\d.]+ (?:µs|ms|s) for the native "
+        r"expansion: speedup [\d.]+x \(range [\d.]+-[\d.]+ over 5 timed runs, sizes M=60, K=50, N=70\)",
+        second,
+    ), second[-1500:]
     assert FAST in second  # the best code so far goes back as the assistant's answer
     assert report.nodes[0].outcome == "optimized" and len(report.nodes[0].candidates) == 2
 
@@ -147,8 +163,9 @@ def test_bench_gate_keeps_the_native_expansion_when_every_candidate_is_slower(op
     assert node.outcome == "native kept" and "min_speedup 1.03" in node.reason
     assert all(c.status == "refused" and c.stage == "bench" and c.speedup < 1 for c in node.candidates)
     assert all("below min_speedup 1.03" in c.reason for c in node.candidates)
-    [(_, _, gemm)] = [(s, st, n) for n, st in sdfg.all_nodes_recursive()
-                      if isinstance(n, dace.nodes.LibraryNode) for s in [st.sdfg]]
+    [(_, _, gemm)] = [
+        (s, st, n) for n, st in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.LibraryNode) for s in [st.sdfg]
+    ]
     assert gemm.implementation not in (None, "ai")
     assert tasklets(sdfg) == []
     run_natively(sdfg)
@@ -200,10 +217,13 @@ def test_refuses_outputs_that_do_not_depend_on_the_inputs(openai_server):
 
 
 def test_refuses_reads_and_writes_outside_the_connectors(openai_server):
-    openai_server.respond_with(by_candidate(
-        "for (int i = 0; i <= N; ++i) _out[i] = 2.0;",  # one element past the output
-        "for (int i = 0; i < N; ++i) _out[i] = 2.0 * _in0[i + 1];",  # one element past the input
-        DOUBLE))
+    openai_server.respond_with(
+        by_candidate(
+            "for (int i = 0; i <= N; ++i) _out[i] = 2.0;",  # one element past the output
+            "for (int i = 0; i < N; ++i) _out[i] = 2.0 * _in0[i + 1];",  # one element past the input
+            DOUBLE,
+        )
+    )
     sdfg = double_program().to_sdfg()
     [node] = dace_ai.optimize(sdfg, samples=3, rounds=0, sizes={"N": 1001}).nodes
     writes, reads, honest = sorted(node.candidates, key=lambda c: c.sample)
@@ -225,14 +245,17 @@ def no_library_program():
 
 def test_refuses_the_library_call_the_description_forbids(openai_server):
     _, candidate = _only_candidate(
-        openai_server, "for (int i = 0; i < N; ++i) _out[i] = _in0[i]; cblas_dscal(N, 2.0, _out, 1);",
-        program=no_library_program(), code_global='extern "C" void cblas_dscal(int, double, double *, int);')
+        openai_server,
+        "for (int i = 0; i < N; ++i) _out[i] = _in0[i]; cblas_dscal(N, 2.0, _out, 1);",
+        program=no_library_program(),
+        code_global='extern "C" void cblas_dscal(int, double, double *, int);',
+    )
     assert candidate.status == "refused" and "calls the library the node's description forbids" in candidate.reason
     assert "cblas_dscal" in candidate.reason
 
 
 def test_refuses_a_timing_below_the_memory_bandwidth_bound(openai_server):
-    cheat = ("static const double *last = nullptr; if (_in0 == last) return; last = _in0; " + DOUBLE)
+    cheat = "static const double *last = nullptr; if (_in0 == last) return; last = _in0; " + DOUBLE
     _, candidate = _only_candidate(openai_server, cheat, sizes={"N": 1 << 21})
     assert candidate.status == "refused" and "timing is implausible" in candidate.reason
     assert "GB/s" in candidate.reason

@@ -30,14 +30,17 @@ from tests.test_checking import node_context
 
 N = dace.symbol("N")
 if DACE2:  # DaCe 2 builds with C++20 (compiler.cpp_standard), which has no std::to_underlying (C++23)
-    CLAMP = ("for (int i = 0; i < N; ++i) "
-             "_b[i] = std::min(std::max(_a[i], 0.0), 1.0) * std::to_underlying(std::byte{1});")
+    CLAMP = (
+        "for (int i = 0; i < N; ++i) _b[i] = std::min(std::max(_a[i], 0.0), 1.0) * std::to_underlying(std::byte{1});"
+    )
     STANDARD, REFUSAL, NEWER = "c++20", "'to_underlying' is not a member of 'std'", "23"
 else:  # DaCe 1.0 builds with -std=c++14 (in compiler.cpu.args), which has no std::clamp (C++17)
     CLAMP = "for (int i = 0; i < N; ++i) _b[i] = std::clamp(_a[i], 0.0, 1.0);"
     STANDARD, REFUSAL, NEWER = "c++14", "'clamp' is not a member of 'std'", "17"
-GOOD_GEMM = ("for (int i = 0; i < M; ++i) for (int j = 0; j < N; ++j) { double s = 0; "
-             "for (int k = 0; k < K; ++k) s += _a[i * K + k] * _b[k * N + j]; _c[i * N + j] = s; }")
+GOOD_GEMM = (
+    "for (int i = 0; i < M; ++i) for (int j = 0; j < N; ++j) { double s = 0; "
+    "for (int k = 0; k < K; ++k) s += _a[i * K + k] * _b[k * N + j]; _c[i * N + j] = s; }"
+)
 BROKEN = "this is not C++ at all;"
 
 
@@ -59,8 +62,11 @@ def provider(register_dace_ai_plugin):
 
     def answer(request):
         script = answers[current_node().name]
-        code = script.pop(0) if isinstance(script, list) and len(script) > 1 else (
-            script[0] if isinstance(script, list) else script)
+        code = (
+            script.pop(0)
+            if isinstance(script, list) and len(script) > 1
+            else (script[0] if isinstance(script, list) else script)
+        )
         return json.dumps({"code": code, "code_global": "#include <algorithm>"})
 
     fake.queue(*[answer] * 50)
@@ -70,8 +76,13 @@ def provider(register_dace_ai_plugin):
     dace.Config.set("ai", "checkers", value="probe")  # the compile stage alone: levels are "compile-only"
     fake.answers = answers
     yield fake
-    for key, value in (("provider", ""), ("max_repair_attempts", 2), ("on_failure", ""),
-                       ("on_inconclusive", "warn"), ("checkers", "")):
+    for key, value in (
+        ("provider", ""),
+        ("max_repair_attempts", 2),
+        ("on_failure", ""),
+        ("on_inconclusive", "warn"),
+        ("checkers", ""),
+    ):
         dace.Config.set("ai", key, value=value)
 
 
@@ -170,23 +181,39 @@ def _r(checker, status, stage, **details):
 
 
 def test_verification_level_from_reports():
-    assert verification_level([_r("probe", "passed", "compile"), _r("verify", "passed", "verify", seeds=3)]) \
+    assert (
+        verification_level([_r("probe", "passed", "compile"), _r("verify", "passed", "verify", seeds=3)])
         == "verified (3 seeds)"
-    varied = _r("verify", "passed", "verify", seeds=3, sizes=[{"N": 13}, {"N": 67}], bench_sizes={"N": 65536},
-                threads={"runs": [{"threads": [1, 2, 2]}]},
-                distributions={"ran": {"unit": [], "large": [1e4], "zeros": []}})
-    assert verification_level([_r("probe", "passed", "compile"), varied]) \
+    )
+    varied = _r(
+        "verify",
+        "passed",
+        "verify",
+        seeds=3,
+        sizes=[{"N": 13}, {"N": 67}],
+        bench_sizes={"N": 65536},
+        threads={"runs": [{"threads": [1, 2, 2]}]},
+        distributions={"ran": {"unit": [], "large": [1e4], "zeros": []}},
+    )
+    assert (
+        verification_level([_r("probe", "passed", "compile"), varied])
         == "verified (3 seeds, 3 sizes, 2 thread counts, 3 distributions)"
-    assert verification_level([varied, _r("sanitizers", "passed", "verify", sanitizers=["address"])]) \
+    )
+    assert (
+        verification_level([varied, _r("sanitizers", "passed", "verify", sanitizers=["address"])])
         == "verified (3 seeds, 3 sizes, 2 thread counts, 3 distributions, sanitizers)"
-    assert verification_level([varied, _r("sanitizers", "inconclusive", "verify", sanitizers=[],
-                                          reason="clang missing")]) \
+    )
+    assert (
+        verification_level([varied, _r("sanitizers", "inconclusive", "verify", sanitizers=[], reason="clang missing")])
         == "verified (3 seeds, 3 sizes, 2 thread counts, 3 distributions, no sanitizers: clang missing)"
-    assert verification_level([_r("probe", "passed", "compile"),
-                               _r("verify", "inconclusive", "verify", reason="no reference")]) \
+    )
+    assert (
+        verification_level(
+            [_r("probe", "passed", "compile"), _r("verify", "inconclusive", "verify", reason="no reference")]
+        )
         == "unverified: no reference"
-    assert verification_level([_r("probe", "passed", "compile"), _r("x86-isa", "passed", "compile")]) \
-        == "compile-only"
+    )
+    assert verification_level([_r("probe", "passed", "compile"), _r("x86-isa", "passed", "compile")]) == "compile-only"
     assert verification_level([]) == "unverified: checks are off"
     missing = CheckReport("probe", "inconclusive", "compiler 'x' not found on PATH\nmore", details={"stage": "compile"})
     assert verification_level([missing]) == "unverified: probe: compiler 'x' not found on PATH"
@@ -197,8 +224,9 @@ def test_accepted_answer_carries_its_level_in_provenance_session_and_cache(provi
     provider.answers["clampit"] = "for (int i = 0; i < N; ++i) _out[i] = std::min(std::max(_a[i], 0.0), 1.0);"
     sdfg = ai_program()
     sdfg.expand_library_nodes()
-    [tasklet] = [n for n, _ in sdfg.all_nodes_recursive()
-                 if isinstance(n, dace.nodes.Tasklet) and "dace-ai:" in n.code.as_string]
+    [tasklet] = [
+        n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.Tasklet) and "dace-ai:" in n.code.as_string
+    ]
     first_line = tasklet.code.as_string.splitlines()[0]
     assert first_line.endswith("verification=compile-only"), first_line
     [session] = list(Path(".dacecache/ai-sessions").glob("*/session.json"))
@@ -206,8 +234,10 @@ def test_accepted_answer_carries_its_level_in_provenance_session_and_cache(provi
     assert [s["verification"] for s in dace_ai.list_sessions()] == ["compile-only"]
     [entry] = cache_entries()
     stored = json.loads(entry.read_text())
-    assert stored["verification"] == "compile-only" and {"checker": "probe", "status": "passed",
-                                                          "stage": "compile"} in stored["checks"]
+    assert (
+        stored["verification"] == "compile-only"
+        and {"checker": "probe", "status": "passed", "stage": "compile"} in stored["checks"]
+    )
 
 
 # ------------------------------------------------------------------------------------ cache only what passed
@@ -275,9 +305,13 @@ def test_a_missing_compiler_is_inconclusive_and_warns(provider):
             sdfg.expand_library_nodes()
     finally:
         dace.Config.set("compiler", "cpu", "executable", value="")
-    [tasklet] = [n for n, _ in sdfg.all_nodes_recursive()
-                 if isinstance(n, dace.nodes.Tasklet) and "dace-ai:" in n.code.as_string]
-    assert level_from_code(tasklet.code.as_string) == "unverified: probe: compiler 'no-such-compiler-c++' not found on PATH"
+    [tasklet] = [
+        n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.Tasklet) and "dace-ai:" in n.code.as_string
+    ]
+    assert (
+        level_from_code(tasklet.code.as_string)
+        == "unverified: probe: compiler 'no-such-compiler-c++' not found on PATH"
+    )
 
 
 # ------------------------------------------------------------------------------------ on_failure
@@ -331,14 +365,16 @@ def test_manual_exchange_reads_the_edited_response_after_a_refusal_and_prints_th
     try:
         files = dace_ai.generate_prompts(ai_program(), prompts)
         [response] = [f.response for f in files]
-        response.write_text(json.dumps({"code": CLAMP.replace("_b[i]", "_out[i]"),
-                                         "code_global": "#include <algorithm>"}))
+        response.write_text(
+            json.dumps({"code": CLAMP.replace("_b[i]", "_out[i]"), "code_global": "#include <algorithm>"})
+        )
         first = dace_ai.read_prompt_responses(ai_program(), prompts)
         # refused, reported with the repair prompt to answer
         assert first.expanded == [] and [f.node for f in first.failed] == ["clampit"] and first.missing == []
         assert cache_entries() == []
-        response.write_text(json.dumps({"code": "for (int i = 0; i < N; ++i) _out[i] = "
-                                                "std::min(std::max(_a[i], 0.0), 1.0);"}))
+        response.write_text(
+            json.dumps({"code": "for (int i = 0; i < N; ++i) _out[i] = std::min(std::max(_a[i], 0.0), 1.0);"})
+        )
         second = dace_ai.read_prompt_responses(ai_program(), prompts)
         assert second.expanded == ["clampit"] and second.verification == {"clampit": "compile-only"}
         assert "clampit: compile-only" in str(second)
@@ -368,8 +404,9 @@ def test_a_verified_answer_is_marked_verified_in_its_provenance(provider):
     provider.answers["gemm"] = GOOD_GEMM
     sdfg, _ = gemm_program()
     sdfg.expand_library_nodes()
-    [tasklet] = [n for n, _ in sdfg.all_nodes_recursive()
-                 if isinstance(n, dace.nodes.Tasklet) and "dace-ai:" in n.code.as_string]
+    [tasklet] = [
+        n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.Tasklet) and "dace-ai:" in n.code.as_string
+    ]
     level = level_from_code(tasklet.code.as_string)
     assert level is not None and level.startswith("verified (3 seeds, ") and " distributions" in level, level
     [entry] = cache_entries()

@@ -41,6 +41,7 @@ def wheels(tmp_path_factory):
 def site(tmp_path, wheels):
     def make(*names):
         return install_wheels([wheels[n] for n in names], tmp_path / "site")
+
     return make
 
 
@@ -98,8 +99,9 @@ def test_disabled_plugin_is_never_imported(site, tmp_path):
 
 def test_no_plugins_keeps_builtins_only(site, tmp_path):
     marker = tmp_path / "imported.txt"
-    out = run_json(PROBE, site("good", "blocked"),
-                   env={"DACE_AI_TEST_IMPORT_MARKER": str(marker), "DACE_ai_no_plugins": "1"})
+    out = run_json(
+        PROBE, site("good", "blocked"), env={"DACE_AI_TEST_IMPORT_MARKER": str(marker), "DACE_ai_no_plugins": "1"}
+    )
     assert not marker.exists()
     assert out["modules"] == []
     assert out["records"]["good"]["status"] == "disabled"
@@ -116,8 +118,10 @@ def test_misspelt_hook_is_rejected_with_hint(site):
 
 
 def test_plugins_list_json_cli(site):
-    proc = run_python("import sys; from dace_ai.cli.main import main; sys.exit(main(['plugins', 'list', '--json']))",
-                      site("good", "broken"))
+    proc = run_python(
+        "import sys; from dace_ai.cli.main import main; sys.exit(main(['plugins', 'list', '--json']))",
+        site("good", "broken"),
+    )
     assert proc.returncode == 1, proc.stderr  # a failed plugin makes the listing exit 1
     listing = {row["name"]: row for row in json.loads(proc.stdout)}
     assert listing["good"]["distribution"] == "dace-ai-test-good"
@@ -127,8 +131,11 @@ def test_plugins_list_json_cli(site):
 
 
 def test_trace_prints_hook_calls(site):
-    proc = run_python("from dace_ai.plugins.manager import get_plugin_manager; get_plugin_manager().providers()",
-                      site("good"), env={"DACE_ai_trace_plugins": "1"})
+    proc = run_python(
+        "from dace_ai.plugins.manager import get_plugin_manager; get_plugin_manager().providers()",
+        site("good"),
+        env={"DACE_ai_trace_plugins": "1"},
+    )
     assert proc.returncode == 0, proc.stderr
     assert "[dace-ai trace] dace_ai_providers <- dace-ai-test-good 1.2.3 (plugin 'good'): 'echo-test'" in proc.stderr
 
@@ -144,7 +151,9 @@ def test_import_dace_ai_loads_no_plugin_and_no_sdk(site, tmp_path):
         "                  'plugins': sorted(m for m in sys.modules if m.startswith(("
         "'dace_ai.providers.manual', 'dace_ai.prompt.sections', 'dace_ai.targets.host', 'dace_ai.checking.host', "
         "'dace_ai.environments.generated', 'dace_ai_')))}))",
-        site("good", "blocked"), env={"DACE_AI_TEST_IMPORT_MARKER": str(marker)})
+        site("good", "blocked"),
+        env={"DACE_AI_TEST_IMPORT_MARKER": str(marker)},
+    )
     assert out["sdks"] == []
     assert out["loaded"] is False
     assert out["plugins"] == []

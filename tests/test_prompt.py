@@ -15,8 +15,17 @@ from dace_ai.prompt.render import EXTRA_SECTION, SYSTEM_PROMPT, render_prompt
 from .context_sdfgs import map_nest_sdfg, nested_sdfg, strided_sdfg
 from .dace_versions import DACE2
 
-BUILTIN_ORDER = ["task", "node", "connectors", "scopes", "symbols", "target", "target-guidance",
-                 "environments", "answer-format"]
+BUILTIN_ORDER = [
+    "task",
+    "node",
+    "connectors",
+    "scopes",
+    "symbols",
+    "target",
+    "target-guidance",
+    "environments",
+    "answer-format",
+]
 
 
 def _ctx(builder=strided_sdfg, *args):
@@ -44,8 +53,18 @@ def test_connector_section_has_strides_offset_and_index_formula():
     table = prompt.section("connectors")
     row = next(line for line in table.splitlines() if line.startswith("| `_a`"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells == ["`_a`", "in", "`const double *` (pointer)", "A (CPU_Heap)", "`2:10:2, 1:5`", "[4, 4]",
-                     "[10, 1]", "[20, 5] / [5, 1]", "`11`", "`_a[i0*10 + i1]`"]
+    assert cells == [
+        "`_a`",
+        "in",
+        "`const double *` (pointer)",
+        "A (CPU_Heap)",
+        "`2:10:2, 1:5`",
+        "[4, 4]",
+        "[10, 1]",
+        "[20, 5] / [5, 1]",
+        "`11`",
+        "`_a[i0*10 + i1]`",
+    ]
     out_row = next(line for line in table.splitlines() if line.startswith("| `_b`"))
     assert "`double` (value)" in out_row and "`_b`" in out_row
     assert prompt.user.index("## Connectors") < prompt.user.index("## Enclosing scopes")
@@ -67,8 +86,9 @@ def test_nested_sdfg_scope_in_prompt():
 
 
 def test_gpu_section_inside_a_gpu_device_map():
-    prompt = render_prompt(_ctx(map_nest_sdfg, dace.ScheduleType.GPU_Device, dace.StorageType.GPU_Global),
-                           resolve_settings())
+    prompt = render_prompt(
+        _ctx(map_nest_sdfg, dace.ScheduleType.GPU_Device, dace.StorageType.GPU_Global), resolve_settings()
+    )
     gpu = prompt.section("gpu")
     assert gpu is not None and "GPU_Device" in gpu and "`_h` -> H (CPU_Heap)" in gpu
     names = [name for name, _ in prompt.sections]
@@ -89,9 +109,18 @@ def test_builtin_sections_in_order_and_answer_fields_listed():
 
 
 def test_system_prompt_states_the_tasklet_contract():
-    assert prompt_contains(SYSTEM_PROMPT, "`return`", "strided view", "index formula", "scalar connector is a value",
-                           "once per program", "__state->name", "once per iteration of the innermost",
-                           "prefix it with the node's name", "JSON object")
+    assert prompt_contains(
+        SYSTEM_PROMPT,
+        "`return`",
+        "strided view",
+        "index formula",
+        "scalar connector is a value",
+        "once per program",
+        "__state->name",
+        "once per iteration of the innermost",
+        "prefix it with the node's name",
+        "JSON object",
+    )
 
 
 def prompt_contains(text, *phrases):
@@ -126,10 +155,19 @@ def test_plugin_adds_a_section_and_replaces_another(runtime_plugin):
     class HouseRules:
         @hookimpl
         def dace_ai_prompt_sections(self):
-            yield PromptSection(name="house-rules", order=350, title="House rules",
-                                render=lambda ctx: f"No OpenMP pragmas in `{ctx.name}`.")
-            yield PromptSection(name="target-guidance", order=800, title="Lab guidance", replace=True,
-                                render=lambda ctx: "Use our tuned kernels only.")
+            yield PromptSection(
+                name="house-rules",
+                order=350,
+                title="House rules",
+                render=lambda ctx: f"No OpenMP pragmas in `{ctx.name}`.",
+            )
+            yield PromptSection(
+                name="target-guidance",
+                order=800,
+                title="Lab guidance",
+                replace=True,
+                render=lambda ctx: "Use our tuned kernels only.",
+            )
 
     runtime_plugin(HouseRules(), "house-rules")
     prompt = render_prompt(_ctx(), resolve_settings())
@@ -147,9 +185,12 @@ def test_replacing_a_section_that_does_not_exist_names_the_sections_there_are(ru
             yield PromptSection(name="target-guidence", order=800, replace=True, render=lambda ctx: "x")
 
     runtime_plugin(Typo(), "typo-sections")
-    with pytest.raises(PluginError, match=r"PromptSection 'target-guidence' from .*typo-sections.* has replace=True "
-                                          r"but no section of that name is registered \(sections: answer-format, "
-                                          r".*target-guidance.*\)\. Did you mean 'target-guidance'\?"):
+    with pytest.raises(
+        PluginError,
+        match=r"PromptSection 'target-guidence' from .*typo-sections.* has replace=True "
+        r"but no section of that name is registered \(sections: answer-format, "
+        r".*target-guidance.*\)\. Did you mean 'target-guidance'\?",
+    ):
         render_prompt(_ctx(), resolve_settings())
 
 
@@ -164,13 +205,22 @@ def test_plugins_list_shows_order_and_what_a_section_replaces(runtime_plugin, ca
     runtime_plugin(Lab(), "lab-guidance")
     assert main(["plugins", "list", "--json"]) == 0
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
-    assert rows["lab-guidance"]["prompt_sections"] == [{
-        "name": "target-guidance", "order": 810, "title": "",
-        "replaces": "'target-guidance' from dace-ai 0.1.0 (plugin 'prompt-sections')"}]
-    assert {"name": "task", "order": 100, "title": "Task", "replaces": None} in rows["prompt-sections"]["prompt_sections"]
+    assert rows["lab-guidance"]["prompt_sections"] == [
+        {
+            "name": "target-guidance",
+            "order": 810,
+            "title": "",
+            "replaces": "'target-guidance' from dace-ai 0.1.0 (plugin 'prompt-sections')",
+        }
+    ]
+    assert {"name": "task", "order": 100, "title": "Task", "replaces": None} in rows["prompt-sections"][
+        "prompt_sections"
+    ]
     assert main(["plugins", "list"]) == 0
-    assert ("prompt section 'target-guidance': order 810, replaces 'target-guidance' from dace-ai 0.1.0 "
-            "(plugin 'prompt-sections')") in capsys.readouterr().out
+    assert (
+        "prompt section 'target-guidance': order 810, replaces 'target-guidance' from dace-ai 0.1.0 "
+        "(plugin 'prompt-sections')"
+    ) in capsys.readouterr().out
 
 
 def test_environment_generators_offer_text_for_the_environments_section(runtime_plugin):
@@ -181,8 +231,11 @@ def test_environment_generators_offer_text_for_the_environments_section(runtime_
     class Generators:
         @hookimpl
         def dace_ai_environment_generators(self):
-            yield EnvironmentGenerator(name="t-lab-blas", offer=lambda ctx: seen.append(ctx.name) or "our BLAS build",
-                                       generate=lambda request: "unused")
+            yield EnvironmentGenerator(
+                name="t-lab-blas",
+                offer=lambda ctx: seen.append(ctx.name) or "our BLAS build",
+                generate=lambda request: "unused",
+            )
             yield EnvironmentGenerator(name="t-silent", offer=lambda ctx: None, generate=lambda request: "unused")
 
     runtime_plugin(Generators(), "lab-generators")

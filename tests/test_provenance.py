@@ -13,10 +13,20 @@ LEVEL = "verified (3 seeds, 7 sizes, 2 thread counts, 6 distributions, no saniti
 
 
 def test_every_field_round_trips_through_the_comment():
-    written = Provenance(node="gemm", provider="openai", model="gpt-x", source="cache", cache_key="0123456789abcdef",
-                         session="ai-sessions/gemm-1a2b/round-3", bench="1.84x(1.71-1.95)_vs_native", sol="0.33",
-                         optimize="r1s0", pinned=True, verification=LEVEL,
-                         extra=(("energy", "1.2J"), ("edited", "true")))
+    written = Provenance(
+        node="gemm",
+        provider="openai",
+        model="gpt-x",
+        source="cache",
+        cache_key="0123456789abcdef",
+        session="ai-sessions/gemm-1a2b/round-3",
+        bench="1.84x(1.71-1.95)_vs_native",
+        sol="0.33",
+        optimize="r1s0",
+        pinned=True,
+        verification=LEVEL,
+        extra=(("energy", "1.2J"), ("edited", "true")),
+    )
     line = written.to_comment()
     assert line.startswith("// dace-ai: node=gemm ") and line.endswith(f" verification={LEVEL}\n")
     assert line.count("\n") == 1 and "energy=1.2J edited=true verification=" in line  # unknown fields before the level

@@ -96,8 +96,7 @@ def test_rate_limit_and_overload_are_retried(fake_llm_server, anthropic_env, sta
 
 def test_repeated_500_gives_clear_error_after_retry_budget(fake_llm_server, anthropic_env):
     client = _client(fake_llm_server, max_retries=2)
-    fake_llm_server.respond_with(lambda request: Fault(500, message="backend on fire",
-                                                       headers={"retry-after-ms": "5"}))
+    fake_llm_server.respond_with(lambda request: Fault(500, message="backend on fire", headers={"retry-after-ms": "5"}))
     with pytest.raises(ProviderError) as info:
         client.complete(make_request(base_url=fake_llm_server.url, max_retries=2))
     message = str(info.value)
@@ -200,8 +199,9 @@ def test_full_expansion_of_a_real_program(fake_llm_server, anthropic_env, monkey
     """Answer over HTTP through the real SDK, DaCe compiles and runs it; the second run is a cache hit."""
     from tests.provider_cases import full_expansion_round_trip
 
-    recorded, expected = full_expansion_round_trip(fake_llm_server, monkeypatch, "anthropic", fake_llm_server.url,
-                                                   model="claude-test-1")
+    recorded, expected = full_expansion_round_trip(
+        fake_llm_server, monkeypatch, "anthropic", fake_llm_server.url, model="claude-test-1"
+    )
     assert recorded.path == "/v1/messages" and recorded.model == "claude-test-1"
     assert recorded.body["system"] == expected.system
     assert recorded.body["messages"] == [{"role": "user", "content": expected.messages[0].content}]

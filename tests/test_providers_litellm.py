@@ -37,8 +37,13 @@ def litellm_env(monkeypatch):
 
 
 def _client(server: FakeLLMServer, **settings):
-    values = {"provider": "litellm", "model": PRICED_MODEL, "base_url": server.openai_url, "max_retries": 1,
-              "timeout": 10}
+    values = {
+        "provider": "litellm",
+        "model": PRICED_MODEL,
+        "base_url": server.openai_url,
+        "max_retries": 1,
+        "timeout": 10,
+    }
     values.update(settings)
     return make_client(get_plugin_manager().get("providers", "litellm"), resolve_settings(values))
 
@@ -129,8 +134,10 @@ def test_length_stop(fake_llm_server, litellm_env):
 def test_missing_credentials_name_the_variable(litellm_env, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY")
     with pytest.raises(ProviderError, match="needs credentials: set OPENAI_API_KEY"):
-        make_client(get_plugin_manager().get("providers", "litellm"),
-                    resolve_settings({"provider": "litellm", "model": PRICED_MODEL}))
+        make_client(
+            get_plugin_manager().get("providers", "litellm"),
+            resolve_settings({"provider": "litellm", "model": PRICED_MODEL}),
+        )
 
 
 def test_missing_sdk_names_the_pip_install(monkeypatch):
@@ -155,8 +162,9 @@ def test_full_expansion_of_a_real_program(fake_llm_server, litellm_env, monkeypa
     """Answer over HTTP through LiteLLM, DaCe compiles and runs it; the second run is a cache hit."""
     from tests.provider_cases import full_expansion_round_trip
 
-    recorded, expected = full_expansion_round_trip(fake_llm_server, monkeypatch, "litellm",
-                                                   fake_llm_server.openai_url, model=PRICED_MODEL)
+    recorded, expected = full_expansion_round_trip(
+        fake_llm_server, monkeypatch, "litellm", fake_llm_server.openai_url, model=PRICED_MODEL
+    )
     assert recorded.path == "/v1/chat/completions" and recorded.model == "gpt-5.5"
     assert recorded.body["messages"][0]["content"] == expected.system
     assert recorded.body["messages"][1] == {"role": "user", "content": expected.messages[0].content}

@@ -77,8 +77,18 @@ def test_responses_api_with_strict_schema(fake_llm_server, openai_env):
 def test_strict_answer_with_every_field_parses(fake_llm_server, openai_env):
     """A strict-mode model fills every field, optional ones with empty values: still a valid answer."""
     client = _client(fake_llm_server)
-    full = answer_text(language="cpp", code_global="", code_init="", code_exit="", state_fields=[],
-                       side_effects=False, ignored_symbols=[], use_environments=[], environments=[], notes="")
+    full = answer_text(
+        language="cpp",
+        code_global="",
+        code_init="",
+        code_exit="",
+        state_fields=[],
+        side_effects=False,
+        ignored_symbols=[],
+        use_environments=[],
+        environments=[],
+        notes="",
+    )
     fake_llm_server.push(Reply(text=full))
     assert parse_answer(client.complete(_request(fake_llm_server)).text).language == "cpp"
 
@@ -100,8 +110,11 @@ def test_chat_completions_for_compatible_servers(fake_llm_server, openai_env, mo
 
 def test_unknown_api_choice_is_rejected(openai_env, monkeypatch):
     monkeypatch.setenv("DACE_ai_openai_api", "completions")
-    with pytest.raises(SettingsError, match=r"setting 'openai_api' = 'completions' from environment variable "
-                                            r"DACE_ai_openai_api is not allowed \(allowed: 'responses', 'chat'\)"):
+    with pytest.raises(
+        SettingsError,
+        match=r"setting 'openai_api' = 'completions' from environment variable "
+        r"DACE_ai_openai_api is not allowed \(allowed: 'responses', 'chat'\)",
+    ):
         resolve_settings({"provider": "openai"})
 
 
@@ -183,8 +196,9 @@ def test_full_expansion_of_a_real_program(fake_llm_server, openai_env, monkeypat
     """Answer over HTTP through the real SDK, DaCe compiles and runs it; the second run is a cache hit."""
     from tests.provider_cases import full_expansion_round_trip
 
-    recorded, expected = full_expansion_round_trip(fake_llm_server, monkeypatch, "openai",
-                                                   fake_llm_server.openai_url, model="gpt-test")
+    recorded, expected = full_expansion_round_trip(
+        fake_llm_server, monkeypatch, "openai", fake_llm_server.openai_url, model="gpt-test"
+    )
     assert recorded.path == "/v1/responses" and recorded.model == "gpt-test"
     assert recorded.body["instructions"] == expected.system
     assert recorded.body["input"] == [{"role": "user", "content": expected.messages[0].content}]

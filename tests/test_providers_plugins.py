@@ -44,11 +44,13 @@ def test_disable_plugins_hides_litellm():
     assert records["litellm"]["status"] == "disabled"
     assert "DACE_ai_disable_plugins" in records["litellm"]["error"]
     assert records["anthropic"]["status"] == "active" and records["openai"]["status"] == "active"
-    code = ("from dace_ai.plugins.manager import get_plugin_manager\n"
-            "from dace_ai.errors import PluginError\n"
-            "m = get_plugin_manager()\n"
-            "print(sorted(m.providers()))\n"
-            "try:\n    m.get('providers', 'litellm')\nexcept PluginError as e:\n    print('ERR', e)\n")
+    code = (
+        "from dace_ai.plugins.manager import get_plugin_manager\n"
+        "from dace_ai.errors import PluginError\n"
+        "m = get_plugin_manager()\n"
+        "print(sorted(m.providers()))\n"
+        "try:\n    m.get('providers', 'litellm')\nexcept PluginError as e:\n    print('ERR', e)\n"
+    )
     proc = _run([sys.executable, "-c", code], DACE_ai_disable_plugins="litellm")
     assert proc.returncode == 0, proc.stderr
     providers, error = proc.stdout.strip().splitlines()
@@ -57,9 +59,11 @@ def test_disable_plugins_hides_litellm():
 
 
 def test_loading_plugins_imports_no_sdk():
-    code = ("import sys\nfrom dace_ai.plugins.manager import get_plugin_manager\n"
-            "m = get_plugin_manager(); m.records(); m.providers()\n"
-            "print(sorted(k for k in sys.modules if k.split('.')[0] in ('anthropic', 'openai', 'litellm')))")
+    code = (
+        "import sys\nfrom dace_ai.plugins.manager import get_plugin_manager\n"
+        "m = get_plugin_manager(); m.records(); m.providers()\n"
+        "print(sorted(k for k in sys.modules if k.split('.')[0] in ('anthropic', 'openai', 'litellm')))"
+    )
     proc = _run([sys.executable, "-c", code])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"

@@ -27,12 +27,15 @@ pytestmark = pytest.mark.slow
 
 N, M, K = (dace.symbol(s) for s in "NMK")
 
-MATMUL = ("for (int i = 0; i < N; ++i) for (int j = 0; j < M; ++j) { double acc = 0;"
-          " for (int k = 0; k < K; ++k) acc += _a[i * K + k] * _b[k * M + j]; _c[i * M + j] = acc; }")
-RACY_SUM = ("double total = 0.0;\n#pragma omp parallel for\n"
-            "for (int i = 0; i < N; ++i) total += _a[i];\n_s = total;")
-REDUCED_SUM = ("double total = 0.0;\n#pragma omp parallel for reduction(+: total)\n"
-               "for (int i = 0; i < N; ++i) total += _a[i];\n_s = total;")
+MATMUL = (
+    "for (int i = 0; i < N; ++i) for (int j = 0; j < M; ++j) { double acc = 0;"
+    " for (int k = 0; k < K; ++k) acc += _a[i * K + k] * _b[k * M + j]; _c[i * M + j] = acc; }"
+)
+RACY_SUM = "double total = 0.0;\n#pragma omp parallel for\nfor (int i = 0; i < N; ++i) total += _a[i];\n_s = total;"
+REDUCED_SUM = (
+    "double total = 0.0;\n#pragma omp parallel for reduction(+: total)\n"
+    "for (int i = 0; i < N; ++i) total += _a[i];\n_s = total;"
+)
 
 
 @dace.program
@@ -46,7 +49,7 @@ def _request(sdfg, answer: Answer, implementation=None, **settings) -> CheckRequ
         for node, _ in sdfg.all_nodes_recursive():
             if isinstance(node, dace.nodes.LibraryNode):
                 node.implementation = implementation
-    (parent, state, node), = pending_nodes(sdfg)
+    ((parent, state, node),) = pending_nodes(sdfg)
     ctx = node_context(parent, state, node, settings)
     return CheckRequest(answer, ctx, settings, check_workdir(ctx, answer))
 
@@ -71,8 +74,14 @@ def test_bench_times_the_library_verify_linked_and_no_candidate_is_built_by_dace
     sdfg = matmul.to_sdfg()
     reports, requests = [], []
     for variant in ("", " /* second candidate */"):
-        request = _request(sdfg, Answer(code=MATMUL + variant), "ai", checkers="verify,bench",
-                           bench_sizes="N=40,K=30,M=50", bench_repeats=3)
+        request = _request(
+            sdfg,
+            Answer(code=MATMUL + variant),
+            "ai",
+            checkers="verify,bench",
+            bench_sizes="N=40,K=30,M=50",
+            bench_repeats=3,
+        )
         requests.append(request)
         reports.append(run_checks(request))
     for request, (verify, bench) in zip(requests, reports):
@@ -111,8 +120,14 @@ def test_the_native_reference_is_reused_by_another_process(tmp_path):
     """)
     root = str(dace.Config.get("default_build_folder"))
     code = script.format(tests=os.path.dirname(__file__), root=root)
-    first, second = (json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                               check=True).stdout.strip().splitlines()[-1]) for _ in range(2))
+    first, second = (
+        json.loads(
+            subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+            .stdout.strip()
+            .splitlines()[-1]
+        )
+        for _ in range(2)
+    )
     assert first["library"] == second["library"] and first["seconds"] > 0 and second["seconds"] == 0
 
 
@@ -122,8 +137,9 @@ def _sum_program(name: str):
     sdfg.add_array("A", [N], dace.float64)
     sdfg.add_array("S", [1], dace.float64)
     state = sdfg.add_state()
-    node = dace_ai.AINode("total", "Write _s = the sum of _a[i] over i < N.", inputs={"_a"}, outputs={"_s"},
-                          reference=lambda a: np.sum(a))
+    node = dace_ai.AINode(
+        "total", "Write _s = the sum of _a[i] over i < N.", inputs={"_a"}, outputs={"_s"}, reference=lambda a: np.sum(a)
+    )
     state.add_node(node)
     state.add_edge(state.add_read("A"), None, node, "_a", dace.Memlet("A[0:N]"))
     state.add_edge(node, "_s", state.add_write("S"), None, dace.Memlet("S[0]"))
@@ -151,21 +167,26 @@ def test_a_data_race_is_refused_as_not_deterministic_naming_sizes_and_threads(be
     assert named, report.diagnostics
     checked = [s["N"] for s in report.sizes] + [report.details.get("bench_sizes", {}).get("N")]
     assert int(named.group(1)) in checked, (named.group(1), checked)  # a size the ladder really ran
-    assert ("runs with 1 thread then 8 threads" in report.diagnostics
-            or ("with 8 threads output _s" in report.diagnostics and "with 1 thread it is right" in report.diagnostics))
+    assert "runs with 1 thread then 8 threads" in report.diagnostics or (
+        "with 8 threads output _s" in report.diagnostics and "with 1 thread it is right" in report.diagnostics
+    )
 
     honest = run_checks(_request(_sum_program(f"reduced_{bench}"), Answer(code=REDUCED_SUM), **settings))
-    assert [r.status for r in honest] == (["passed"] if bench == "off" else ["passed", "passed"]), \
-        [r.diagnostics for r in honest]
+    assert [r.status for r in honest] == (["passed"] if bench == "off" else ["passed", "passed"]), [
+        r.diagnostics for r in honest
+    ]
     assert honest[0].details["threads"]["runs"][-1]["threads"] == [1, 8, 8]
     assert honest[0].details["threads"]["runtime"].startswith(("libgomp", "libomp"))
 
 
-@pytest.mark.parametrize("where, code, passes", [
-    ("code_init", "int k = K; (void)k;", True),  # K is in DaCe's __dace_init_<program>(int K, int M)
-    ("code_init", "int n = N; (void)n;", False),  # N is not: DaCe's build would not compile it either
-    ("code_exit", "int k = K; (void)k;", False),  # __dace_exit_<program> receives only __state
-])
+@pytest.mark.parametrize(
+    "where, code, passes",
+    [
+        ("code_init", "int k = K; (void)k;", True),  # K is in DaCe's __dace_init_<program>(int K, int M)
+        ("code_init", "int n = N; (void)n;", False),  # N is not: DaCe's build would not compile it either
+        ("code_exit", "int k = K; (void)k;", False),  # __dace_exit_<program> receives only __state
+    ],
+)
 def test_init_and_exit_code_get_exactly_the_symbols_dace_passes(where, code, passes):
     request = _request(matmul.to_sdfg(), Answer(code=MATMUL, **{where: code}), "ai", checkers="probe")
     (report,) = run_checks(request)
@@ -199,8 +220,9 @@ def test_the_task_run_of_the_evaluation_harness_uses_the_same_child(monkeypatch)
     numpy_side = jobs[0]["bench"]["baselines"][-1]
     assert numpy_side["kind"] == "python" and numpy_side["function"].startswith("dace_ai.evaluation.suites.")
     assert result["baselines_seconds"]["NumPy"] > 0, result
-    wrong = run_task({**spec, "answer": {"code": "for (long i = 0; i < N; ++i) _out[i] = _x[i] + _y[i];"},
-                      "time": False})
+    wrong = run_task(
+        {**spec, "answer": {"code": "for (long i = 0; i < N; ++i) _out[i] = _x[i] + _y[i];"}, "time": False}
+    )
     assert wrong["candidate_compiled"] and not wrong["correct"] and "seed 0" in wrong["candidate_mismatch"]
     crash = run_task({**spec, "answer": {"code": "volatile double *p = nullptr; _out[0] = p[N];"}, "time": False})
     assert "the candidate's process died of SIGSEGV" in crash["error"]

@@ -6,8 +6,13 @@ from dace_ai.checking.runner import all_cores, case_key, plan_threads, thread_co
 
 
 def _case(seed, n, elements):
-    return {"seed": seed, "sizes": {"N": n}, "values": {"N": n}, "connectors": [],
-            "containers": [{"name": "A", "elements": elements, "output": False}]}
+    return {
+        "seed": seed,
+        "sizes": {"N": n},
+        "values": {"N": n},
+        "connectors": [],
+        "containers": [{"name": "A", "elements": elements, "output": False}],
+    }
 
 
 def test_thread_runs_go_to_the_first_seed_of_every_large_size_only():

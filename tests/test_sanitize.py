@@ -68,7 +68,7 @@ def request(program, code: str, **settings) -> CheckRequest:
     """A check request for the program's one ``dace_ai.ai`` node and ``code`` (bench off unless told)."""
     settings.setdefault("bench", "off")
     settings = resolve_settings(settings)
-    (parent, state, node), = pending_nodes(program.to_sdfg())
+    ((parent, state, node),) = pending_nodes(program.to_sdfg())
     ctx = node_context(parent, state, node, settings)
     answer = Answer(code=code)
     return CheckRequest(answer, ctx, settings, check_workdir(ctx, answer))
@@ -90,42 +90,45 @@ def shared_root(_isolated_dace_ai, tmp_path_factory):
 TWICE = "for (int i = 0; i < N; ++i) _out[i] = 2 * _a[i];"
 #: Four elements per step through a 32-byte vector; the last chunk (i = 12 at N = 13) loads three doubles past the
 #: end of _a. They lie in the slack between the buffer and the guard page, and only lanes inside N are stored.
-CHUNK_PAST_END = ("typedef double v4 __attribute__((vector_size(32)));\n"
-                  "for (int i = 0; i < N; i += 4) {\n"
-                  "    v4 x; __builtin_memcpy(&x, _a + i, sizeof x);\n"
-                  "    x = x * 2; double t[4]; __builtin_memcpy(t, &x, sizeof t);\n"
-                  "    for (int v = 0; v < 4 && i + v < N; ++v) _out[i + v] = t[v];\n"
-                  "}")
+CHUNK_PAST_END = (
+    "typedef double v4 __attribute__((vector_size(32)));\n"
+    "for (int i = 0; i < N; i += 4) {\n"
+    "    v4 x; __builtin_memcpy(&x, _a + i, sizeof x);\n"
+    "    x = x * 2; double t[4]; __builtin_memcpy(t, &x, sizeof t);\n"
+    "    for (int v = 0; v < 4 && i + v < N; ++v) _out[i + v] = t[v];\n"
+    "}"
+)
 #: Reads _a[i + 1] at i = N - 1 (in the slack, a NaN there) and never uses it.
-NEXT_PAST_END = ("for (int i = 0; i < N; ++i) {\n"
-                 "    double next = _a[i + 1];\n"
-                 "    _out[i] = (i + 1 < N) ? 2 * _a[i] + 0 * next : 2 * _a[i];\n"
-                 "}")
+NEXT_PAST_END = (
+    "for (int i = 0; i < N; ++i) {\n"
+    "    double next = _a[i + 1];\n"
+    "    _out[i] = (i + 1 < N) ? 2 * _a[i] + 0 * next : 2 * _a[i];\n"
+    "}"
+)
 #: a * 2^32 overflows int; wrapped it is 0 and the result is still right.
-OVERFLOW = ("for (int i = 0; i < N; ++i) {\n"
-            "    int t = _a[i] * 65536 * 65536;\n"
-            "    _out[i] = 2 * _a[i] + t;\n"
-            "}")
+OVERFLOW = "for (int i = 0; i < N; ++i) {\n    int t = _a[i] * 65536 * 65536;\n    _out[i] = 2 * _a[i] + t;\n}"
 #: A shift by 32 of a 32-bit value: undefined (x86 shifts by 0), multiplied away.
-WIDE_SHIFT = ("for (int i = 0; i < N; ++i) {\n"
-              "    int s = 32 + (_a[i] & 1) * 0;\n"
-              "    _out[i] = 2 * _a[i] + (int)((unsigned)_a[i] << s) * 0;\n"
-              "}")
+WIDE_SHIFT = (
+    "for (int i = 0; i < N; ++i) {\n"
+    "    int s = 32 + (_a[i] & 1) * 0;\n"
+    "    _out[i] = 2 * _a[i] + (int)((unsigned)_a[i] << s) * 0;\n"
+    "}"
+)
 #: Pairs of floats moved as doubles from _a + 1: 4 bytes past an 8-byte boundary, which x86 loads anyway.
-MISALIGNED = ("_out[0] = 2 * _a[0];\n"
-              "const double* p = (const double*)(_a + 1); double* q = (double*)(_out + 1);\n"
-              "for (int k = 0; k < (N - 1) / 2; ++k) {\n"
-              "    double d = p[k]; float f[2]; __builtin_memcpy(f, &d, 8);\n"
-              "    f[0] *= 2; f[1] *= 2; __builtin_memcpy(&d, f, 8); q[k] = d;\n"
-              "}\n"
-              "if ((N - 1) % 2) _out[N - 1] = 2 * _a[N - 1];")
+MISALIGNED = (
+    "_out[0] = 2 * _a[0];\n"
+    "const double* p = (const double*)(_a + 1); double* q = (double*)(_out + 1);\n"
+    "for (int k = 0; k < (N - 1) / 2; ++k) {\n"
+    "    double d = p[k]; float f[2]; __builtin_memcpy(f, &d, 8);\n"
+    "    f[0] *= 2; f[1] *= 2; __builtin_memcpy(&d, f, 8); q[k] = d;\n"
+    "}\n"
+    "if ((N - 1) % 2) _out[N - 1] = 2 * _a[N - 1];"
+)
 #: The same pairs through memcpy: no alignment is assumed.
 ALIGNED_PAIRS = MISALIGNED.replace("double d = p[k];", "double d; __builtin_memcpy(&d, p + k, 8);").replace(
-    "q[k] = d;", "__builtin_memcpy(q + k, &d, 8);")
-RACY_SUM = ("double s = 0;\n"
-            "#pragma omp parallel for\n"
-            "for (int i = 0; i < N; ++i) s += _a[i];\n"
-            "_out = s;")
+    "q[k] = d;", "__builtin_memcpy(q + k, &d, 8);"
+)
+RACY_SUM = "double s = 0;\n#pragma omp parallel for\nfor (int i = 0; i < N; ++i) s += _a[i];\n_out = s;"
 REDUCED_SUM = RACY_SUM.replace("#pragma omp parallel for", "#pragma omp parallel for reduction(+:s)")
 PARALLEL_TWICE = "#pragma omp parallel for\n" + TWICE
 #: A narrowing conversion in braces: a warning for g++ (-Wnarrowing), an error for clang.
@@ -157,9 +160,14 @@ def test_missing_clang_found_through_path_is_inconclusive(_isolated_dace_ai, mon
 
 
 def _case():
-    return {"seed": 0, "sizes": {"N": 13}, "rung": "small", "point": {},
-            "containers": [{"name": "A"}, {"name": "B"}],
-            "connectors": [{"name": "_a", "container": "A"}, {"name": "_out", "container": "B"}]}
+    return {
+        "seed": 0,
+        "sizes": {"N": 13},
+        "rung": "small",
+        "point": {},
+        "containers": [{"name": "A"}, {"name": "B"}],
+        "connectors": [{"name": "_a", "container": "A"}, {"name": "_out", "container": "B"}],
+    }
 
 
 UNIT = "// unit\n// ---- code ----\nfor (...) _out[i] = 2 * _a[i + 1];\n}\n// entry points"
@@ -179,21 +187,27 @@ def test_a_report_outside_the_candidates_code_is_not_blamed_on_it():
     build = SimpleNamespace(kind="address")
     part = sanitize._judge_run(build, SanitizerRun("address", 65, DRIVER_REPORT, 0.1), _case(), UNIT, 4, None)
     assert part.status == "inconclusive" and part.reason == "outside the code", part
-    in_code = DRIVER_REPORT.replace("#0 0x55 in main /x/sanitize-driver/abc/dace_ai_sanitizers_driver.cpp:59:5",
-                                    "#0 0x55 in dace_ai_tasklet(int) /tmp/w/sanitize/address/tasklet.cpp:3:20")
+    in_code = DRIVER_REPORT.replace(
+        "#0 0x55 in main /x/sanitize-driver/abc/dace_ai_sanitizers_driver.cpp:59:5",
+        "#0 0x55 in dace_ai_tasklet(int) /tmp/w/sanitize/address/tasklet.cpp:3:20",
+    )
     part = sanitize._judge_run(build, SanitizerRun("address", 65, in_code, 0.1), _case(), UNIT, 4, None)
     assert part.status == "failed", part
-    assert part.message.startswith("AddressSanitizer: heap-buffer-overflow: READ of 8 bytes right after the end of "
-                                   "container A (connector _a) at tasklet.cpp:3: `for (...) _out[i] = 2 * _a[i + 1];` "
-                                   "(line 1 of your code) (seed 0, sizes N=13 (the small odd size))"), part.message
+    assert part.message.startswith(
+        "AddressSanitizer: heap-buffer-overflow: READ of 8 bytes right after the end of "
+        "container A (connector _a) at tasklet.cpp:3: `for (...) _out[i] = 2 * _a[i + 1];` "
+        "(line 1 of your code) (seed 0, sizes N=13 (the small odd size))"
+    ), part.message
     assert "0x" not in part.message and "/tmp" not in part.message  # byte-stable: no address, no folder
     in_entry_points = in_code.replace("tasklet.cpp:3:20", "tasklet.cpp:5:1")
     part = sanitize._judge_run(build, SanitizerRun("address", 65, in_entry_points, 0.1), _case(), UNIT, 4, None)
     assert part.status == "inconclusive" and "entry points" in part.message
 
 
-RACE_UNIT = ("// unit\n// ---- code ----\ndouble s = 0;\n#pragma omp parallel for\n"
-             "for (int i = 0; i < N; ++i) s += _a[i];\n_out = s;\n}")
+RACE_UNIT = (
+    "// unit\n// ---- code ----\ndouble s = 0;\n#pragma omp parallel for\n"
+    "for (int i = 0; i < N; ++i) s += _a[i];\n_out = s;\n}"
+)
 
 
 def _race_report(first: str, second: str, line_first: int, line_second: int) -> str:
@@ -218,16 +232,19 @@ def test_a_race_report_is_worded_the_same_whichever_thread_tsan_caught_first():
     build = SimpleNamespace(kind="thread")
     words = set()
     for first, second, a, b in (("Write", "Read", 5, 5), ("Read", "Write", 5, 5), ("Write", "Write", 5, 5)):
-        part = sanitize._judge_run(build, SanitizerRun("thread", 66, _race_report(first, second, a, b), 0.1),
-                                   _case(), RACE_UNIT, 7, 4)
+        part = sanitize._judge_run(
+            build, SanitizerRun("thread", 66, _race_report(first, second, a, b), 0.1), _case(), RACE_UNIT, 7, 4
+        )
         assert part.status == "failed" and part.reason == "race", part
         words.add(part.message)
     (message,) = words
-    assert message.startswith("ThreadSanitizer: data race between threads (unsynchronised accesses by different "
-                              "threads, at least one a write) on a local variable of the calling thread that the "
-                              "threads share at tasklet.cpp:5: `for (int i = 0; i < N; ++i) s += _a[i];` (line 3 of "
-                              "your code) (OpenMP, 4 threads, seed 0, sizes N=13 (the small odd size)): use a "
-                              "reduction clause"), message
+    assert message.startswith(
+        "ThreadSanitizer: data race between threads (unsynchronised accesses by different "
+        "threads, at least one a write) on a local variable of the calling thread that the "
+        "threads share at tasklet.cpp:5: `for (int i = 0; i < N; ++i) s += _a[i];` (line 3 of "
+        "your code) (OpenMP, 4 threads, seed 0, sizes N=13 (the small odd size)): use a "
+        "reduction clause"
+    ), message
     without_archer = _race_report("Write", "Read", 5, 5).replace("Archer detected", "Nothing")
     part = sanitize._judge_run(build, SanitizerRun("thread", 66, without_archer, 0.1), _case(), RACE_UNIT, 7, 4)
     assert part.status == "inconclusive" and part.reason == "libomp missing" and "libomp-dev" in part.message
@@ -237,8 +254,21 @@ def test_a_race_report_is_worded_the_same_whichever_thread_tsan_caught_first():
 
 
 def test_clang_gets_the_builds_standard_machine_and_macros_but_not_gcc_only_flags():
-    flags = ["-std=c++14", "-fPIC", "-Wall", "-O3", "-march=native", "-ffast-math", "-fno-trapping-math", "-O2",
-             "-DNDEBUG", "-I", "/inc", "-mavx2", "-fopenmp"]
+    flags = [
+        "-std=c++14",
+        "-fPIC",
+        "-Wall",
+        "-O3",
+        "-march=native",
+        "-ffast-math",
+        "-fno-trapping-math",
+        "-O2",
+        "-DNDEBUG",
+        "-I",
+        "/inc",
+        "-mavx2",
+        "-fopenmp",
+    ]
     assert sanitize.clang_flags(flags) == ["-std=c++14", "-march=native", "-DNDEBUG", "-I", "/inc", "-mavx2"]
     thread = sanitize.sanitizer_flags("thread", flags, openmp=True)
     assert "-fsanitize=thread" in thread and "-fopenmp" in thread and "-w" in thread
@@ -256,20 +286,32 @@ def test_read_past_the_end_inside_the_slack_is_refused_by_address_sanitizer(shar
     report = reports["sanitizers"]
     assert report.status == "failed" and report.reason == "address", report.diagnostics
     assert report.diagnostics.startswith("AddressSanitizer: heap-buffer-overflow: READ of ")
-    assert "past the end of container A (connector _a)" in report.diagnostics or \
-        "right after the end of container A (connector _a)" in report.diagnostics
+    assert (
+        "past the end of container A (connector _a)" in report.diagnostics
+        or "right after the end of container A (connector _a)" in report.diagnostics
+    )
     assert "of your code) (seed 0, sizes N=13 (the small odd size))" in report.diagnostics
     assert "0x" not in report.diagnostics and str(shared_root) not in report.diagnostics
 
 
 @pytest.mark.slow
 @needs_clang
-@pytest.mark.parametrize("program, code, words", [
-    (san_twice_int, OVERFLOW, "UndefinedBehaviorSanitizer: signed integer overflow: "),
-    (san_twice_int, WIDE_SHIFT, "UndefinedBehaviorSanitizer: shift exponent 32 is too large for 32-bit type"),
-    (san_twice_float, MISALIGNED, ("UndefinedBehaviorSanitizer: load of misaligned address for type 'const double', "
-                                   "which requires 8 byte alignment")),
-], ids=["signed-overflow", "wide-shift", "misaligned-double"])
+@pytest.mark.parametrize(
+    "program, code, words",
+    [
+        (san_twice_int, OVERFLOW, "UndefinedBehaviorSanitizer: signed integer overflow: "),
+        (san_twice_int, WIDE_SHIFT, "UndefinedBehaviorSanitizer: shift exponent 32 is too large for 32-bit type"),
+        (
+            san_twice_float,
+            MISALIGNED,
+            (
+                "UndefinedBehaviorSanitizer: load of misaligned address for type 'const double', "
+                "which requires 8 byte alignment"
+            ),
+        ),
+    ],
+    ids=["signed-overflow", "wide-shift", "misaligned-double"],
+)
 def test_undefined_behaviour_with_a_right_result_is_refused_by_ubsan(shared_root, program, code, words):
     reports = by_checker(run_checks(request(program, code)))
     assert reports["verify"].status == "passed", reports["verify"].diagnostics
@@ -281,8 +323,11 @@ def test_undefined_behaviour_with_a_right_result_is_refused_by_ubsan(shared_root
 
 @pytest.mark.slow
 @needs_clang
-@pytest.mark.parametrize("program, code", [(san_twice, TWICE), (san_twice_int, TWICE),
-                                           (san_twice_float, ALIGNED_PAIRS)], ids=["double", "int32", "float-pairs"])
+@pytest.mark.parametrize(
+    "program, code",
+    [(san_twice, TWICE), (san_twice_int, TWICE), (san_twice_float, ALIGNED_PAIRS)],
+    ids=["double", "int32", "float-pairs"],
+)
 def test_correct_twins_pass_the_sanitizers(shared_root, program, code):
     reports = by_checker(run_checks(request(program, code)))
     report = reports["sanitizers"]
@@ -305,8 +350,12 @@ def test_a_candidate_verify_refused_is_not_run_again_and_its_builds_are_stopped(
 
 @dace.program
 def san_bins(x: dace.int32[N]):
-    return dace_ai.ai("64-bin histogram: _out[b] = number of i < N with _x[i] == b; every _x[i] is in [0, 64).",
-                      x=x, shape=[64], dtype=dace.int64)
+    return dace_ai.ai(
+        "64-bin histogram: _out[b] = number of i < N with _x[i] == b; every _x[i] is in [0, 64).",
+        x=x,
+        shape=[64],
+        dtype=dace.int64,
+    )
 
 
 @pytest.mark.slow
@@ -378,8 +427,9 @@ def test_openmp_race_is_refused_with_the_default_stages(shared_root):
 @pytest.mark.slow
 @needs_clang
 @needs_libomp
-@pytest.mark.parametrize("program, code", [(san_sum, REDUCED_SUM), (san_twice, PARALLEL_TWICE)],
-                         ids=["reduction", "disjoint-writes"])
+@pytest.mark.parametrize(
+    "program, code", [(san_sum, REDUCED_SUM), (san_twice, PARALLEL_TWICE)], ids=["reduction", "disjoint-writes"]
+)
 def test_correct_openmp_passes_thread_sanitizer(shared_root, program, code):
     reports = by_checker(run_checks(request(program, code)))
     assert reports["verify"].status == "passed", reports["verify"].diagnostics

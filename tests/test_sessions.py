@@ -15,7 +15,6 @@ def _sdfg(name="repairs"):
     return inc_sdfg(name)
 
 
-
 def test_repair_round_then_accepted_and_recorded(fake):
     fake.queue(json.dumps(BROKEN), json.dumps(GOOD))
     sdfg, state, node = _sdfg()

@@ -31,9 +31,13 @@ from tests.provider_cases import SECRET
 REPO = Path(__file__).resolve().parents[1]
 N = dace.symbol("N")
 ROUND1 = {"code": "for (int i = 0; i < N; ++i) _out[i] = 2.0 * _a[i];", "notes": "scalar loop"}
-ROUND2 = {"code": ("int i = 0;\nfor (; i + 1 < N; i += 2) { _out[i] = _a[i] + _a[i]; "
-                   "_out[i + 1] = _a[i + 1] + _a[i + 1]; }\nfor (; i < N; ++i) _out[i] = _a[i] + _a[i];"),
-          "notes": "unrolled by two"}
+ROUND2 = {
+    "code": (
+        "int i = 0;\nfor (; i + 1 < N; i += 2) { _out[i] = _a[i] + _a[i]; "
+        "_out[i + 1] = _a[i + 1] + _a[i + 1]; }\nfor (; i < N; ++i) _out[i] = _a[i] + _a[i];"
+    ),
+    "notes": "unrolled by two",
+}
 BROKEN = {"code": "for (int i = 0; i < N; ++i) _out[i] = 2.0 * _a[i] + undeclared_value;"}
 FEEDBACK = "Unroll the loop by two."
 
@@ -44,8 +48,14 @@ def prebuilt_pch(tmp_path_factory):
 
 
 def provider_env(server) -> dict:
-    return {"DACE_ai_provider": "openai", "DACE_ai_base_url": server.openai_url, "DACE_ai_max_retries": "0",
-            "DACE_ai_timeout": "30", "DACE_ai_max_repair_attempts": "0", "OPENAI_API_KEY": SECRET}
+    return {
+        "DACE_ai_provider": "openai",
+        "DACE_ai_base_url": server.openai_url,
+        "DACE_ai_max_retries": "0",
+        "DACE_ai_timeout": "30",
+        "DACE_ai_max_repair_attempts": "0",
+        "OPENAI_API_KEY": SECRET,
+    }
 
 
 @pytest.fixture
@@ -178,8 +188,9 @@ def test_pinned_tasklets_are_left_alone_by_refine_rollback_and_build_repairs(llm
         dace_ai.rollback(sdfg, "twice", round=1)
 
     # A hand edit that breaks the program: build() must not ask to repair a pinned tasklet.
-    tasklet.code = dace.properties.CodeBlock(tasklet.code.as_string.replace("2.0 * _a[i]", "broken_by_hand"),
-                                             dace.Language.CPP)
+    tasklet.code = dace.properties.CodeBlock(
+        tasklet.code.as_string.replace("2.0 * _a[i]", "broken_by_hand"), dace.Language.CPP
+    )
     with pytest.raises(CheckFailed, match="pinned"):
         dace_ai.build(sdfg, rounds=1)
     assert len(llm.requests) == 1
@@ -198,8 +209,7 @@ def test_hand_edited_code_is_what_the_next_round_revises(llm):
     sdfg = twice_sdfg()
     tasklet = tasklet_of(sdfg)
     edited = ROUND1["code"].replace("2.0 * _a[i]", "_a[i] * 2.0 /* hand-tuned */")
-    tasklet.code = dace.properties.CodeBlock(tasklet.code.as_string.replace(ROUND1["code"], edited),
-                                             dace.Language.CPP)
+    tasklet.code = dace.properties.CodeBlock(tasklet.code.as_string.replace(ROUND1["code"], edited), dace.Language.CPP)
     assert dace_ai.sessions(sdfg)[0]["edited"] is True
     llm.answers["hand-tuned"] = ROUND2
     dace_ai.refine(sdfg, "twice", "Keep my edit and unroll.")
@@ -248,8 +258,9 @@ sdfg.save({str(tmp_path / "after.sdfg")!r})
 print(json.dumps(out, default=str))
 """
     env = {**os.environ, **provider_env(llm), "DACE_default_build_folder": str(_isolated_dace_ai)}
-    done = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, env=env, cwd=tmp_path,
-                          timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", script], check=False, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["before"][0]["round"] == 1 and out["before"][0]["name"] == "twice"
@@ -284,8 +295,7 @@ def test_every_cli_command_on_a_saved_sdfg(llm, tmp_path, capsys):
     assert body(tasklet_of(dace.SDFG.from_file(file))).strip() == ROUND2["code"]  # the file was rewritten
 
     rounds = _json(capsys, ["history", file, "twice", "--json"])
-    assert [(r["number"], r["status"], r["in_use"]) for r in rounds] == [(1, "accepted", False),
-                                                                          (2, "accepted", True)]
+    assert [(r["number"], r["status"], r["in_use"]) for r in rounds] == [(1, "accepted", False), (2, "accepted", True)]
     asked = len(llm.requests)
     rolled = _json(capsys, ["rollback", file, "twice", "--round", "1", "--json"])
     assert rolled["round"] == 1 and rolled["code"].strip() == ROUND1["code"] and len(llm.requests) == asked
@@ -300,7 +310,11 @@ def test_every_cli_command_on_a_saved_sdfg(llm, tmp_path, capsys):
     assert cli(["sessions", file]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:4] == ["name", "session", "round", "rounds"] and lines[1].split()[:4] == [
-        "twice", row["session"], "1", "2"]
+        "twice",
+        row["session"],
+        "1",
+        "2",
+    ]
     assert cli(["show", file, "nope"]) == 1
     assert "candidates: twice" in capsys.readouterr().err
     assert cli(["sessions", str(tmp_path / "missing.sdfg")]) == 1
@@ -312,8 +326,15 @@ def test_the_installed_command_runs_in_its_own_process(llm, tmp_path, _isolated_
     path = tmp_path / "twice.sdfg"
     twice_sdfg().save(str(path))
     env = {**os.environ, **provider_env(llm), "DACE_default_build_folder": str(_isolated_dace_ai)}
-    done = subprocess.run([sys.executable, "-m", "dace_ai.cli.main", "history", str(path), "--json"],
-                          check=False, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "dace_ai.cli.main", "history", str(path), "--json"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert [r["status"] for r in json.loads(done.stdout)] == ["accepted"]
 
@@ -323,8 +344,9 @@ def test_the_session_record_keeps_unknown_fields_and_reads_damaged_files(_isolat
 
     session = session_by_id("prog-abc")
     session.folder.mkdir(parents=True)
-    session.summary_path.write_text(json.dumps({"rounds": [{"number": 1, "status": "accepted", "extra": 7},
-                                                           "garbage"], "from_elsewhere": {"a": 1}}))
+    session.summary_path.write_text(
+        json.dumps({"rounds": [{"number": 1, "status": "accepted", "extra": 7}, "garbage"], "from_elsewhere": {"a": 1}})
+    )
     session.set_pinned(True)
     data = json.loads(session.summary_path.read_text())
     assert data["from_elsewhere"] == {"a": 1} and data["rounds"] == [{"number": 1, "status": "accepted", "extra": 7}]

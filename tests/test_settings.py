@@ -44,7 +44,8 @@ def test_dace_config_sees_environment_variable(monkeypatch):
 
 def test_source_precedence(tmp_path, monkeypatch, dace_config_model):
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.dace-ai]\nmodel = "from-file"\neffort = "low"\nmax_concurrency = 3\ntimeout = 12\n')
+        '[tool.dace-ai]\nmodel = "from-file"\neffort = "low"\nmax_concurrency = 3\ntimeout = 12\n'
+    )
     monkeypatch.setenv("DACE_ai_effort", "high")
     monkeypatch.setenv("DACE_ai_timeout", "30")
     settings = resolve_settings({"timeout": 5}, start_dir=tmp_path)
@@ -88,7 +89,7 @@ def test_bad_choice_lists_allowed_values(tmp_path):
 def test_unknown_keys_are_rejected(tmp_path):
     with pytest.raises(SettingsError, match="unknown setting.*'modle'"):
         resolve_settings({"modle": "x"})
-    (tmp_path / "pyproject.toml").write_text('[tool.dace-ai]\nmax_tokenz = 5\n')
+    (tmp_path / "pyproject.toml").write_text("[tool.dace-ai]\nmax_tokenz = 5\n")
     with pytest.raises(SettingsError, match=r"pyproject.toml \[tool.dace-ai\]: unknown setting.*'max_tokenz'"):
         resolve_settings(start_dir=tmp_path)
 
@@ -121,8 +122,9 @@ def test_configured_target_applies_only_to_its_kind(register_dace_ai_plugin):
     class GpuPack:
         @hookimpl
         def dace_ai_targets(self):
-            yield Target(name="test-gpu", kind="gpu", detect=lambda: Detection(False, "no device"),
-                         describe=lambda d: "a GPU")
+            yield Target(
+                name="test-gpu", kind="gpu", detect=lambda: Detection(False, "no device"), describe=lambda d: "a GPU"
+            )
 
     register_dace_ai_plugin(GpuPack(), name="gpu-pack")
     settings = resolve_settings({"target": "test-gpu"})
@@ -136,14 +138,21 @@ def _lab_plugin(settings=None):
     """A plugin owning settings through its checker registration."""
     from dace_ai.plugin import Checker, CheckReport, Setting, hookimpl
 
-    declared = settings or (Setting("lab_level", int, 2, "How strict the lab checker is"),
-                            Setting("lab_mode", str, "fast", "Lab checker mode", choices=("fast", "full")))
+    declared = settings or (
+        Setting("lab_level", int, 2, "How strict the lab checker is"),
+        Setting("lab_mode", str, "fast", "Lab checker mode", choices=("fast", "full")),
+    )
 
     class LabPlugin:
         @hookimpl
         def dace_ai_checkers(self):
-            yield Checker(name="lab-check", stage="compile", default=False, settings=declared,
-                          check=lambda request: CheckReport("lab-check", "passed"))
+            yield Checker(
+                name="lab-check",
+                stage="compile",
+                default=False,
+                settings=declared,
+                check=lambda request: CheckReport("lab-check", "passed"),
+            )
 
     return LabPlugin()
 
@@ -174,8 +183,11 @@ def test_plugin_setting_defaults_and_every_source(lab_settings, tmp_path, monkey
 
 def test_plugin_setting_bad_values_name_key_source_and_allowed(lab_settings, monkeypatch):
     monkeypatch.setenv("DACE_ai_lab_mode", "slow")
-    with pytest.raises(SettingsError, match=r"'lab_mode' = 'slow' from environment variable DACE_ai_lab_mode "
-                                            r"is not allowed \(allowed: 'fast', 'full'\)"):
+    with pytest.raises(
+        SettingsError,
+        match=r"'lab_mode' = 'slow' from environment variable DACE_ai_lab_mode "
+        r"is not allowed \(allowed: 'fast', 'full'\)",
+    ):
         resolve_settings()
     monkeypatch.delenv("DACE_ai_lab_mode")
     with pytest.raises(SettingsError, match=r"'lab_level' = 'lots' from argument is not allowed.*allowed: int"):
@@ -208,8 +220,9 @@ def test_misspelt_environment_variable_warns_with_closest_setting(lab_settings, 
     with pytest.warns(SettingsWarning) as caught:
         resolve_settings()
     messages = sorted(str(w.message) for w in caught)
-    assert any("DACE_ai_max_tokns names no dace-ai setting" in m and "did you mean DACE_ai_max_tokens?" in m
-               for m in messages), messages
+    assert any(
+        "DACE_ai_max_tokns names no dace-ai setting" in m and "did you mean DACE_ai_max_tokens?" in m for m in messages
+    ), messages
     assert any("did you mean DACE_ai_lab_level?" in m for m in messages), messages
 
 

@@ -76,13 +76,16 @@ class _LabPlugin:
 
 
 def test_a_plugins_checkers_share_a_value_under_their_own_key_and_their_background_work_is_stopped(
-        register_dace_ai_plugin):
+    register_dace_ai_plugin,
+):
     plugin = register_dace_ai_plugin(_LabPlugin(), "lab-plugin")
     node, answer = node_context(), Answer(code="for (int i = 0; i < N; ++i) _b[i] = 2 * _a[i];")
     request = CheckRequest(answer, node, resolve_settings({"checkers": "t-use,t-parse"}), check_workdir(node, answer))
     reports = run_checks(request)
-    assert [(r.checker, r.status, r.stage) for r in reports] == [("t-parse", "passed", "compile"),
-                                                                ("t-use", "passed", "verify")]
+    assert [(r.checker, r.status, r.stage) for r in reports] == [
+        ("t-parse", "passed", "compile"),
+        ("t-use", "passed", "verify"),
+    ]
     assert plugin.seen == [answer.code.split()] and request.shared[LISTING] == answer.code.split()
     assert plugin.selected == [["t-parse", "t-use"]]  # in run order: compile before verify
     # Stopped once each when the checks ended; one that fails to stop does not keep the other running.

@@ -29,15 +29,32 @@ def dry_run(capsys, *argv: str) -> tuple[int, str, str]:
 
 def test_the_slurm_job_script_comes_from_the_command_line(capsys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)  # in this environment, never in a script
-    code, script, _ = dry_run(capsys, "--executor", "slurm", "--queue", "a64fx", "--account", "proj42",
-                              "--walltime", "00:30:00", "--cores", "48", "--memory", "32GB",
-                              "--prologue", "module load gcc/12", "--prologue", "source ~/venv/bin/activate",
-                              "--directive=--exclusive", "--targets", "sve")
+    code, script, _ = dry_run(
+        capsys,
+        "--executor",
+        "slurm",
+        "--queue",
+        "a64fx",
+        "--account",
+        "proj42",
+        "--walltime",
+        "00:30:00",
+        "--cores",
+        "48",
+        "--memory",
+        "32GB",
+        "--prologue",
+        "module load gcc/12",
+        "--prologue",
+        "source ~/venv/bin/activate",
+        "--directive=--exclusive",
+        "--targets",
+        "sve",
+    )
     assert code == 0
     lines = script.splitlines()
     assert lines[0] == "#!/usr/bin/env bash"
-    for directive in ("-J dace-ai-worker", "-p a64fx", "-A proj42", "-t 00:30:00", "--cpus-per-task=48",
-                      "--exclusive"):
+    for directive in ("-J dace-ai-worker", "-p a64fx", "-A proj42", "-t 00:30:00", "--cpus-per-task=48", "--exclusive"):
         assert f"#SBATCH {directive}" in lines, script
     worker = lines[-1]
     assert lines[-3:-1] == ["module load gcc/12", "source ~/venv/bin/activate"]  # the prologue, then the worker
@@ -57,7 +74,6 @@ def test_batch_settings_come_from_the_environment_and_the_command_line_wins(caps
     assert code == 0 and '#BSUB -P "p7"' in script and "#BSUB -q workq" in script and "--interface lo" in script
 
 
-
 def test_batch_settings_come_from_dace_configuration(capsys):
     """``.dace.conf`` (DaCe's configuration, category ai) holds them like any other setting."""
     import dace
@@ -74,9 +90,11 @@ def test_a_key_in_the_prologue_is_refused_and_bad_values_are_one_line(capsys, mo
     monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
     code, out, err = dry_run(capsys, "--executor", "slurm", "--prologue", f"export ANTHROPIC_API_KEY={SECRET}")
     assert code == 1 and not out and SECRET not in err and "would carry a credential" in err
-    for argv, words in ((["--executor", "slurm", "--adapt", "8"], "expected MIN:MAX"),
-                        (["--executor", "slurm", "--cores", "many"], "'cluster_cores'"),
-                        (["--executor", "dask", "--cluster", "sge"], "'cluster'")):
+    for argv, words in (
+        (["--executor", "slurm", "--adapt", "8"], "expected MIN:MAX"),
+        (["--executor", "slurm", "--cores", "many"], "'cluster_cores'"),
+        (["--executor", "dask", "--cluster", "sge"], "'cluster'"),
+    ):
         code, out, err = dry_run(capsys, *argv)
         assert code == 1 and words in err and len(err.splitlines()) == 1, err
 
@@ -119,8 +137,10 @@ def slurm_problem() -> str | None:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"sinfo does not answer: {exc}"
     if states.returncode != 0 or not re.search(r"idle|mixed|alloc", states.stdout):
-        return f"no SLURM controller with a usable node answers ({(states.stderr or states.stdout).strip()[:120]}); "\
-               "run .ci/slurm-up"
+        return (
+            f"no SLURM controller with a usable node answers ({(states.stderr or states.stdout).strip()[:120]}); "
+            "run .ci/slurm-up"
+        )
     return None
 
 
@@ -130,8 +150,9 @@ def state_folder() -> str:
 
 
 def worker_jobs() -> list[str]:
-    out = subprocess.run(["squeue", "-h", "-n", "dace-ai-worker", "-o", "%i"], capture_output=True, text=True,
-                         timeout=10).stdout
+    out = subprocess.run(
+        ["squeue", "-h", "-n", "dace-ai-worker", "-o", "%i"], capture_output=True, text=True, timeout=10
+    ).stdout
     return out.split()
 
 
@@ -146,8 +167,9 @@ def test_checks_run_in_slurm_jobs_that_scale_with_the_queue_and_hold_no_key(fake
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and not done.is_set():
             for job in worker_jobs():
-                environment = subprocess.run(["find", state, "-path", f"*job.{job}/environment"],
-                                             capture_output=True, text=True).stdout.split()
+                environment = subprocess.run(
+                    ["find", state, "-path", f"*job.{job}/environment"], capture_output=True, text=True
+                ).stdout.split()
                 for path in environment:
                     with open(path, "rb") as f:
                         saved = f.read()
@@ -160,9 +182,18 @@ def test_checks_run_in_slurm_jobs_that_scale_with_the_queue_and_hold_no_key(fake
     sdfg, _ = inc_program("slurm_real")
     fake.queue(json.dumps(GOOD))
     try:
-        summary = dace_ai.generate(sdfg, settings={"provider": "scripted", "cluster_cores": 1,
-                                                   "cluster_memory": "1GB", "cluster_walltime": "00:10:00",
-                                                   "cluster_adapt": "0:2"}, executor="slurm", progress=False)
+        summary = dace_ai.generate(
+            sdfg,
+            settings={
+                "provider": "scripted",
+                "cluster_cores": 1,
+                "cluster_memory": "1GB",
+                "cluster_walltime": "00:10:00",
+                "cluster_adapt": "0:2",
+            },
+            executor="slurm",
+            progress=False,
+        )
     finally:
         done.set()
         watcher.join()
@@ -185,8 +216,27 @@ def test_cli_optimize_on_a_fixed_number_of_slurm_jobs(fake, tmp_path, capsys, mo
     monkeypatch.setenv("DACE_ai_provider", "scripted")
     other = {"code": "for (int i = 7; i >= 0; --i) _out[i] = 1.0 + _a[i];"}
     fake.queue(json.dumps(GOOD), json.dumps(other))
-    code = main(["optimize", str(path), "--samples", "2", "--rounds", "0", "--json", "--executor", "slurm",
-                 "--workers", "1", "--cores", "1", "--memory", "1GB", "--walltime", "00:10:00"])
+    code = main(
+        [
+            "optimize",
+            str(path),
+            "--samples",
+            "2",
+            "--rounds",
+            "0",
+            "--json",
+            "--executor",
+            "slurm",
+            "--workers",
+            "1",
+            "--cores",
+            "1",
+            "--memory",
+            "1GB",
+            "--walltime",
+            "00:10:00",
+        ]
+    )
     out = capsys.readouterr()
     assert code == 0, out.err
     assert "started a SLURM cluster (1 job(s) of 1 core(s)" in out.err

@@ -5,7 +5,6 @@ a child; NumPy's sgemm and copy are measured in a child of their own; the bench 
 candidate with a real DaCe build of the native reference.
 """
 
-
 import json
 import os
 import subprocess
@@ -28,8 +27,10 @@ from dace_ai.prompt.answer import Answer
 
 M, K, N = (dace.symbol(s) for s in "MKN")
 
-MATMUL = ("for (int i = 0; i < M; ++i) for (int j = 0; j < N; ++j) { double acc = 0;"
-          " for (int k = 0; k < K; ++k) acc += _a[i * K + k] * _b[k * N + j]; _c[i * N + j] = acc; }")
+MATMUL = (
+    "for (int i = 0; i < M; ++i) for (int j = 0; j < N; ++j) { double acc = 0;"
+    " for (int k = 0; k < K; ++k) acc += _a[i * K + k] * _b[k * N + j]; _c[i * N + j] = acc; }"
+)
 
 #: NumPy's sgemm and copy on one thread (OpenBLAS's thread count set before it loads; its core type left as
 #: the environment says), each the best of several runs by the CPU time of the calling thread, as the
@@ -87,9 +88,18 @@ def test_the_roofline_is_measured_once_and_numpy_stays_under_it(capsys, _isolate
 
     target, detection, _ = resolve_target(resolve_settings(), kind="cpu")
     peaks = target.resolved_peaks(detection)
-    assert report["vendor"] == ({target.name: {"peak_gflops": dict(peaks.peak_gflops), "bandwidth_gbs":
-                                               peaks.bandwidth_gbs, "threads": peaks.threads,
-                                               "source": peaks.source}} if peaks else {})
+    assert report["vendor"] == (
+        {
+            target.name: {
+                "peak_gflops": dict(peaks.peak_gflops),
+                "bandwidth_gbs": peaks.bandwidth_gbs,
+                "threads": peaks.threads,
+                "source": peaks.source,
+            }
+        }
+        if peaks
+        else {}
+    )
     store.clear_memo()
     assert _roofline_json(capsys)["measured_at"] == report["measured_at"]  # read from the store, not measured again
     assert main_text(capsys).startswith("Roofline of this machine")
@@ -100,14 +110,22 @@ def test_the_roofline_is_measured_once_and_numpy_stays_under_it(capsys, _isolate
     memory = next(level for level in roofline.levels if level.name == "memory")
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS",)}
     env["OPENBLAS_NUM_THREADS"] = "1"  # OPENBLAS_CORETYPE, when set, stays as the environment says
-    done = subprocess.run([sys.executable, "-c", NUMPY_FIGURES, str(memory.measured_bytes)], capture_output=True,
-                          text=True, env=env, timeout=300, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", NUMPY_FIGURES, str(memory.measured_bytes)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=True,
+    )
     numpy = json.loads(done.stdout)
     peak = roofline.peak("float32", 1)
     bandwidth, level = roofline.bandwidth(1, memory.measured_bytes)
     assert level == "memory"
-    print(f"NumPy sgemm {numpy['sgemm_gflops']:.1f} GFLOP/s of peak {peak:.1f}; copy {numpy['copy_gbs']:.1f} GB/s "
-          f"of {bandwidth:.1f} GB/s (one thread)")
+    print(
+        f"NumPy sgemm {numpy['sgemm_gflops']:.1f} GFLOP/s of peak {peak:.1f}; copy {numpy['copy_gbs']:.1f} GB/s "
+        f"of {bandwidth:.1f} GB/s (one thread)"
+    )
     # The roofline is an upper bound NumPy never beats; how close NumPy comes depends on the BLAS kernel it picks
     # for this CPU (OpenBLAS's Haswell kernel on an AVX-512 machine reaches a fifth of it), so that fraction is a
     # figure bench/roofline.py prints, not an assertion. The lower bound only catches a roofline off by a unit.
@@ -144,15 +162,31 @@ def test_a_target_packs_vendor_peaks_are_shown_beside_the_measured_roofline(caps
     class LabTarget:
         @hookimpl
         def dace_ai_targets(self):
-            yield Target(name="lab-cpu", kind="cpu", priority=10_000, detect=lambda: Detection(True, "always"),
-                         describe=lambda d: "the lab's CPU", compiler=("c++",),
-                         peaks=lambda d: VendorPeaks({"float32": 4321.0, "float64": 2160.5}, bandwidth_gbs=987.6,
-                                                     threads=64, source="the lab's data sheet"))
+            yield Target(
+                name="lab-cpu",
+                kind="cpu",
+                priority=10_000,
+                detect=lambda: Detection(True, "always"),
+                describe=lambda d: "the lab's CPU",
+                compiler=("c++",),
+                peaks=lambda d: VendorPeaks(
+                    {"float32": 4321.0, "float64": 2160.5},
+                    bandwidth_gbs=987.6,
+                    threads=64,
+                    source="the lab's data sheet",
+                ),
+            )
 
     register_dace_ai_plugin(LabTarget(), "lab-target")
     report = _roofline_json(capsys)
-    assert report["vendor"] == {"lab-cpu": {"peak_gflops": {"float32": 4321.0, "float64": 2160.5},
-                                            "bandwidth_gbs": 987.6, "threads": 64, "source": "the lab's data sheet"}}
+    assert report["vendor"] == {
+        "lab-cpu": {
+            "peak_gflops": {"float32": 4321.0, "float64": 2160.5},
+            "bandwidth_gbs": 987.6,
+            "threads": 64,
+            "source": "the lab's data sheet",
+        }
+    }
     text = main_text(capsys)
     assert "lab-cpu (vendor, 64 threads)" in text and "4321 GFLOP/s" in text and "988 GB/s" in text
     assert "vendor figures: the lab's data sheet" in text
@@ -165,14 +199,26 @@ def test_a_target_packs_vendor_peaks_are_shown_beside_the_measured_roofline(caps
 def test_the_roofline_answers_for_a_working_set_and_a_thread_count():
     from dace_ai.performance.roofline import Level, Roofline
 
-    roofline = Roofline(threads=4, peak_gflops={1: {"float32": 100.0, "float64": 50.0},
-                                                4: {"float32": 360.0, "float64": 180.0}},
-                        bandwidth_gbs={1: {"L1": 400.0, "L2": 150.0, "L3": 60.0, "memory": 20.0},
-                                       4: {"L1": 1600.0, "L2": 20.0, "L3": 120.0, "memory": 40.0}},
-                        levels=(Level("L1", 48 << 10, 1, 24 << 10), Level("L2", 2 << 20, 1, 1 << 20),
-                                Level("L3", 32 << 20, 8, 2 << 20), Level("memory", 0, 0, 512 << 20)),
-                        measured_at="2026-01-01T00:00:00Z", seconds=3.0, compiler="c++", flags=("-O3",), cpu="cpu",
-                        key="k")
+    roofline = Roofline(
+        threads=4,
+        peak_gflops={1: {"float32": 100.0, "float64": 50.0}, 4: {"float32": 360.0, "float64": 180.0}},
+        bandwidth_gbs={
+            1: {"L1": 400.0, "L2": 150.0, "L3": 60.0, "memory": 20.0},
+            4: {"L1": 1600.0, "L2": 20.0, "L3": 120.0, "memory": 40.0},
+        },
+        levels=(
+            Level("L1", 48 << 10, 1, 24 << 10),
+            Level("L2", 2 << 20, 1, 1 << 20),
+            Level("L3", 32 << 20, 8, 2 << 20),
+            Level("memory", 0, 0, 512 << 20),
+        ),
+        measured_at="2026-01-01T00:00:00Z",
+        seconds=3.0,
+        compiler="c++",
+        flags=("-O3",),
+        cpu="cpu",
+        key="k",
+    )
     assert roofline.level_for(100 << 10, 4) == "L1" and roofline.level_for(100 << 10, 1) == "L2"
     assert roofline.level_for(40 << 20, 4) == "memory" and roofline.level_for(None) == "memory"
     # The best case: what fits in L1 at L1's bandwidth, the rest at L2's, ...
@@ -195,11 +241,11 @@ def test_a_figure_and_its_line():
     assert tuple(compute) == KEYS and compute["bound"] == "compute"
     assert compute["fraction"] == pytest.approx(52.1 / 190)
     assert dace_ai.performance.describe_speed_of_light(compute) == (
-        "52.1 GFLOP/s, 0.9 GB/s: compute-bound, 27% of speed of light (peak 190 GFLOP/s float32, 2 threads)")
+        "52.1 GFLOP/s, 0.9 GB/s: compute-bound, 27% of speed of light (peak 190 GFLOP/s float32, 2 threads)"
+    )
     memory = figure(None, 2.5e9, 0.1, "float64", 150.0, 30.0, 1)
     assert memory["bound"] == "memory" and memory["gflops"] is None and memory["fraction"] == pytest.approx(2.5 / 3)
-    assert describe(memory) == ("25.0 GB/s: memory-bound (no flops known), 83% of speed of light "
-                                "(30.0 GB/s, 1 thread)")
+    assert describe(memory) == ("25.0 GB/s: memory-bound (no flops known), 83% of speed of light (30.0 GB/s, 1 thread)")
     assert provenance_field(compute) == "0.274" and provenance_field(None) == ""
     with pytest.raises(ValueError, match="positive time"):
         figure(1.0, 1.0, 0.0, "float64", 1.0, 1.0, 1)
@@ -211,7 +257,7 @@ def _context(program, implementation: str | None = "ai"):
         for node, _ in sdfg.all_nodes_recursive():
             if isinstance(node, dace.nodes.LibraryNode):
                 node.implementation = implementation
-    (parent, state, node), = pending_nodes(sdfg)
+    ((parent, state, node),) = pending_nodes(sdfg)
     return node_context(parent, state, node, resolve_settings())
 
 
@@ -264,12 +310,13 @@ def test_the_bench_stage_reports_the_speed_of_light_of_its_timing():
     sizes = {"M": 48, "K": 40, "N": 56}
 
     def bench(**settings):
-        settings = resolve_settings({"checkers": "bench", "bench_sizes": "M=48,K=40,N=56", "bench_repeats": 3,
-                                     **settings})
+        settings = resolve_settings(
+            {"checkers": "bench", "bench_sizes": "M=48,K=40,N=56", "bench_repeats": 3, **settings}
+        )
         for node, _ in sdfg.all_nodes_recursive():
             if isinstance(node, dace.nodes.LibraryNode):
                 node.implementation = "ai"
-        (parent, state, node), = pending_nodes(sdfg)
+        ((parent, state, node),) = pending_nodes(sdfg)
         ctx = node_context(parent, state, node, settings)
         request = CheckRequest(Answer(code=MATMUL), ctx, settings, check_workdir(ctx, Answer(code=MATMUL)))
         (report,) = run_checks(request)
@@ -297,8 +344,12 @@ def test_the_bench_stage_reports_the_speed_of_light_of_its_timing():
     assert sol["fraction"] == pytest.approx(ideal / seconds)
     assert sol["bound"] == ("compute" if flops / sol["peak_gflops"] > nbytes / sol["bandwidth_gbs"] else "memory")
     assert dace_ai.performance.describe_speed_of_light(sol) in report.diagnostics
-    assert report.details["work"] == {"flops": "2*K*M*N", "bytes": "8*K*M + 8*K*N + 8*M*N",
-                                      "source": "MatMul semantics", "note": ""}
+    assert report.details["work"] == {
+        "flops": "2*K*M*N",
+        "bytes": "8*K*M + 8*K*N + 8*M*N",
+        "source": "MatMul semantics",
+        "note": "",
+    }
 
 
 @pytest.mark.slow
@@ -310,8 +361,7 @@ def test_optimize_puts_the_speed_of_light_in_the_provenance_the_session_and_its_
 
     @dace.program
     def prog(A: dace.float64[N]):
-        return dace_ai.ai("Write _out[i] = 2 * _a[i] for every i < N.", a=A, name="twice", reference=twice,
-                          flops="N")
+        return dace_ai.ai("Write _out[i] = 2 * _a[i] for every i < N.", a=A, name="twice", reference=twice, flops="N")
 
     fake.queue(json.dumps({"code": "for (int i = 0; i < N; ++i) _out[i] = 2.0 * _a[i];"}))
     sdfg = prog.to_sdfg()

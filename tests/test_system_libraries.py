@@ -16,8 +16,10 @@ from tests.system_libraries import HIDE_VARIABLE
 
 NEEDS_A_LIBRARY = [
     "tests/test_environments.py::test_registered_environments_reused_unknown_listed_gpu_ones_not_offered_to_cpu_code",
-    ("tests/test_environments.py::"
-     "test_a_pack_whose_library_is_missing_is_not_offered_and_a_request_for_it_is_a_clear_error"),
+    (
+        "tests/test_environments.py::"
+        "test_a_pack_whose_library_is_missing_is_not_offered_and_a_request_for_it_is_a_clear_error"
+    ),
     "tests/test_environments.py::test_gemm_through_ai_calls_cblas_sgemm_via_the_openblas_pack",
     "tests/test_environments.py::test_ai_node_fft_with_fftw_plan_made_once_in_init_code",
 ]
@@ -42,9 +44,28 @@ def test_hidden_libraries_are_missing_with_the_debian_package_named(monkeypatch)
 def test_tests_needing_openblas_or_fftw_skip_with_the_reason_when_they_are_absent(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DACE_ai_", "PYTEST_"))}
     env[HIDE_VARIABLE] = "openblas,fftw"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.system_libraries", "-n", "0", "-q", "-rs",
-                           "-p", "no:cacheprovider", *NEEDS_A_LIBRARY], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "tests.system_libraries",
+            "-n",
+            "0",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            *NEEDS_A_LIBRARY,
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert f"{len(NEEDS_A_LIBRARY)} skipped" in out and "failed" not in out and "passed" not in out, out

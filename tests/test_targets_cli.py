@@ -12,8 +12,14 @@ from dace_ai.cli.targets import main
 from tests.distributions import REPO, build_wheel, install_wheels, run_json
 from tests.target_support import gemm_prompt_sections
 
-PACKS = {"x86-avx2": "dace-ai-x86", "x86-avx512": "dace-ai-x86", "sve": "dace-ai-sve", "cuda": "dace-ai-cuda",
-         "hip": "dace-ai-hip", "host": "dace-ai"}
+PACKS = {
+    "x86-avx2": "dace-ai-x86",
+    "x86-avx512": "dace-ai-x86",
+    "sve": "dace-ai-sve",
+    "cuda": "dace-ai-cuda",
+    "hip": "dace-ai-hip",
+    "host": "dace-ai",
+}
 
 
 def _report(capsys, argv=("--json",)) -> dict:
@@ -26,10 +32,13 @@ def test_json_lists_every_pack_with_distribution_detection_and_choice(capsys):
     rows = {row["name"]: row for row in report["targets"]}
     for name, dist in PACKS.items():
         assert rows[name]["distribution"] == dist and rows[name]["version"]
-    assert [r["priority"] for r in report["targets"]] == sorted((r["priority"] for r in report["targets"]),
-                                                                reverse=True)
+    assert [r["priority"] for r in report["targets"]] == sorted(
+        (r["priority"] for r in report["targets"]), reverse=True
+    )
     assert rows["sve"]["flags"] == ["-O3", "-march=armv8-a+sve"] and rows["sve"]["checkers"] == [
-        "sve-compile", "sve-vector-lengths"]
+        "sve-compile",
+        "sve-vector-lengths",
+    ]
     detected_cpu = [r for r in report["targets"] if r["kind"] == "cpu" and r["detected"]]
     assert report["chosen"]["cpu"]["name"] == detected_cpu[0]["name"]  # highest priority that matched
     assert report["chosen"]["cpu"]["reason"].startswith("detected:")
@@ -79,9 +88,11 @@ def _env(site, **extra):
 
 
 def test_installed_rvv_target_appears_in_dace_ai_targets(rvv_site):
-    code = ("import contextlib, io, json; from dace_ai.cli.targets import main; out = io.StringIO()\n"
-            "with contextlib.redirect_stdout(out): assert main(['--json']) == 0\n"
-            "print(json.dumps(json.loads(out.getvalue())))")
+    code = (
+        "import contextlib, io, json; from dace_ai.cli.targets import main; out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out): assert main(['--json']) == 0\n"
+        "print(json.dumps(json.loads(out.getvalue())))"
+    )
     report = run_json(code, rvv_site, _env(rvv_site))
     rows = {row["name"]: row for row in report["targets"]}
     assert rows["rvv"]["distribution"] == "dace-ai-test-rvv" and rows["rvv"]["version"] == "0.3.1"
@@ -94,8 +105,10 @@ def test_installed_rvv_target_appears_in_dace_ai_targets(rvv_site):
 
 def test_installed_rvv_target_appears_in_the_prompt(rvv_site):
     # Both prompts come from the same fresh process, so every other section sees the same machine.
-    code = ("import json; from tests.target_support import gemm_prompt_sections; "
-            "print(json.dumps([gemm_prompt_sections('rvv'), gemm_prompt_sections('host')]))")
+    code = (
+        "import json; from tests.target_support import gemm_prompt_sections; "
+        "print(json.dumps([gemm_prompt_sections('rvv'), gemm_prompt_sections('host')]))"
+    )
     sections, host = run_json(code, rvv_site, _env(rvv_site))
     assert "-march=rv64gcv" in sections["target"] and "`rvv`" in sections["target"]
     assert "__riscv_vsetvl_e64m4" in sections["target-guidance"]

@@ -20,7 +20,8 @@ NO_GPU = shutil.which("nvidia-smi") is None
 #: DaCe 2's runtime headers include hip/hip_bf16.h, which older HIP releases (Debian's 5.2) do not have.
 hip_runs_dace_headers = pytest.mark.skipif(
     DACE2 and not any(Path(root, "hip", "hip_bf16.h").is_file() for root in ("/usr/include", "/opt/rocm/include")),
-    reason="DaCe 2's runtime headers need hip/hip_bf16.h, which this HIP installation lacks")
+    reason="DaCe 2's runtime headers need hip/hip_bf16.h, which this HIP installation lacks",
+)
 
 
 def test_gpu_targets_describe_themselves_and_are_chosen_by_setting():
@@ -44,8 +45,9 @@ def test_device_unit_maps_the_gpu_map_parameter_to_thread_indices():
 
 @needs_nvcc
 def test_cuda_device_tasklet_passes_for_the_configured_arch(tmp_path):
-    report = run_checker("cuda-nvcc", answer("cuda", "elem_ok"), gpu_element_node(target("cuda")), tmp_path,
-                         cuda_arch="90")
+    report = run_checker(
+        "cuda-nvcc", answer("cuda", "elem_ok"), gpu_element_node(target("cuda")), tmp_path, cuda_arch="90"
+    )
     assert report.status == "passed", report.diagnostics
     assert report.details["arch"] == "sm_90" and "-arch=sm_90" in report.details["command"]
     assert "setting cuda_arch" in report.details["arch_source"]
@@ -102,8 +104,9 @@ def test_hip_device_tasklet_passes_and_one_using_state_is_rejected(tmp_path):
 @needs_hipcc
 @hip_runs_dace_headers
 def test_hip_host_tasklet_passes_for_the_configured_arch(tmp_path):
-    report = run_checker("hip-hipcc", answer("hip", "host_ok"), gpu_host_node(target("hip")), tmp_path,
-                         hip_arch="gfx908")
+    report = run_checker(
+        "hip-hipcc", answer("hip", "host_ok"), gpu_host_node(target("hip")), tmp_path, hip_arch="gfx908"
+    )
     assert report.status == "passed", report.diagnostics
     assert "--offload-arch=gfx908" in report.details["command"]
 

@@ -17,8 +17,10 @@ from tests.target_support import answer, axpy_node, gemm_node, run_checker, targ
 _HEADERS = cross_headers_problem()
 needs_cross = pytest.mark.skipif(
     shutil.which("aarch64-linux-gnu-g++") is None or shutil.which("qemu-aarch64") is None or _HEADERS is not None,
-    reason="needs g++-aarch64-linux-gnu and qemu-user" if _HEADERS is None else
-    f"DaCe 2's runtime headers do not compile with this aarch64-linux-gnu-g++: {_HEADERS}")
+    reason="needs g++-aarch64-linux-gnu and qemu-user"
+    if _HEADERS is None
+    else f"DaCe 2's runtime headers do not compile with this aarch64-linux-gnu-g++: {_HEADERS}",
+)
 
 
 def test_target_is_chosen_by_setting_and_describes_vector_length_agnostic_code():
@@ -36,7 +38,7 @@ def test_harness_fills_every_connector_and_prints_outputs():
     source = harness_source(answer("sve", "gemm_vla"), gemm_node(target("sve")), "")
     assert "dace_ai_tasklet(__state, M, N, K, dace_ai_buf_0, dace_ai_buf_1, dace_ai_buf_2);" in source
     # C is M x N with row stride N: 41 * 43 elements with M=41, N=43 (K=37)
-    assert "new double[1763]" in source and 'OUT _c 1763' in source
+    assert "new double[1763]" in source and "OUT _c 1763" in source
     assert parse_outputs("noise\nOUT _c 2\n0x1p+0\n-0x1.8p+1\n") == {"_c": [1.0, -3.0]}
     assert first_difference([1.0, 2.0], [1.0, 2.0]) is None and first_difference([1.0, 2.0], [1.0, 2.5]) == 1
 

@@ -51,9 +51,11 @@ def test_flags_and_description_match_the_level():
 
 
 def test_scan_names_the_extension_of_each_intrinsic():
-    code = ("__m256d a = _mm256_loadu_pd(p); // _mm512_add_pd in a comment is ignored\n"
-            "a = _mm256_fmadd_pd(a, a, a);\n__m256i m = _mm256_add_epi32(x, y);\n"
-            "__m512d z = _mm512_maskz_loadu_pd(k, p); _mm256_mask_storeu_pd(p, k, a);\n")
+    code = (
+        "__m256d a = _mm256_loadu_pd(p); // _mm512_add_pd in a comment is ignored\n"
+        "a = _mm256_fmadd_pd(a, a, a);\n__m256i m = _mm256_add_epi32(x, y);\n"
+        "__m512d z = _mm512_maskz_loadu_pd(k, p); _mm256_mask_storeu_pd(p, k, a);\n"
+    )
     found = {name: (feature, line) for name, feature, _, _, line in required_features({"code": code})}
     assert found["_mm256_loadu_pd"] == ("avx", 1)
     assert found["_mm256_fmadd_pd"] == ("fma", 2)

@@ -90,6 +90,7 @@ def test_contract_checks_plugin_settings():
             def dace_ai_providers(self):
                 yield Provider(name="p1", factory=lambda s: None, settings=settings[:1])
                 yield Provider(name="p2", factory=lambda s: None, settings=settings[1:])
+
         return Plugin()
 
     check_registrations(plugin_with(Setting("lab_x", int, 1), Setting("lab_x", int, 1)))
@@ -116,10 +117,29 @@ def test_pytest_plugin_costs_other_projects_nothing_until_a_fixture_is_used(tmp_
         "    loaded = sorted(m for m in sys.modules if m == 'dace' or m.startswith(('dace.', 'dace_ai')))\n"
         "    assert loaded == ['dace_ai_pytest'], loaded\n\n"
         "def test_z_fixture_imports_on_use(register_dace_ai_plugin):\n"
-        "    assert 'dace_ai' in sys.modules and 'dace' in sys.modules\n")
+        "    assert 'dace_ai' in sys.modules and 'dace' in sys.modules\n"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DACE_ai_", "PYTEST_"))}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                           "-p", "no:randomly", "tests"], check=False, cwd=project, capture_output=True, text=True, env=env,
-                          timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:randomly",
+            "tests",
+        ],
+        check=False,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "2 passed" in proc.stdout

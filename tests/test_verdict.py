@@ -39,9 +39,12 @@ class _Verdicts:
     def dace_ai_checkers(self):
         def check(request):
             self.calls += 1
-            return CheckReport("t-verdict", self.status, f"t-verdict says {self.status}",
-                               details={"reason": f"t-verdict: tool missing ({self.status})"}
-                               if self.status == "inconclusive" else {})
+            return CheckReport(
+                "t-verdict",
+                self.status,
+                f"t-verdict says {self.status}",
+                details={"reason": f"t-verdict: tool missing ({self.status})"} if self.status == "inconclusive" else {},
+            )
 
         yield Checker(name="t-verdict", stage="compile", check=check, default=False)
 
@@ -49,16 +52,20 @@ class _Verdicts:
 @pytest.fixture
 def checker(register_dace_ai_plugin):
     fake, verdicts = FakeProvider(), _Verdicts()
-    fake.queue(*[lambda request: json.dumps({"code": GEMM_CODE if "_c" in request.messages[0].content else CODE})]
-               * 40)
+    fake.queue(*[lambda request: json.dumps({"code": GEMM_CODE if "_c" in request.messages[0].content else CODE})] * 40)
     register_dace_ai_plugin(fake.plugin("scripted"), "scripted-provider")
     register_dace_ai_plugin(verdicts, "verdict-checker")
     settings = {"provider": "scripted", "checkers": "t-verdict", "max_repair_attempts": 1}
     for key, value in settings.items():
         dace.Config.set("ai", key, value=value)
     yield verdicts
-    for key, value in (("provider", ""), ("checkers", ""), ("max_repair_attempts", 2), ("on_failure", ""),
-                       ("on_inconclusive", "warn")):
+    for key, value in (
+        ("provider", ""),
+        ("checkers", ""),
+        ("max_repair_attempts", 2),
+        ("on_failure", ""),
+        ("on_inconclusive", "warn"),
+    ):
         dace.Config.set("ai", key, value=value)
 
 
@@ -104,7 +111,9 @@ def test_judge_accepts_refuses_and_warns_by_the_settings():
     assert not refused.accepted and not refused.repairable and refused.level == ""
     assert "could not decide and on_inconclusive=reject" in refused.reason
     failed = judge([_report("failed"), undecided], warn)
-    assert not failed.accepted and failed.repairable and not failed.warnings and "refused by check(s) c" in failed.reason
+    assert (
+        not failed.accepted and failed.repairable and not failed.warnings and "refused by check(s) c" in failed.reason
+    )
     assert judge([], warn).accepted and judge([], warn).level == "unverified: checks are off"
 
 
@@ -197,8 +206,9 @@ def test_expansion_of_a_refused_node_follows_on_failure(checker, on_failure):
     if on_failure == "native":
         with pytest.warns(NativeFallbackWarning, match="'gemm'"):
             sdfg.expand_library_nodes()
-        assert not generated(sdfg) and not any(isinstance(n, dace.nodes.LibraryNode)
-                                               for n, _ in sdfg.all_nodes_recursive())
+        assert not generated(sdfg) and not any(
+            isinstance(n, dace.nodes.LibraryNode) for n, _ in sdfg.all_nodes_recursive()
+        )
     else:
         with pytest.raises(CheckFailed, match="'gemm'.*still fails its checks .t-verdict"):
             sdfg.expand_library_nodes()
@@ -241,9 +251,14 @@ def test_optimize_records_the_level_the_expansion_would_write(checker):
 class _UndecidedVerify:
     @hookimpl
     def dace_ai_checkers(self):
-        yield Checker(name="t-undecided", stage="verify", default=False,
-                      check=lambda request: CheckReport("t-undecided", "inconclusive", "no reference here",
-                                                        details={"reason": "t-undecided: no reference here"}))
+        yield Checker(
+            name="t-undecided",
+            stage="verify",
+            default=False,
+            check=lambda request: CheckReport(
+                "t-undecided", "inconclusive", "no reference here", details={"reason": "t-undecided: no reference here"}
+            ),
+        )
 
 
 def test_dace_ai_bench_refuses_an_undecided_attempt_under_reject(checker, register_dace_ai_plugin, tmp_path):
@@ -252,8 +267,13 @@ def test_dace_ai_bench_refuses_an_undecided_attempt_under_reject(checker, regist
 
     register_dace_ai_plugin(_UndecidedVerify(), "undecided-verify")
     answer = json.dumps({"code": "for (long i = 0; i < N; ++i) _out[i] = _a * _x[i] + _y[i];"})
-    payload = {"suite": "core", "task": "axpy", "answer_text": answer, "build_root": str(tmp_path / "build"),
-               "settings": {"checkers": "t-verdict,t-undecided", "on_inconclusive": "reject"}}
+    payload = {
+        "suite": "core",
+        "task": "axpy",
+        "answer_text": answer,
+        "build_root": str(tmp_path / "build"),
+        "settings": {"checkers": "t-verdict,t-undecided", "on_inconclusive": "reject"},
+    }
     out = evaluate_attempt(payload)
     assert out["accepted"] is False and out["refused_by"] == "verify" and out["task_run"] == "not run"
     assert out["verdict"].startswith("refused by the verify stage: check(s) t-undecided could not decide")

@@ -5,7 +5,6 @@ about it. Wrong, crashing, looping and overrunning answers run only in the sandb
 child; this test process survives every one of them.
 """
 
-
 import json
 import os
 import re
@@ -30,15 +29,21 @@ pytestmark = pytest.mark.slow
 
 N, M, K = (dace.symbol(s) for s in "NMK")
 
-MATMUL = ("for (int i = 0; i < N; ++i) for (int j = 0; j < M; ++j) { double acc = 0;"
-          " for (int k = 0; k < K; ++k) acc += _a[i * K + k] * _b[k * M + j]; _c[i * M + j] = acc; }")
+MATMUL = (
+    "for (int i = 0; i < N; ++i) for (int j = 0; j < M; ++j) { double acc = 0;"
+    " for (int k = 0; k < K; ++k) acc += _a[i * K + k] * _b[k * M + j]; _c[i * M + j] = acc; }"
+)
 #: Correct only when M is a multiple of 8 (the remainder columns are never written).
-MATMUL_BY_8 = ("for (int i = 0; i < N; ++i) for (int j = 0; j < M / 8 * 8; ++j) { double acc = 0;"
-               " for (int k = 0; k < K; ++k) acc += _a[i * K + k] * _b[k * M + j]; _c[i * M + j] = acc; }")
+MATMUL_BY_8 = (
+    "for (int i = 0; i < N; ++i) for (int j = 0; j < M / 8 * 8; ++j) { double acc = 0;"
+    " for (int k = 0; k < K; ++k) acc += _a[i * K + k] * _b[k * M + j]; _c[i * M + j] = acc; }"
+)
 ONES = "for (int i = 0; i < N * M; ++i) _c[i] = 1.0;"
-SOFTMAX = ("double m = _a[0]; for (int i = 1; i < N; ++i) m = _a[i] > m ? _a[i] : m;"
-           " double s = 0; for (int i = 0; i < N; ++i) { _out[i] = std::exp(_a[i] - m); s += _out[i]; }"
-           " for (int i = 0; i < N; ++i) _out[i] /= s;")
+SOFTMAX = (
+    "double m = _a[0]; for (int i = 1; i < N; ++i) m = _a[i] > m ? _a[i] : m;"
+    " double s = 0; for (int i = 0; i < N; ++i) { _out[i] = std::exp(_a[i] - m); s += _out[i]; }"
+    " for (int i = 0; i < N; ++i) _out[i] /= s;"
+)
 
 
 def twice(a):
@@ -177,12 +182,16 @@ def test_correct_matmul_is_marked_verified_in_its_tasklet(scripted):
 
 
 # ----------------------------------------------------------------------------- sandbox
-@pytest.mark.parametrize("code, reason, words", [
-    ("double* p = nullptr; p[3] = _a[0];", "crash", "crashed with SIGSEGV at address 0x18 (a null"),
-    ("volatile long x = 0; while (true) { x = x + 1; }", None, "(an endless loop?)"),
-    (MATMUL + " _c[N * M + 1000] = 2.0;", "outside_buffer", "wrote 8000 byte(s) past the end of container C"),
-    (MATMUL + " _c[N * M] = 2.0;", "outside_buffer", "past the end of container C (connector _c)"),
-], ids=["segfault", "endless-loop", "write-past-output", "write-just-past-output"])
+@pytest.mark.parametrize(
+    "code, reason, words",
+    [
+        ("double* p = nullptr; p[3] = _a[0];", "crash", "crashed with SIGSEGV at address 0x18 (a null"),
+        ("volatile long x = 0; while (true) { x = x + 1; }", None, "(an endless loop?)"),
+        (MATMUL + " _c[N * M + 1000] = 2.0;", "outside_buffer", "wrote 8000 byte(s) past the end of container C"),
+        (MATMUL + " _c[N * M] = 2.0;", "outside_buffer", "past the end of container C (connector _c)"),
+    ],
+    ids=["segfault", "endless-loop", "write-past-output", "write-just-past-output"],
+)
 def test_crashes_loops_and_overruns_are_reported_and_this_process_survives(code, reason, words):
     pid = os.getpid()
     report = verify(matmul.to_sdfg(), code, sandbox_wall_seconds=4, sandbox_cpu_seconds=2)
@@ -196,8 +205,9 @@ def test_crashes_loops_and_overruns_are_reported_and_this_process_survives(code,
 
 
 def test_time_mode_times_candidate_and_reference_on_the_same_inputs():
-    result = run_against_reference(request_for(matmul.to_sdfg(), MATMUL), mode="time", seeds=1,
-                                   sizes=[{"N": 33, "M": 31, "K": 35}], repeats=3)
+    result = run_against_reference(
+        request_for(matmul.to_sdfg(), MATMUL), mode="time", seeds=1, sizes=[{"N": 33, "M": 31, "K": 35}], repeats=3
+    )
     assert result["status"] == "passed" and result["sizes"] == [{"K": 35, "M": 31, "N": 33}]
     (case,) = result["cases"]
     assert len(case["candidate_seconds"]) == 3 and len(case["reference_seconds"]) == 3
@@ -224,11 +234,11 @@ def test_strided_subset_views_are_honoured_and_writes_outside_the_subset_caught(
 
     good = f"for (int i = 0; i < N; ++i) for (int j = 0; j < M; ++j) {at(out)} = 2 * {at(a)};"
     answer = Answer(code=good)
-    report, = run_checks(CheckRequest(answer, ctx, settings, check_workdir(ctx, answer)))
+    (report,) = run_checks(CheckRequest(answer, ctx, settings, check_workdir(ctx, answer)))
     assert report.status == "passed", report.diagnostics
     bad = good + " _out[1] = 0.5;"  # the element between two of the view's columns
     answer = Answer(code=bad)
-    report, = run_checks(CheckRequest(answer, ctx, settings, check_workdir(ctx, answer)))
+    (report,) = run_checks(CheckRequest(answer, ctx, settings, check_workdir(ctx, answer)))
     assert report.status == "failed" and report.reason == "outside_subset"
     assert "wrote to element 2 of B, outside the part its output connector covers" in report.diagnostics
 
@@ -270,8 +280,7 @@ def test_hand_built_ainode_reference_survives_saving_in_this_process():
     sdfg.add_array("A", [N], dace.float64)
     sdfg.add_array("B", [N], dace.float64)
     state = sdfg.add_state()
-    node = AINode("twice", "Write _out[i] = 2 * _a[i].", inputs={"_a"}, outputs={"_out"},
-                  reference=lambda a: 2 * a)
+    node = AINode("twice", "Write _out[i] = 2 * _a[i].", inputs={"_a"}, outputs={"_out"}, reference=lambda a: 2 * a)
     state.add_node(node)
     state.add_edge(state.add_read("A"), None, node, "_a", dace.Memlet("A[0:N]"))
     state.add_edge(node, "_out", state.add_write("B"), None, dace.Memlet("B[0:N]"))
@@ -284,7 +293,8 @@ def test_hand_built_ainode_reference_survives_saving_in_this_process():
 
 def test_sizes_setting_is_parsed_and_used():
     assert parse_sizes_setting("N=5,9 M=3") == {"N": [5, 9], "M": [3]}
-    report = verify(_softmax_program("softmax_sizes"), SOFTMAX, implementation=None, verify_sizes="N=5,9",
-                    verify_seeds=2)
+    report = verify(
+        _softmax_program("softmax_sizes"), SOFTMAX, implementation=None, verify_sizes="N=5,9", verify_seeds=2
+    )
     assert report.status == "passed" and report.sizes == [{"N": 5}, {"N": 9}]
     assert report.seeds == 2

@@ -43,8 +43,10 @@ def on_config(config):
             relative = page.relative_to(docs).as_posix()
             if relative in listed:
                 continue
-            heading = next((line.lstrip("# ").strip() for line in page.read_text().splitlines()
-                            if line.startswith("# ")), page.stem.replace("-", " ").capitalize())
+            heading = next(
+                (line.lstrip("# ").strip() for line in page.read_text().splitlines() if line.startswith("# ")),
+                page.stem.replace("-", " ").capitalize(),
+            )
             section[title].append({heading: relative})
     # An empty section is not a valid nav entry.
     config["nav"] = [entry for entry in nav if not (isinstance(entry, dict) and list(entry.values()) == [[]])]

@@ -20,20 +20,29 @@ def settings_markdown() -> str:
     from dace_ai.config.definitions import SETTINGS
     from dace_ai.config.settings import plugin_settings
 
-    lines = ["### Core settings", "",
-             "| Setting | Environment variable | Type | Default | Description |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "### Core settings",
+        "",
+        "| Setting | Environment variable | Type | Default | Description |",
+        "|---|---|---|---|---|",
+    ]
     for d in SETTINGS:
         default = "" if d.default is None else f"`{d.default!r}`"
         lines.append(f"| `{d.key}` | `DACE_ai_{d.key}` | {d.dace_type} | {default} | {_cell(d.description)} |")
-    lines += ["", "### Settings owned by the installed plugins", "",
-              "| Setting | Environment variable | Type | Default | Owner | Description |",
-              "|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "### Settings owned by the installed plugins",
+        "",
+        "| Setting | Environment variable | Type | Default | Owner | Description |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, (setting, registration) in plugin_settings().items():
         owner = registration.provenance.distribution if registration.provenance else "?"
         default = "" if setting.default is None else f"`{setting.default!r}`"
-        lines.append(f"| `{name}` | `DACE_ai_{name}` | {setting.dace_type} | {default} | {owner} | "
-                     f"{_cell(setting.description)} |")
+        lines.append(
+            f"| `{name}` | `DACE_ai_{name}` | {setting.dace_type} | {default} | {owner} | "
+            f"{_cell(setting.description)} |"
+        )
     return "\n".join(lines) + "\n"
 
 

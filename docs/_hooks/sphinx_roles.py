@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import re
 
-_ROLE = re.compile(r":(?:py:)?(?:class|func|meth|attr|data|mod|exc|obj|const):<code>(?P<tilde>~?)(?P<target>[^<]+)</code>")
+_ROLE = re.compile(
+    r":(?:py:)?(?:class|func|meth|attr|data|mod|exc|obj|const):<code>(?P<tilde>~?)(?P<target>[^<]+)</code>"
+)
 
 
 def _code(match: re.Match) -> str:

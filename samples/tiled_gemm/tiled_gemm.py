@@ -44,7 +44,6 @@ answers otherwise; both mark their functions with ``__attribute__((target(...)))
 do not depend on ``-march`` flags.
 """
 
-
 import argparse
 import shutil
 import sys
@@ -98,9 +97,14 @@ def dense_relu_reference(a, b, bias):
 @dace.program
 def tiled_gemm(A: dace.float32[M, K], B: dace.float32[K, N], C: dace.float32[M, N]):
     for i, j in dace.map[0:M:TILE, 0:N:TILE]:
-        C[i:i + TILE, j:j + TILE] = dace_ai.ai(GEMM_TILE, a=A[i:i + TILE, :], b=B[:, j:j + TILE],
-                                               shape=(TILE, TILE), name="gemm_tile",
-                                               reference=gemm_tile_reference)
+        C[i : i + TILE, j : j + TILE] = dace_ai.ai(
+            GEMM_TILE,
+            a=A[i : i + TILE, :],
+            b=B[:, j : j + TILE],
+            shape=(TILE, TILE),
+            name="gemm_tile",
+            reference=gemm_tile_reference,
+        )
 
 
 @dace.program
@@ -114,18 +118,21 @@ def dense_relu(A: dace.float32[M, K], B: dace.float32[K, N], bias: dace.float32[
 
 
 @dace.program
-def dense_relu_unfused(A: dace.float32[M, K], B: dace.float32[K, N], bias: dace.float32[N],
-                       C: dace.float32[M, N]):
+def dense_relu_unfused(A: dace.float32[M, K], B: dace.float32[K, N], bias: dace.float32[N], C: dace.float32[M, N]):
     C[:] = np.maximum(A @ B + bias, 0)
 
 
 VARIANTS = {
-    "avx2": ("x86-64 CPU with AVX2 and FMA (no AVX-512): 16 vector registers of 256 bits "
-             "(8 floats each); two FMA units. Use <immintrin.h> _mm256_* intrinsics.",
-             ("-O3", "-mavx2", "-mfma")),
-    "avx512": ("x86-64 CPU with AVX-512F: 32 vector registers of 512 bits (16 floats each). "
-               "Use <immintrin.h> _mm512_* intrinsics.",
-               ("-O3", "-mavx512f", "-mfma")),
+    "avx2": (
+        "x86-64 CPU with AVX2 and FMA (no AVX-512): 16 vector registers of 256 bits "
+        "(8 floats each); two FMA units. Use <immintrin.h> _mm256_* intrinsics.",
+        ("-O3", "-mavx2", "-mfma"),
+    ),
+    "avx512": (
+        "x86-64 CPU with AVX-512F: 32 vector registers of 512 bits (16 floats each). "
+        "Use <immintrin.h> _mm512_* intrinsics.",
+        ("-O3", "-mavx512f", "-mfma"),
+    ),
 }
 
 
@@ -135,11 +142,17 @@ class DemoTargets:
     @hookimpl
     def dace_ai_targets(self):
         for variant, (text, flags) in VARIANTS.items():
-            yield Target(name=f"demo-x86-{variant}", kind="cpu", priority=-100,
-                         detect=lambda: Detection(False, "selected by the tiled_gemm demo only"),
-                         describe=lambda detection, text=text: text, compiler=("g++",), flags=flags,
-                         guidance="Write fast, correct code; use unaligned loads and stores.",
-                         description=f"tiled_gemm demo target ({variant})")
+            yield Target(
+                name=f"demo-x86-{variant}",
+                kind="cpu",
+                priority=-100,
+                detect=lambda: Detection(False, "selected by the tiled_gemm demo only"),
+                describe=lambda detection, text=text: text,
+                compiler=("g++",),
+                flags=flags,
+                guidance="Write fast, correct code; use unaligned loads and stores.",
+                description=f"tiled_gemm demo target ({variant})",
+            )
 
 
 def variant_for_this_cpu() -> str:
@@ -192,16 +205,17 @@ def generated_code(sdfg: dace.SDFG) -> str:
     parts = []
     for node, _ in sdfg.all_nodes_recursive():
         if isinstance(node, dace.nodes.Tasklet) and "// dace-ai:" in node.code.as_string:
-            parts.append(f"--- tasklet {node.label}: code_global ---\n{node.code_global.as_string.strip()}\n"
-                         f"--- tasklet {node.label}: code ---\n{node.code.as_string.strip()}\n")
+            parts.append(
+                f"--- tasklet {node.label}: code_global ---\n{node.code_global.as_string.strip()}\n"
+                f"--- tasklet {node.label}: code ---\n{node.code.as_string.strip()}\n"
+            )
     return "\n".join(parts)
 
 
 def build_programs(variant: str, prompt_dir: Path, show_code: bool = True) -> tuple[dict, dict]:
     """Replay the answers into the three programs and compile them: (compiled programs, levels per node)."""
     programs, levels = {}, {}
-    for name, make in (("tiled_gemm", tiled_gemm_sdfg), ("matmul", matmul.to_sdfg),
-                       ("dense_relu", dense_relu.to_sdfg)):
+    for name, make in (("tiled_gemm", tiled_gemm_sdfg), ("matmul", matmul.to_sdfg), ("dense_relu", dense_relu.to_sdfg)):
         sdfg = make()
         print(f"\n[{sdfg.name}]")
         levels.update(replay_answers(sdfg, prompt_dir, variant))
@@ -222,8 +236,10 @@ def openblas_programs() -> dict:
 
     available = {b.implementation for b in node_baselines(blas.Gemm("probe")).available}
     if "OpenBLAS" not in available:
-        print("\n(DaCe's OpenBLAS implementation is not installed here: no comparison with it; on Debian "
-              "apt-get install libopenblas-dev liblapacke-dev)")
+        print(
+            "\n(DaCe's OpenBLAS implementation is not installed here: no comparison with it; on Debian "
+            "apt-get install libopenblas-dev liblapacke-dev)"
+        )
         return {}
     previous, blas.default_implementation = blas.default_implementation, "OpenBLAS"
     try:
@@ -276,15 +292,32 @@ def comparisons(programs: dict, openblas: dict, size: int, dense: tuple[int, int
         np.add(NC, bias, out=NC)
         return np.maximum(NC, 0, out=NC)
 
-    gemm_flops, gemm_bytes = 2.0 * n ** 3, 4.0 * 3 * n * n
+    gemm_flops, gemm_bytes = 2.0 * n**3, 4.0 * 3 * n * n
     result = [
-        Comparison("gemm_tile", "tiled_gemm (map over 256x256 tiles)", f"{n}x{n}x{n}", gemm_flops, gemm_bytes,
-                   {"gemm_tile": lambda: programs["tiled_gemm"](A=A, B=B, C=C, M=n, N=n, K=n)}),
-        Comparison("_MatMult_gemm", "matmul (A @ B, Gemm via 'ai')", f"{n}x{n}x{n}", gemm_flops, gemm_bytes,
-                   {"_MatMult_gemm": lambda: programs["matmul"](A=A, B=B, M=n, N=n, K=n)}),
-        Comparison("dense_relu", "dense_relu (max(A @ B + bias, 0), fused)", f"{dm}x{dn}x{dk}",
-                   2.0 * dm * dn * dk, 4.0 * (dm * dk + dk * dn + dn + dm * dn),
-                   {"dense_relu": lambda: programs["dense_relu"](A=DA, B=DB, bias=bias, C=DC, M=dm, N=dn, K=dk)}),
+        Comparison(
+            "gemm_tile",
+            "tiled_gemm (map over 256x256 tiles)",
+            f"{n}x{n}x{n}",
+            gemm_flops,
+            gemm_bytes,
+            {"gemm_tile": lambda: programs["tiled_gemm"](A=A, B=B, C=C, M=n, N=n, K=n)},
+        ),
+        Comparison(
+            "_MatMult_gemm",
+            "matmul (A @ B, Gemm via 'ai')",
+            f"{n}x{n}x{n}",
+            gemm_flops,
+            gemm_bytes,
+            {"_MatMult_gemm": lambda: programs["matmul"](A=A, B=B, M=n, N=n, K=n)},
+        ),
+        Comparison(
+            "dense_relu",
+            "dense_relu (max(A @ B + bias, 0), fused)",
+            f"{dm}x{dn}x{dk}",
+            2.0 * dm * dn * dk,
+            4.0 * (dm * dk + dk * dn + dn + dm * dn),
+            {"dense_relu": lambda: programs["dense_relu"](A=DA, B=DB, bias=bias, C=DC, M=dm, N=dn, K=dk)},
+        ),
     ]
     for comparison in result[:2]:
         comparison.sides["NumPy"] = lambda: A @ B
@@ -296,8 +329,7 @@ def comparisons(programs: dict, openblas: dict, size: int, dense: tuple[int, int
         check(f"dense_relu, {OPENBLAS_LABEL}", DO, dense_relu_reference(DA, DB, bias), dk)
         for comparison in result[:2]:
             comparison.sides[OPENBLAS_LABEL] = lambda: openblas["matmul"](A=A, B=B, M=n, N=n, K=n)
-        result[2].sides[OPENBLAS_LABEL] = lambda: openblas["dense_relu"](A=DA, B=DB, bias=bias, C=DO, M=dm,
-                                                                         N=dn, K=dk)
+        result[2].sides[OPENBLAS_LABEL] = lambda: openblas["dense_relu"](A=DA, B=DB, bias=bias, C=DO, M=dm, N=dn, K=dk)
     return result
 
 
@@ -348,8 +380,9 @@ def report(comparison: Comparison, pick: Callable[[list], float] = min) -> list:
     """Lines for one node: each side's time and GFLOP/s, then the node against each baseline as ratios."""
     own = comparison.node
     best = {label: pick(values) for label, values in comparison.seconds.items()}
-    lines = [f"{comparison.node} -- {comparison.program}, {comparison.sizes} float32, "
-             f"{comparison.flops / 1e9:.2f} GFLOP:"]
+    lines = [
+        f"{comparison.node} -- {comparison.program}, {comparison.sizes} float32, {comparison.flops / 1e9:.2f} GFLOP:"
+    ]
     for label, seconds in best.items():
         lines.append(f"  {label:18s} {seconds * 1e3:9.3f} ms  {comparison.flops / seconds / 1e9:7.1f} GFLOP/s")
     for label, seconds in best.items():
@@ -366,12 +399,17 @@ def report(comparison: Comparison, pick: Callable[[list], float] = min) -> list:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", type=int, default=1024,
-                        help=f"M = N = K of the matrix products (a multiple of {TILE})")
+    parser.add_argument(
+        "--size", type=int, default=1024, help=f"M = N = K of the matrix products (a multiple of {TILE})"
+    )
     parser.add_argument("--dense", default="2048,2048,64", help="M,N,K of the fused dense layer (default 2048,2048,64)")
     parser.add_argument("--repeat", type=int, default=11, help="timed rounds; every side runs once per round")
-    parser.add_argument("--variant", choices=sorted(VARIANTS), default=None,
-                        help="answers to replay (default: avx512 if the CPU has avx512f, else avx2)")
+    parser.add_argument(
+        "--variant",
+        choices=sorted(VARIANTS),
+        default=None,
+        help="answers to replay (default: avx512 if the CPU has avx512f, else avx2)",
+    )
     parser.add_argument("--quiet-code", action="store_true", help="do not print the generated code")
     args = parser.parse_args(argv)
     if args.size <= 0 or args.size % TILE:
@@ -383,8 +421,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--dense takes three positive integers M,N,K")
 
     variant = args.variant or variant_for_this_cpu()
-    print(f"dace-ai offline demo: replaying the answers shipped in {HERE / 'answers' / variant} "
-          f"(provider 'manual'; no model is called)")
+    print(
+        f"dace-ai offline demo: replaying the answers shipped in {HERE / 'answers' / variant} "
+        f"(provider 'manual'; no model is called)"
+    )
     setup(variant)
     prompt_dir = Path(tempfile.mkdtemp(prefix="dace-ai-demo-prompts-"))
     programs, _ = build_programs(variant, prompt_dir, show_code=not args.quiet_code)
@@ -392,8 +432,10 @@ def main(argv: list[str] | None = None) -> int:
 
     print()
     nodes = comparisons(programs, openblas, args.size, dense)
-    print(f"\nEach node beside NumPy and {OPENBLAS_LABEL} on the same inputs "
-          f"(best of {args.repeat} interleaved rounds, {PAUSE} s pause before each call):")
+    print(
+        f"\nEach node beside NumPy and {OPENBLAS_LABEL} on the same inputs "
+        f"(best of {args.repeat} interleaved rounds, {PAUSE} s pause before each call):"
+    )
     for comparison in nodes:
         time_side_by_side(comparison, args.repeat)
         print("\n".join(report(comparison)))

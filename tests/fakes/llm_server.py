@@ -193,8 +193,9 @@ class FakeLLMServer:
         httpd.block_on_close = False
         self._httpd = httpd
         self._stopping.clear()
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-llm-server", daemon=True)
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-llm-server", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -303,8 +304,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": {"message": f"FakeLLMServer: no route {path}"}})
             return
         if not isinstance(body, dict):
-            self._send_error(api, Fault(status=400, message="request body is not a JSON object",
-                                        error_type="invalid_request_error"))
+            self._send_error(
+                api, Fault(status=400, message="request body is not a JSON object", error_type="invalid_request_error")
+            )
             return
         with self.fake._lock:
             self.fake.in_flight += 1
@@ -351,8 +353,7 @@ class _Handler(BaseHTTPRequestHandler):
         if api == "anthropic":
             payload: dict[str, Any] = {"type": "error", "error": {"type": error_type, "message": fault.message}}
         else:
-            payload = {"error": {"message": fault.message, "type": error_type, "param": None,
-                                 "code": error_type}}
+            payload = {"error": {"message": fault.message, "type": error_type, "param": None, "code": error_type}}
         self._send_json(fault.status, payload, fault.headers)
 
     def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
@@ -371,11 +372,18 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _default_error_type(api: str, status: int) -> str:
     if api == "anthropic":
-        return {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
-                529: "overloaded_error"}.get(status, "api_error")
+        return {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            403: "permission_error",
+            404: "not_found_error",
+            413: "request_too_large",
+            429: "rate_limit_error",
+            529: "overloaded_error",
+        }.get(status, "api_error")
     return {400: "invalid_request_error", 401: "invalid_api_key", 429: "rate_limit_exceeded"}.get(
-        status, "server_error")
+        status, "server_error"
+    )
 
 
 def render_reply(api: str, request: RecordedRequest, reply: Reply, number: int) -> dict[str, Any]:
@@ -407,13 +415,13 @@ def _anthropic_reply(body: dict, reply: Reply, model: str, inp: int, out: int, n
                 tool_input = json.loads(reply.text)
             except json.JSONDecodeError:
                 tool_input = {"unparsable": reply.text}
-            content.append({"type": "tool_use", "id": f"toolu_fake_{number}", "name": choice.get("name"),
-                            "input": tool_input})
+            content.append(
+                {"type": "tool_use", "id": f"toolu_fake_{number}", "name": choice.get("name"), "input": tool_input}
+            )
             stop_reason = "tool_use"
         else:
             if (body.get("thinking") or {}).get("type") in ("adaptive", "enabled"):
-                content.append({"type": "thinking", "thinking": "Considering the node.",
-                                "signature": "fake-signature"})
+                content.append({"type": "thinking", "thinking": "Considering the node.", "signature": "fake-signature"})
             content.append({"type": "text", "text": reply.text})
     return {
         "id": f"msg_fake_{number}",
@@ -424,8 +432,12 @@ def _anthropic_reply(body: dict, reply: Reply, model: str, inp: int, out: int, n
         "stop_reason": stop_reason,
         "stop_sequence": None,
         "stop_details": stop_details,
-        "usage": {"input_tokens": inp, "output_tokens": out, "cache_creation_input_tokens": 0,
-                  "cache_read_input_tokens": 0},
+        "usage": {
+            "input_tokens": inp,
+            "output_tokens": out,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        },
     }
 
 
@@ -445,15 +457,26 @@ def _responses_reply(body: dict, reply: Reply, model: str, inp: int, out: int, n
         "model": model,
         "instructions": body.get("instructions"),
         "max_output_tokens": body.get("max_output_tokens"),
-        "output": [{"type": "message", "id": f"msg_fake_{number}", "status": "incomplete" if incomplete
-                    else "completed", "role": "assistant", "content": content}],
+        "output": [
+            {
+                "type": "message",
+                "id": f"msg_fake_{number}",
+                "status": "incomplete" if incomplete else "completed",
+                "role": "assistant",
+                "content": content,
+            }
+        ],
         "parallel_tool_calls": True,
         "tool_choice": "auto",
         "tools": [],
         "text": body.get("text"),
-        "usage": {"input_tokens": inp, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-                  "output_tokens": out, "output_tokens_details": {"reasoning_tokens": 0},
-                  "total_tokens": inp + out},
+        "usage": {
+            "input_tokens": inp,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "output_tokens": out,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": inp + out,
+        },
     }
 
 

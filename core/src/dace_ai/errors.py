@@ -69,10 +69,13 @@ class AIUsageError(DaceAIError, ValueError):
 _URL_USERINFO = _re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)[^/\s@?#]+@")
 _QUERY_SECRET = _re.compile(
     r"(?P<name>[?&](?:api[-_]?key|key|token|access[-_]?token|auth|password|secret|signature|sig)=)[^&\s#'\"]+",
-    _re.IGNORECASE)
+    _re.IGNORECASE,
+)
 _HEADER_SECRET = _re.compile(
     r"(?P<name>\b(?:proxy-)?authorization|\bx-api-key|\bapi-key|\bx-goog-api-key)(?P<sep>['\"]?\s*[:=]\s*['\"]?)"
-    r"(?P<scheme>(?:bearer|basic|token)\s+)?[^\s'\",}]+", _re.IGNORECASE)
+    r"(?P<scheme>(?:bearer|basic|token)\s+)?[^\s'\",}]+",
+    _re.IGNORECASE,
+)
 _SECRET_VARIABLE = _re.compile(r"(API_KEY|AUTH_TOKEN|ACCESS_TOKEN|SECRET|PASSWORD|_TOKEN|_KEY)$", _re.IGNORECASE)
 _URL_VARIABLE = _re.compile(r"(BASE_URL|API_BASE|_URL|_ENDPOINT)$", _re.IGNORECASE)
 _USERINFO = _re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://(?P<user>[^/\s@?#:]*)(?::(?P<password>[^/\s@?#]*))?@")
@@ -123,8 +126,7 @@ def redact(text: str) -> str:
             text = text.replace(value, REDACTED)
     text = _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
     text = _QUERY_SECRET.sub(lambda m: f"{m.group('name')}{REDACTED}", text)
-    text = _HEADER_SECRET.sub(lambda m: f"{m.group('name')}{m.group('sep')}{m.group('scheme') or ''}{REDACTED}",
-                              text)
+    text = _HEADER_SECRET.sub(lambda m: f"{m.group('name')}{m.group('sep')}{m.group('scheme') or ''}{REDACTED}", text)
     return text
 
 

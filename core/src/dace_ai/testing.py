@@ -46,15 +46,20 @@ class FakeProvider:
                 raise RuntimeError("FakeProvider: no scripted answer left for this request")
             answer = self._answers.pop(0)
         text = answer(request) if callable(answer) else answer
-        return ProviderReply(text=text, usage=Usage(input_tokens=len(request.system), output_tokens=len(text)),
-                             model=request.model or "fake-model", stop_reason="end_turn")
+        return ProviderReply(
+            text=text,
+            usage=Usage(input_tokens=len(request.system), output_tokens=len(text)),
+            model=request.model or "fake-model",
+            stop_reason="end_turn",
+        )
 
     def registration(self, name: str = "fake") -> Any:
         """A Provider registration whose factory returns this client."""
         from dace_ai.plugins.registrations import Provider
 
-        return Provider(name=name, factory=lambda settings: self, offline=True,
-                        description="scripted answers for tests")
+        return Provider(
+            name=name, factory=lambda settings: self, offline=True, description="scripted answers for tests"
+        )
 
     def plugin(self, name: str = "fake") -> Any:
         """A plugin object registering this client as provider ``name``."""
@@ -85,9 +90,11 @@ def _check_settings(items: list[Any], declared: dict[str, Any]) -> None:
     for item in items:
         for setting in item.settings:
             assert setting.name not in BY_KEY, (
-                f"{type(item).__name__} {item.name!r}: setting {setting.name!r} reuses a core setting's name")
+                f"{type(item).__name__} {item.name!r}: setting {setting.name!r} reuses a core setting's name"
+            )
             assert declared.setdefault(setting.name, setting) == setting, (
-                f"setting {setting.name!r} is declared differently by two registrations")
+                f"setting {setting.name!r} is declared differently by two registrations"
+            )
 
 
 def check_registrations(plugin: Any) -> dict[str, list[Any]]:
@@ -135,6 +142,6 @@ def _check_environment_generator(generator: Any, detection_type: type) -> None:
         assert isinstance(detection.reason, str) and detection.reason, f"generator {generator.name!r}: empty reason"
     if detection is None or detection.matched:
         spec = generator.generate(EnvironmentRequest(name=generator.name.replace("-", "_"), generator=generator.name))
-        assert isinstance(spec, EnvironmentSpec), (f"generator {generator.name!r}: generate() must return an "
-                                                   f"EnvironmentSpec, got {type(spec).__name__}")
-
+        assert isinstance(spec, EnvironmentSpec), (
+            f"generator {generator.name!r}: generate() must return an EnvironmentSpec, got {type(spec).__name__}"
+        )

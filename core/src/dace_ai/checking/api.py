@@ -193,19 +193,36 @@ class CheckReport:
 
     def record(self) -> dict[str, Any]:
         """The report as JSON data: what sessions, check jobs and the answer cache store."""
-        return {"checker": self.checker, "status": self.status, "diagnostics": self.diagnostics,
-                "seconds": float(self.seconds), "stage": self.stage, "reason": self.reason, "rule": self.rule,
-                "told_user": self.told_user, "seeds": self.seeds, "sizes": [dict(s) for s in self.sizes],
-                "details": json.loads(json.dumps(self.details, default=str))}
+        return {
+            "checker": self.checker,
+            "status": self.status,
+            "diagnostics": self.diagnostics,
+            "seconds": float(self.seconds),
+            "stage": self.stage,
+            "reason": self.reason,
+            "rule": self.rule,
+            "told_user": self.told_user,
+            "seeds": self.seeds,
+            "sizes": [dict(s) for s in self.sizes],
+            "details": json.loads(json.dumps(self.details, default=str)),
+        }
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> CheckReport:
         """A report from :meth:`record`'s data (or from a record written before the typed fields)."""
-        report = cls(str(record["checker"]), record["status"], str(record.get("diagnostics") or ""),
-                     float(record.get("seconds") or 0.0), dict(record.get("details") or {}),
-                     stage=str(record.get("stage") or ""), reason=str(record.get("reason") or ""),
-                     rule=str(record.get("rule") or ""), told_user=bool(record.get("told_user")),
-                     seeds=int(record.get("seeds") or 0), sizes=[dict(s) for s in record.get("sizes") or []])
+        report = cls(
+            str(record["checker"]),
+            record["status"],
+            str(record.get("diagnostics") or ""),
+            float(record.get("seconds") or 0.0),
+            dict(record.get("details") or {}),
+            stage=str(record.get("stage") or ""),
+            reason=str(record.get("reason") or ""),
+            rule=str(record.get("rule") or ""),
+            told_user=bool(record.get("told_user")),
+            seeds=int(record.get("seeds") or 0),
+            sizes=[dict(s) for s in record.get("sizes") or []],
+        )
         return report.fields_from_details()
 
 

@@ -37,8 +37,14 @@ _NOT_CPU = ("ai", "fpga", "pblas", "cuda", "gpu", "rocblas", "cublas", "cutensor
 MAX_DACE_BASELINES = 3
 
 #: Libraries behind DaCe environment classes, by class name (for labels such as "OpenBLAS (DaCe 'OpenBLAS')").
-_LIBRARY_NAMES = {"OpenBLAS": "OpenBLAS", "IntelMKL": "MKL", "cuBLAS": "cuBLAS", "rocBLAS": "rocBLAS",
-                  "FFTW": "FFTW", "cuFFT": "cuFFT"}
+_LIBRARY_NAMES = {
+    "OpenBLAS": "OpenBLAS",
+    "IntelMKL": "MKL",
+    "cuBLAS": "cuBLAS",
+    "rocBLAS": "rocBLAS",
+    "FFTW": "FFTW",
+    "cuFFT": "cuFFT",
+}
 
 
 @dataclass(frozen=True)
@@ -138,8 +144,16 @@ def node_baselines(node: Any, target_kind: str = "cpu") -> NodeBaselines:
     available: list[Baseline] = []
     unavailable: list[Unavailable] = []
     if native is not None:
-        available.append(Baseline(native, _label(native, (), True), "dace-implementation", implementation=native,
-                                  environments=_environment_paths(implementations.get(native)), native=True))
+        available.append(
+            Baseline(
+                native,
+                _label(native, (), True),
+                "dace-implementation",
+                implementation=native,
+                environments=_environment_paths(implementations.get(native)),
+                native=True,
+            )
+        )
     infos = {info.name: info for info in environment_infos()}
     for name, expansion in sorted(implementations.items()):
         if name == native or name == "ai":
@@ -150,8 +164,9 @@ def node_baselines(node: Any, target_kind: str = "cpu") -> NodeBaselines:
         paths = _environment_paths(expansion)
         missing = [p for p in paths if p not in infos or not infos[p].available]
         if missing:
-            reasons = "; ".join(f"{p.rsplit('.', 1)[-1]}: {infos[p].reason if p in infos else 'not registered'}"
-                                for p in missing)
+            reasons = "; ".join(
+                f"{p.rsplit('.', 1)[-1]}: {infos[p].reason if p in infos else 'not registered'}" for p in missing
+            )
             unavailable.append(Unavailable(name, f"environment not installed ({reasons})"))
             continue
         if target_kind == "cpu" and any(infos[p].gpu for p in paths):
@@ -160,8 +175,9 @@ def node_baselines(node: Any, target_kind: str = "cpu") -> NodeBaselines:
         if len(available) > MAX_DACE_BASELINES:
             unavailable.append(Unavailable(name, f"more than {MAX_DACE_BASELINES} implementations; not timed"))
             continue
-        available.append(Baseline(name, _label(name, paths, False), "dace-implementation", implementation=name,
-                                  environments=paths))
+        available.append(
+            Baseline(name, _label(name, paths, False), "dace-implementation", implementation=name, environments=paths)
+        )
     return NodeBaselines(tuple(available), tuple(unavailable))
 
 
@@ -223,17 +239,23 @@ class Comparison:
 
     def as_dict(self) -> dict[str, Any]:
         strongest, native = self.strongest, self.native
-        return {"candidate_seconds": self.candidate_seconds,
-                "baselines": {s.baseline: s.baseline_seconds for s in self.speedups},
-                "strongest": strongest.baseline if strongest else None,
-                "speedup_strongest": strongest.value if strongest else None,
-                "native": self.native_label, "speedup_native": native.value if native else None}
+        return {
+            "candidate_seconds": self.candidate_seconds,
+            "baselines": {s.baseline: s.baseline_seconds for s in self.speedups},
+            "strongest": strongest.baseline if strongest else None,
+            "speedup_strongest": strongest.value if strongest else None,
+            "native": self.native_label,
+            "speedup_native": native.value if native else None,
+        }
 
 
 def compare_times(candidate: float, baselines: Mapping[str, float], native_label: str | None = None) -> Comparison:
     """A :class:`Comparison` from median seconds per call (baselines by label; non-positive ones dropped)."""
-    speedups = tuple(Speedup(label, seconds / candidate, seconds, candidate)
-                     for label, seconds in baselines.items() if seconds and seconds > 0 and candidate > 0)
+    speedups = tuple(
+        Speedup(label, seconds / candidate, seconds, candidate)
+        for label, seconds in baselines.items()
+        if seconds and seconds > 0 and candidate > 0
+    )
     return Comparison(candidate, speedups, native_label)
 
 
@@ -262,15 +284,19 @@ def bench_programs(request: Any, build: bool = True) -> tuple[str | None, dict[s
             built = build_baseline(request, baseline)
         except Exception as exc:  # noqa: BLE001 - DaCe's own expansion failed to build here
             text = str(exc).strip().splitlines()
-            left_out.append(Unavailable(baseline.name, f"could not be built: {type(exc).__name__}: "
-                                                       f"{text[-1] if text else ''}"[:300]))
+            left_out.append(
+                Unavailable(
+                    baseline.name, f"could not be built: {type(exc).__name__}: {text[-1] if text else ''}"[:300]
+                )
+            )
             continue
         folders[baseline.label] = built.spec()  # loaded by the sandbox child by its C entry points
     return (found.native.label if found.native else None), folders, left_out
 
 
-def bench_comparison(fig: Mapping[str, Any], baseline_seconds: Mapping[str, Sequence[float]],
-                     native_label: str | None) -> dict[str, Any]:
+def bench_comparison(
+    fig: Mapping[str, Any], baseline_seconds: Mapping[str, Sequence[float]], native_label: str | None
+) -> dict[str, Any]:
     """The bench figures' baseline part: medians by label, strongest, both speedups (JSON-ready)."""
     import statistics
 

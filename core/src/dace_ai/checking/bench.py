@@ -72,15 +72,24 @@ def bench_applies(request: CheckRequest) -> bool:
 def figures(result: dict[str, Any]) -> dict[str, Any]:
     """Medians, speedup and its range (from the interleaved pairs) of a bench run."""
     native, candidate = result.get("native") or [], result.get("candidate") or []
-    out: dict[str, Any] = {"sizes": result.get("sizes"), "repeats": len(candidate), "batch": result.get("batch"),
-                           "native_reused": bool(result.get("native_reused")),
-                           "candidate_seconds": candidate, "native_seconds": native,
-                           "bytes": result.get("bytes"), "bandwidth": result.get("bandwidth")}
+    out: dict[str, Any] = {
+        "sizes": result.get("sizes"),
+        "repeats": len(candidate),
+        "batch": result.get("batch"),
+        "native_reused": bool(result.get("native_reused")),
+        "candidate_seconds": candidate,
+        "native_seconds": native,
+        "bytes": result.get("bytes"),
+        "bandwidth": result.get("bandwidth"),
+    }
     if candidate:
         out["candidate_median"] = statistics.median(candidate)
     if native and candidate:
-        pairs = zip(native, candidate) if not result.get("native_reused") else \
-            ((statistics.median(native), c) for c in candidate)  # not interleaved: against the median
+        pairs = (
+            zip(native, candidate)
+            if not result.get("native_reused")
+            else ((statistics.median(native), c) for c in candidate)
+        )  # not interleaved: against the median
         ratios = sorted(n / c for n, c in pairs if c > 0)
         out["native_median"] = statistics.median(native)
         out["speedup"] = out["native_median"] / out["candidate_median"]
@@ -113,14 +122,18 @@ def _speeds(fig: dict[str, Any]) -> str:
         return "not timed"
     low, high = fig.get("speedup_range") or (fig["speedup"], fig["speedup"])
     candidate, native = fig["candidate_median"], fig.get("native")
-    named = "".join(f"{seconds / candidate:.2f}x vs {label}{' (strongest)' if label == fig.get('strongest') else ''}; "
-                    for label, seconds in sorted((fig.get("baselines") or {}).items(), key=lambda item: item[1])
-                    if label != native and candidate > 0)  # each figure names its baseline, fastest first
+    named = "".join(
+        f"{seconds / candidate:.2f}x vs {label}{' (strongest)' if label == fig.get('strongest') else ''}; "
+        for label, seconds in sorted((fig.get("baselines") or {}).items(), key=lambda item: item[1])
+        if label != native and candidate > 0
+    )  # each figure names its baseline, fastest first
     earlier = [w for w, on in (("native", fig.get("native_reused")), ("baselines", fig.get("baselines_reused"))) if on]
     reused = f" ({' and '.join(earlier)} timed by an earlier candidate of the node)" if earlier else ""
-    return (f"{named}speedup {fig['speedup']:.2f}x ({low:.2f}-{high:.2f}) over {native or 'the native expansion'}: "
-            f"{format_seconds(fig['candidate_median'])} vs {format_seconds(fig['native_median'])} per call, "
-            f"median of {fig['repeats']} at sizes {_sizes(fig.get('sizes'))}{reused}")
+    return (
+        f"{named}speedup {fig['speedup']:.2f}x ({low:.2f}-{high:.2f}) over {native or 'the native expansion'}: "
+        f"{format_seconds(fig['candidate_median'])} vs {format_seconds(fig['native_median'])} per call, "
+        f"median of {fig['repeats']} at sizes {_sizes(fig.get('sizes'))}{reused}"
+    )
 
 
 def _sizes(sizes: Mapping[str, int] | None) -> str:
@@ -172,8 +185,14 @@ def _refusal(result: SandboxRun) -> CheckReport:
         findings["inputs_modified" if problem.get("input") else "writes_outside"] = [container]
     reasons = deception.run_reasons(findings) if findings else []
     if reasons:
-        return CheckReport(NAME, "failed", "Refused: " + "; ".join(reasons) + f". ({result['message']})",
-                           rule="deception", reason=reason, details={"reasons": reasons})
+        return CheckReport(
+            NAME,
+            "failed",
+            "Refused: " + "; ".join(reasons) + f". ({result['message']})",
+            rule="deception",
+            reason=reason,
+            details={"reasons": reasons},
+        )
     if reason in ("mismatch", "unwritten", "nondeterministic"):
         return CheckReport(NAME, "failed", result["message"], rule=reason, reason=reason)
     return CheckReport(NAME, "failed", f"Running your code failed: {result['message']}", rule=reason, reason=reason)
@@ -190,7 +209,8 @@ def bench_check(request: CheckRequest) -> CheckReport:
 
     settings = request.settings
     forbidden = deception.forbidden_library_reason(
-        request.answer, "\n".join([request.node.description, settings.extra_instructions or ""]))
+        request.answer, "\n".join([request.node.description, settings.extra_instructions or ""])
+    )
     if forbidden:
         return CheckReport(NAME, "failed", f"Refused: {forbidden}.", rule="native-library")
     result = request.shared.get(SANDBOX_RUN)
@@ -201,8 +221,9 @@ def bench_check(request: CheckRequest) -> CheckReport:
         try:
             bench = plan(request)
         except ValueError as exc:
-            return CheckReport(NAME, "inconclusive", f"setting 'bench_sizes' from {settings.source('bench_sizes')}: "
-                                                     f"{exc}")
+            return CheckReport(
+                NAME, "inconclusive", f"setting 'bench_sizes' from {settings.source('bench_sizes')}: {exc}"
+            )
         result = run_against_reference(request, mode="bench", bench=bench)
         if result["status"] != "passed":
             return _refusal(result)
@@ -212,8 +233,9 @@ def bench_check(request: CheckRequest) -> CheckReport:
     if not run.get("timed") and run.get("call_seconds"):
         run = {**run, "candidate": run["call_seconds"]}
     fig = figures(run)
-    fig.update(timed=bool(run.get("timed")), library=run.get("library"),
-               threads=(result.get("threads") or {}).get("count"))
+    fig.update(
+        timed=bool(run.get("timed")), library=run.get("library"), threads=(result.get("threads") or {}).get("count")
+    )
     from dace_ai.checking.baselines import bench_comparison
 
     fig.update(bench_comparison(fig, run.get("baselines") or {}, run.get("native_label")))
@@ -225,16 +247,32 @@ def bench_check(request: CheckRequest) -> CheckReport:
     sizes = [dict(fig["sizes"])] if isinstance(fig.get("sizes"), dict) else []
     gate_on = settings.gate_baseline
     if reasons:
-        return CheckReport(NAME, "failed", "Refused: " + "; ".join(reasons) + ".", seconds,
-                           rule="deception", sizes=sizes, details={"reasons": reasons, **fig})
+        return CheckReport(
+            NAME,
+            "failed",
+            "Refused: " + "; ".join(reasons) + ".",
+            seconds,
+            rule="deception",
+            sizes=sizes,
+            details={"reasons": reasons, **fig},
+        )
     gated = fig.get("speedup_strongest") if gate_on == "strongest" else fig.get("speedup")
     if settings.bench == "gate" and gated is not None and gated < settings.min_speedup:
-        against = (f"the strongest baseline ({fig.get('strongest')})" if gate_on == "strongest"
-                   else f"native ({fig.get('native') or 'the native expansion'})")
-        return CheckReport(NAME, "failed",
-                           f"Too slow: {describe(fig)}; a speedup of at least {settings.min_speedup:.2f}x over "
-                           f"{against} is required (settings min_speedup, gate_baseline). Make the code faster.",
-                           seconds, rule="gate", sizes=sizes, details=fig)
+        against = (
+            f"the strongest baseline ({fig.get('strongest')})"
+            if gate_on == "strongest"
+            else f"native ({fig.get('native') or 'the native expansion'})"
+        )
+        return CheckReport(
+            NAME,
+            "failed",
+            f"Too slow: {describe(fig)}; a speedup of at least {settings.min_speedup:.2f}x over "
+            f"{against} is required (settings min_speedup, gate_baseline). Make the code faster.",
+            seconds,
+            rule="gate",
+            sizes=sizes,
+            details=fig,
+        )
     return CheckReport(NAME, "passed", describe(fig), seconds, details=fig, sizes=sizes)
 
 
@@ -248,14 +286,21 @@ def _speed_of_light_details(request: CheckRequest, fig: dict[str, Any]) -> dict[
         values.update(first_point(request, values))  # a node inside a map: its view at the map's first point
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         values = exc
-    return bench_speed_of_light(request.node, request.settings.speed_of_light,
-                                fig.get("candidate_median"), values, fig.get("threads")).details()
+    return bench_speed_of_light(
+        request.node, request.settings.speed_of_light, fig.get("candidate_median"), values, fig.get("threads")
+    ).details()
 
 
 @hookimpl
 def dace_ai_checkers():
-    yield Checker(name=NAME, stage="bench", check=bench_check, applies=bench_applies, default=True,
-                  description="times the verified library against the node's native expansion and DaCe's "
-                              "installed library implementations (OpenBLAS, ...) in the sandbox child, and "
-                              "against this machine's roofline (fraction of speed of light); "
-                              "setting bench = off | report | gate (min_speedup, gate_baseline)")
+    yield Checker(
+        name=NAME,
+        stage="bench",
+        check=bench_check,
+        applies=bench_applies,
+        default=True,
+        description="times the verified library against the node's native expansion and DaCe's "
+        "installed library implementations (OpenBLAS, ...) in the sandbox child, and "
+        "against this machine's roofline (fraction of speed of light); "
+        "setting bench = off | report | gate (min_speedup, gate_baseline)",
+    )

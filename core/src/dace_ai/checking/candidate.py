@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 LIBRARY = "candidate.so"
 
+
 def candidate_library(request: CheckRequest) -> tuple[Path | None, CandidateBuild, ToolResult | None]:
     """``<workdir>/sandbox/candidate.so``: the candidate's one shared compile, linked as a shared library.
 

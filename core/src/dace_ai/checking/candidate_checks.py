@@ -23,8 +23,13 @@ from dace_ai.context.types import NodeContext
 from dace_ai.prompt.answer import Answer
 
 
-def check_candidate(answer: Answer, node_ctx: NodeContext, settings: Any, environments: Iterable[str] | None = None,
-                    make_tasklet: Callable[[set[str]], Any] | None = None) -> list[CheckReport]:
+def check_candidate(
+    answer: Answer,
+    node_ctx: NodeContext,
+    settings: Any,
+    environments: Iterable[str] | None = None,
+    make_tasklet: Callable[[set[str]], Any] | None = None,
+) -> list[CheckReport]:
     """The check reports of ``answer`` for node ``node_ctx``, checked here and now.
 
     ``settings``: an :class:`~dace_ai.config.settings.AISettings` (``compile_check=false``
@@ -36,6 +41,13 @@ def check_candidate(answer: Answer, node_ctx: NodeContext, settings: Any, enviro
         return []
     from dace_ai.checking.stages import check_workdir, run_checks
 
-    return run_checks(CheckRequest(answer=answer, node=node_ctx, settings=settings,
-                                   workdir=check_workdir(node_ctx, answer), make_tasklet=make_tasklet,
-                                   environments=set(environments or ())))
+    return run_checks(
+        CheckRequest(
+            answer=answer,
+            node=node_ctx,
+            settings=settings,
+            workdir=check_workdir(node_ctx, answer),
+            make_tasklet=make_tasklet,
+            environments=set(environments or ()),
+        )
+    )

@@ -89,8 +89,9 @@ class CandidateBuild:
 
         if not self.ok or not self.unit.is_file():
             return []
-        return candidate_remarks(self.remark_kind, self.folder, self.result.output,
-                                 self.unit.read_text(encoding="utf-8"), self.answer_lines)
+        return candidate_remarks(
+            self.remark_kind, self.folder, self.result.output, self.unit.read_text(encoding="utf-8"), self.answer_lines
+        )
 
     def claim_output(self, checker: str) -> bool:
         """True for the first checker that reports the compiler's diagnostics (so they are sent once)."""
@@ -112,8 +113,17 @@ def pch_folder(compiler: list[str], flags: list[str]) -> Path:
     from dace_ai.storage.files import ai_folder
 
     exe = shutil.which(compiler[0]) or compiler[0]
-    key = "\0".join([os.path.realpath(exe), compiler_identity(compiler[0]), *compiler[1:], "--", *flags,
-                     dace.__version__, dace_runtime_include()])
+    key = "\0".join(
+        [
+            os.path.realpath(exe),
+            compiler_identity(compiler[0]),
+            *compiler[1:],
+            "--",
+            *flags,
+            dace.__version__,
+            dace_runtime_include(),
+        ]
+    )
     return ai_folder("ai-check") / "pch" / hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
@@ -130,7 +140,7 @@ def ensure_pch(compiler: list[str], flags: list[str]) -> tuple[list[str], str]:
     header = folder / "dace_pch.h"
     clang = is_clang(compiler[0])
     built = folder / ("dace_pch.h.pch" if clang else "dace_pch.h.gch")
-    use = (["-include-pch", str(built)] if clang else ["-include", str(header), "-Winvalid-pch"])
+    use = ["-include-pch", str(built)] if clang else ["-include", str(header), "-Winvalid-pch"]
     if built.is_file():
         return use, "pch reused"
     with lock_for(folder / "dace_pch"):
@@ -180,14 +190,32 @@ def compile_candidate(request: CheckRequest) -> CandidateBuild:
         else:  # a cross compiler's precompiled dace.h is not reliable (GCC 12: spurious ambiguities in arm_sve.h)
             pch_args, pch_note = ["-include", "dace/dace.h"], "no pch for a cross compiler"
         remarks = remark_flags(compiler, folder)
-        command = [*compiler, *flags, "-I", dace_runtime_include(), *env_args, *pch_args, *remarks, "-c", UNIT_FILE,
-                   "-o", OBJECT_FILE]
+        command = [
+            *compiler,
+            *flags,
+            "-I",
+            dace_runtime_include(),
+            *env_args,
+            *pch_args,
+            *remarks,
+            "-c",
+            UNIT_FILE,
+            "-o",
+            OBJECT_FILE,
+        ]
         start_sanitizer_builds(request, unit + entry_points(request.node), flags)  # beside this compile
         result = run_tool(command, cwd=folder, timeout=COMPILE_TIMEOUT, env={"LC_ALL": "C"})
         if not result.ok:
             stop_sanitizer_builds(request)
-        build = CandidateBuild(compiler, flags, command, folder, result, pch_note,
-                               remark_kind=remark_kind(compiler[0]) if remarks else None,
-                               answer_lines=len(unit.splitlines()))
+        build = CandidateBuild(
+            compiler,
+            flags,
+            command,
+            folder,
+            result,
+            pch_note,
+            remark_kind=remark_kind(compiler[0]) if remarks else None,
+            answer_lines=len(unit.splitlines()),
+        )
     request.shared[COMPILED] = build
     return build

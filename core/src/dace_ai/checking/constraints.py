@@ -77,7 +77,7 @@ def _range(text: str) -> tuple[Any, Any, Any]:
     """(begin, inclusive end, step) of a one-dimensional DaCe range string such as ``0:N`` or ``1:N-1:2``."""
     from dace import subsets
 
-    (begin, end, step), = subsets.Range.from_string(text).ranges
+    ((begin, end, step),) = subsets.Range.from_string(text).ranges
     return begin, end, step
 
 
@@ -142,8 +142,11 @@ def scope_params(request: CheckRequest) -> list[str]:
 def size_symbols(request: CheckRequest) -> list[str]:
     """Integer symbols of the node that take sizes: symbols in scope, without the enclosing maps' parameters."""
     params = set(scope_params(request))
-    return [name for name, ctype in request.node.symbols.items()
-            if name not in params and not any(t in ctype for t in ("float", "double", "complex"))]
+    return [
+        name
+        for name, ctype in request.node.symbols.items()
+        if name not in params and not any(t in ctype for t in ("float", "double", "complex"))
+    ]
 
 
 def program_sizes(request: CheckRequest) -> ProgramSizes:
@@ -213,16 +216,18 @@ def program_sizes(request: CheckRequest) -> ProgramSizes:
                 fits(subset_text, viewed, viewed_shape, f"view {seen}'s subset {viewed}[{subset_text}]")
                 seen = viewed
     for scope in scopes:
-        constraints.append(Constraint(scope.end - scope.begin, f"the range of {scope.kind} parameter "
-                                                                f"{scope.param} is empty"))
+        constraints.append(
+            Constraint(scope.end - scope.begin, f"the range of {scope.kind} parameter {scope.param} is empty")
+        )
     ranks: dict[str, int] = {}
     for shape in containers.values():
         for dim in shape:
             for name in _names(dim):
                 ranks[name] = max(ranks.get(name, 0), len(shape))
     params = {s.param for s in scopes}
-    return ProgramSizes(symbols, work - params, extents - params, ranks, list(containers.items()), scopes, constraints,
-                    problems)
+    return ProgramSizes(
+        symbols, work - params, extents - params, ranks, list(containers.items()), scopes, constraints, problems
+    )
 
 
 # ----------------------------------------------------------------------------- map points
@@ -287,8 +292,9 @@ def _violated(program: ProgramSizes, values: Mapping[str, int]) -> Constraint | 
     try:
         corners = range_corners(program, values)
     except ValueError:
-        return next((c for c in program.constraints if c.text.startswith("the range of")), None) \
-            or Constraint(0, "an enclosing range is empty")
+        return next((c for c in program.constraints if c.text.startswith("the range of")), None) or Constraint(
+            0, "an enclosing range is empty"
+        )
     for constraint in program.constraints:
         for corner in corners:
             try:
@@ -335,8 +341,7 @@ def _raise_to(constraint: Constraint, program: ProgramSizes, values: dict[str, i
 
 def _lower_to(constraint: Constraint, program: ProgramSizes, values: dict[str, int], name: str) -> int | None:
     """The greatest value of ``name`` below its own (at least 1) for which ``constraint`` holds."""
-    for candidate in sorted({max(1, values[name] * k // 8) for k in range(7, -1, -1)} - {values[name]},
-                            reverse=True):
+    for candidate in sorted({max(1, values[name] * k // 8) for k in range(7, -1, -1)} - {values[name]}, reverse=True):
         if _holds(constraint, program, {**values, name: candidate}):
             high = values[name]
             low = candidate
@@ -350,7 +355,9 @@ def _lower_to(constraint: Constraint, program: ProgramSizes, values: dict[str, i
     return None
 
 
-def satisfy(program: ProgramSizes, values: dict[str, int], fixed: set[str], step: int) -> tuple[dict[str, int], list[str]]:
+def satisfy(
+    program: ProgramSizes, values: dict[str, int], fixed: set[str], step: int
+) -> tuple[dict[str, int], list[str]]:
     """Repair ``values`` until every constraint holds; (values, what was changed and why).
 
     Raises ``ValueError`` with the broken constraint when no free size can repair it.

@@ -24,10 +24,12 @@ BANDWIDTH_SLACK = 4.0
 _FORBIDS = re.compile(
     r"\b(?:do not|don't|never|must not|may not|without|no)\b[^.;\n]{0,60}?"
     r"\b(?:BLAS|cblas|LAPACK|MKL|OpenBLAS|cuBLAS|FFTW|librar(?:y|ies)|vendor|native implementation)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _LIBRARY_CALL = re.compile(
     r"\b(?:cblas_\w+|LAPACKE_\w+|mkl_\w+|openblas_\w+|cublas\w+|fftw\w*_\w+|"
-    r"[sdcz](?:gemm|gemv|dot[uc]?|axpy|scal|syrk|trsm|ger|nrm2|asum)_?)\s*\(")
+    r"[sdcz](?:gemm|gemv|dot[uc]?|axpy|scal|syrk|trsm|ger|nrm2|asum)_?)\s*\("
+)
 _LIBRARY_ENVIRONMENT = re.compile(r"blas|lapack|mkl|fftw", re.IGNORECASE)
 
 
@@ -52,25 +54,34 @@ def forbidden_library_reason(answer: Answer, description: str) -> str | None:
     calls = library_calls(answer)
     if not calls:
         return None
-    return (f"it calls the library the node's description forbids ({', '.join(calls)}); "
-            "implement the computation yourself")
+    return (
+        f"it calls the library the node's description forbids ({', '.join(calls)}); implement the computation yourself"
+    )
 
 
 def run_reasons(result: dict[str, Any]) -> list[str]:
     """Rules judged from a bench run: dependence on inputs, stray writes and reads, a too fast timing."""
     reasons = []
     if result.get("input_independent"):
-        reasons.append("its outputs do not depend on its inputs (identical results for two different random "
-                       "inputs, while the reference's results differ); compute them from the inputs")
+        reasons.append(
+            "its outputs do not depend on its inputs (identical results for two different random "
+            "inputs, while the reference's results differ); compute them from the inputs"
+        )
     if result.get("inputs_modified"):
-        reasons.append(f"it writes to its input data ({', '.join(result['inputs_modified'])}); "
-                       "write only through the output connectors")
+        reasons.append(
+            f"it writes to its input data ({', '.join(result['inputs_modified'])}); "
+            "write only through the output connectors"
+        )
     if result.get("writes_outside"):
-        reasons.append(f"it writes outside its connectors' buffers (the bytes around "
-                       f"{', '.join(result['writes_outside'])} changed)")
+        reasons.append(
+            f"it writes outside its connectors' buffers (the bytes around "
+            f"{', '.join(result['writes_outside'])} changed)"
+        )
     if result.get("reads_outside"):
-        reasons.append(f"it reads outside its connectors' buffers (poison placed around the inputs reached "
-                       f"{', '.join(result['reads_outside'])})")
+        reasons.append(
+            f"it reads outside its connectors' buffers (poison placed around the inputs reached "
+            f"{', '.join(result['reads_outside'])})"
+        )
     bound = bandwidth_reason(result)
     if bound:
         reasons.append(bound)
@@ -94,8 +105,8 @@ def bandwidth_reason(result: dict[str, Any]) -> str | None:
     median = statistics.median(times)
     if median * BANDWIDTH_SLACK >= bound:
         return None
-    return (f"its timing is implausible: {format_seconds(median)} per call, while merely streaming its "
-            f"{result['bytes'] / 1e6:.1f} MB of inputs and outputs takes {format_seconds(bound)} at this machine's "
-            f"measured {result['bandwidth'] / 1e9:.1f} GB/s (results cached between calls?)")
-
-
+    return (
+        f"its timing is implausible: {format_seconds(median)} per call, while merely streaming its "
+        f"{result['bytes'] / 1e6:.1f} MB of inputs and outputs takes {format_seconds(bound)} at this machine's "
+        f"measured {result['bandwidth'] / 1e9:.1f} GB/s (results cached between calls?)"
+    )

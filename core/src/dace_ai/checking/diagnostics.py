@@ -25,11 +25,15 @@ _NVCC = re.compile(
 _LINKER = re.compile(r"^(?P<file>[^\s:][^:]*?):\(\.[\w.]+\+0x[0-9a-f]+\): (?P<msg>.*)$")
 _LINKER_ERROR = re.compile(r"^(?:.*/)?(?:ld(?:\.\w+)?|collect2|lld): (?:error: )?(?P<msg>.*)$")
 #: Lines that open a new block of context for the next diagnostic ("In function ...").
-_PREAMBLE = re.compile(r"^(?:In file included from |\s+from |.*: (?:In |At global scope|In instantiation)"
-                       r"|.*: required from )")
+_PREAMBLE = re.compile(
+    r"^(?:In file included from |\s+from |.*: (?:In |At global scope|In instantiation)"
+    r"|.*: required from )"
+)
 #: Build-system chatter that is never part of a diagnostic.
-_NOISE = re.compile(r"^(?:g?make(?:\[\d+\])?: |\[\s*\d+%\]|-- |CMake |\d+ errors? (?:detected|generated)"
-                    r"|\d+ warnings? generated|Compiler failure)")
+_NOISE = re.compile(
+    r"^(?:g?make(?:\[\d+\])?: |\[\s*\d+%\]|-- |CMake |\d+ errors? (?:detected|generated)"
+    r"|\d+ warnings? generated|Compiler failure)"
+)
 
 
 @dataclass
@@ -85,8 +89,9 @@ def _match(line: str) -> Diagnostic | None:
         m = pattern.match(line)
         if m:
             col = m.group("col") if "col" in pattern.groupindex else None
-            return Diagnostic(m.group("file"), int(m.group("line")), int(col) if col else None,
-                              m.group("sev"), m.group("msg"), [line])
+            return Diagnostic(
+                m.group("file"), int(m.group("line")), int(col) if col else None, m.group("sev"), m.group("msg"), [line]
+            )
     m = _LINKER.match(line)
     if m:
         return Diagnostic(m.group("file"), 0, None, "error", m.group("msg"), [line])

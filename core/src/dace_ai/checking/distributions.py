@@ -45,8 +45,13 @@ RUNG_DISTRIBUTIONS = {
 }
 _FLOAT_ONLY = ("small", "large", "heavy")
 _SCALED = ("large", "heavy")
-_WORDS = {"unit": "unit inputs in [-1, 1)", "small": "tiny inputs (|x| < 1e-3)", "zeros": "inputs half zeros",
-          "ties": "inputs of repeated values (ties)", "edge": "integer inputs at their type's extreme values"}
+_WORDS = {
+    "unit": "unit inputs in [-1, 1)",
+    "small": "tiny inputs (|x| < 1e-3)",
+    "zeros": "inputs half zeros",
+    "ties": "inputs of repeated values (ties)",
+    "edge": "integer inputs at their type's extreme values",
+}
 
 
 def words(case: Mapping[str, Any]) -> str:
@@ -91,8 +96,14 @@ def summary(cases: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, A
             if case.get("magnitude") and case["magnitude"] not in magnitudes:
                 magnitudes.append(case["magnitude"])
         elif reason != "settled":
-            skipped.append({"distribution": name, "rung": case.get("rung", ""), "magnitude": case.get("magnitude"),
-                            "reason": reason})
+            skipped.append(
+                {
+                    "distribution": name,
+                    "rung": case.get("rung", ""),
+                    "magnitude": case.get("magnitude"),
+                    "reason": reason,
+                }
+            )
     never = sorted({s["distribution"] for s in skipped} - set(ran))
     return {"ran": ran, "skipped": skipped, "never": never}
 
@@ -107,7 +118,8 @@ def summary_words(found: Mapping[str, Any]) -> str:
     above = [s for s in found["skipped"] if s["distribution"] in found["ran"] and s.get("magnitude")]
     if above:
         text += "; the reference is not finite at " + ", ".join(
-            sorted({f"{s['distribution']} {s['magnitude']:g}" for s in above}))
+            sorted({f"{s['distribution']} {s['magnitude']:g}" for s in above})
+        )
     never = [s for s in found["skipped"] if s["distribution"] in found["never"]]
     if never:
         reasons = {s["distribution"]: s["reason"] for s in never}

@@ -89,9 +89,12 @@ def entry_points(node: NodeContext) -> str:
         + 'extern "C" void* dace_ai_entry_init(const double* s) {\n'
         + f"    void* st = new dace_ai_state_t();\n    dace_ai_init({init_args});\n    return st;\n}}\n"
         + 'extern "C" void dace_ai_entry_run(void* st, void** b, const double* s, const double* p) {\n'
-        + "\n".join(locals_) + ("\n" if locals_ else "")
+        + "\n".join(locals_)
+        + ("\n" if locals_ else "")
         + f"    dace_ai_tasklet({run_args});\n"
-        + "\n".join(write_back) + ("\n" if write_back else "") + "}\n"
+        + "\n".join(write_back)
+        + ("\n" if write_back else "")
+        + "}\n"
         + 'extern "C" void dace_ai_entry_exit(void* st, const double* s) {\n'
         + f"    dace_ai_exit({exit_args});\n    delete (dace_ai_state_t*) st;\n}}\n"
     )

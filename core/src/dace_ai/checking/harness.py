@@ -111,10 +111,10 @@ SANDBOX_RUN: SharedKey[SandboxRun] = SharedKey("sandbox_run")
 def case_problem(reason: str, problem: Problem, case: Case) -> RunProblem:
     """The :class:`RunProblem` of a problem the child found in ``case``."""
     container = problem.get("container") or next(
-        (c["container"] for c in case["connectors"] if c["name"] == problem.get("connector")), None)
+        (c["container"] for c in case["connectors"] if c["name"] == problem.get("connector")), None
+    )
     access = {"outside_buffer": "write", "outside_subset": "write", "read_outside": "read"}.get(problem["kind"], "")
-    out: RunProblem = {"kind": reason, "container": container, "access": access,
-                       "input": bool(problem.get("input"))}
+    out: RunProblem = {"kind": reason, "container": container, "access": access, "input": bool(problem.get("input"))}
     for key in ("connector", "index", "expected", "got"):
         if key in problem:
             out[key] = problem[key]  # type: ignore[literal-required]
@@ -124,8 +124,11 @@ def case_problem(reason: str, problem: Problem, case: Case) -> RunProblem:
 def fault_problem(reason: str, fault: dict[str, Any] | None) -> RunProblem:
     """The :class:`RunProblem` of a child that did not finish (a fault names the container it hit)."""
     fault = fault or {}
-    return {"kind": reason, "container": fault.get("container"),
-            "access": {True: "write", False: "read"}.get(fault.get("write"), "")}
+    return {
+        "kind": reason,
+        "container": fault.get("container"),
+        "access": {True: "write", False: "read"}.get(fault.get("write"), ""),
+    }
 
 
 # ----------------------------------------------------------------------------- sizes and cases
@@ -232,8 +235,14 @@ def tolerance(dtype: np.dtype, reduction: int) -> float:
     return 0.0 if eps is None else min(16 * eps * max(1, reduction), max(MAX_RTOL, 128 * eps))
 
 
-def make_case(request: CheckRequest, seed: int, sizes: dict[str, int], point: Mapping[str, int] | None = None,
-              rung: str = "", point_words: str = "") -> Case:
+def make_case(
+    request: CheckRequest,
+    seed: int,
+    sizes: dict[str, int],
+    point: Mapping[str, int] | None = None,
+    rung: str = "",
+    point_words: str = "",
+) -> Case:
     """One case of the job: values, containers (flat element counts), connector views, tolerances.
 
     ``point`` gives the enclosing maps' parameters (default: the first point of
@@ -248,23 +257,50 @@ def make_case(request: CheckRequest, seed: int, sizes: dict[str, int], point: Ma
         shape, strides = _dims(conn, values)
         offset = evaluate(conn.offset, values)
         desc = live_sdfg.arrays[conn.container]
-        cont = containers.setdefault(conn.container, {
-            "name": conn.container, "dtype": _dtype(request, conn).str, "input": False, "output": False,
-            "elements": _container_elements(desc, values)})
+        cont = containers.setdefault(
+            conn.container,
+            {
+                "name": conn.container,
+                "dtype": _dtype(request, conn).str,
+                "input": False,
+                "output": False,
+                "elements": _container_elements(desc, values),
+            },
+        )
         cont["input" if conn.direction == "in" else "output"] = True
         extent = offset + sum((n - 1) * s for n, s in zip(shape, strides)) + 1
         cont["elements"] = max(cont["elements"], extent)
-        connectors.append({"name": conn.name, "container": conn.container, "direction": conn.direction,
-                           "offset": offset, "shape": shape, "strides": strides, "wcr": conn.wcr})
+        connectors.append(
+            {
+                "name": conn.name,
+                "container": conn.container,
+                "direction": conn.direction,
+                "offset": offset,
+                "shape": shape,
+                "strides": strides,
+                "wcr": conn.wcr,
+            }
+        )
     for cont in containers.values():
         if cont["output"] and any(c["wcr"] for c in connectors if c["container"] == cont["name"]):
             cont["input"] = True  # accumulating outputs start from data, like the program's
     reduction = max([n for c in connectors if c["direction"] == "in" for n in c["shape"]] or [1])
-    rtol = {c["name"]: tolerance(np.dtype(containers[c["container"]]["dtype"]), reduction)
-            for c in connectors if c["direction"] == "out"}
-    return {"seed": seed, "sizes": dict(sizes), "values": values, "containers": list(containers.values()),
-            "connectors": connectors, "rtol": rtol, "rung": rung, "point": dict(point or {}),
-            "point_words": point_words}
+    rtol = {
+        c["name"]: tolerance(np.dtype(containers[c["container"]]["dtype"]), reduction)
+        for c in connectors
+        if c["direction"] == "out"
+    }
+    return {
+        "seed": seed,
+        "sizes": dict(sizes),
+        "values": values,
+        "containers": list(containers.values()),
+        "connectors": connectors,
+        "rtol": rtol,
+        "rung": rung,
+        "point": dict(point or {}),
+        "point_words": point_words,
+    }
 
 
 # ----------------------------------------------------------------------------- input distributions, second calls
@@ -284,8 +320,14 @@ def distribution_cases(request: CheckRequest, ladder: Any, reference: str | None
         for j, (name, magnitude) in enumerate(distributions.planned(rung.name, kinds, reference)):
             at = -1 - j % len(rung.points)
             if at not in made:
-                made[at] = make_case(request, rung.seeds[0], rung.sizes, rung.points[at], rung.name,
-                                     point_text(rung.points[at], ladder.scope_kinds))
+                made[at] = make_case(
+                    request,
+                    rung.seeds[0],
+                    rung.sizes,
+                    rung.points[at],
+                    rung.name,
+                    point_text(rung.points[at], ladder.scope_kinds),
+                )
             case = copy.deepcopy(made[at])
             case["distribution"] = name
             if magnitude is not None:
@@ -307,8 +349,14 @@ def add_second_call(request: CheckRequest, cases: list[dict[str, Any]]) -> None:
     host = next((c for c in cases if c["rung"] == "vector"), cases[0] if cases else None)
     if host is None:
         return
-    host["again"] = make_case(request, host["seed"] + SECOND_CALL_SEED, host["sizes"], host["point"] or None,
-                              host["rung"], host["point_words"])
+    host["again"] = make_case(
+        request,
+        host["seed"] + SECOND_CALL_SEED,
+        host["sizes"],
+        host["point"] or None,
+        host["rung"],
+        host["point_words"],
+    )
 
 
 # ----------------------------------------------------------------------------- references
@@ -331,8 +379,7 @@ def reference_kind(request: CheckRequest) -> tuple[str | None, Any]:
 
 
 #: Outputs of reference functions per (function, case), kept for the next candidate of the node.
-_expected_memo: dict[tuple[int, str], dict[str, Any]] = STATE.register(
-    "checking.harness.expected_memo", {})
+_expected_memo: dict[tuple[int, str], dict[str, Any]] = STATE.register("checking.harness.expected_memo", {})
 _EXPECTED_MEMO_BYTES = 256 << 20
 
 
@@ -347,8 +394,7 @@ def _reference_results(function: Any, case: dict[str, Any], outputs: list[dict[s
     if known is not None and known["function"] is function:
         return known["results"]
     data = case_inputs(case)
-    inputs = {c["name"]: np.array(view(data[c["container"]], c)) for c in case["connectors"]
-              if c["direction"] == "in"}
+    inputs = {c["name"]: np.array(view(data[c["container"]], c)) for c in case["connectors"] if c["direction"] == "in"}
     results = call_reference(function, inputs, case["values"], [c["name"] for c in outputs])
     size = sum(getattr(np.asarray(v), "nbytes", 0) for v in results.values())
     while _expected_memo and size + sum(m["bytes"] for m in _expected_memo.values()) > _EXPECTED_MEMO_BYTES:
@@ -371,8 +417,10 @@ def _expected_outputs(case: dict[str, Any], function: Any, folder: Path, index: 
             if value.size == int(np.prod(conn["shape"])) and (not conn["shape"] or value.ndim == 0):
                 value = value.reshape(tuple(conn["shape"]))
             else:
-                raise ValueError(f"the reference returned shape {value.shape} for {conn['name']}, "
-                                 f"which sees shape {tuple(conn['shape'])}")
+                raise ValueError(
+                    f"the reference returned shape {value.shape} for {conn['name']}, "
+                    f"which sees shape {tuple(conn['shape'])}"
+                )
         path = folder / f"expected-{index}-{conn['name']}.npy"
         np.save(path, value.astype(dtype), allow_pickle=False)
         files[conn["name"]] = str(path)
@@ -387,16 +435,24 @@ def _connectors_of(case: dict[str, Any], container: str | None) -> str:
 
 def _precision_hint(problem: dict[str, Any], case: dict[str, Any]) -> str:
     """A sentence when a double output is off by about single-precision rounding: computed in float."""
-    dtype = next((c["dtype"] for c in case["containers"]
-                  for conn in case["connectors"] if conn["name"] == problem["connector"]
-                  and conn["container"] == c["name"]), None)
+    dtype = next(
+        (
+            c["dtype"]
+            for c in case["containers"]
+            for conn in case["connectors"]
+            if conn["name"] == problem["connector"] and conn["container"] == c["name"]
+        ),
+        None,
+    )
     scale = problem.get("scale") or 0.0
     if dtype is None or np.dtype(dtype) not in (np.dtype(np.float64), np.dtype(np.complex128)) or not scale:
         return ""
     relative = problem["max_error"] / scale
     if 1e-9 < relative < 1e-4:
-        return (f" The error, {relative:.1g} of the largest output, is the size of single-precision rounding: "
-                f"compute in the output's precision (double), not in float.")
+        return (
+            f" The error, {relative:.1g} of the largest output, is the size of single-precision rounding: "
+            f"compute in the output's precision (double), not in float."
+        )
     return ""
 
 
@@ -410,19 +466,22 @@ def _describe_nondeterministic(problem: dict[str, Any], where: str) -> str:
             f"{problem['connector']} at index {problem['index']} is {problem.get('got', 'not written')}, expected "
             f"{problem['expected']} ({problem['count']} of {problem['elements']} elements differ beyond the "
             f"reduction tolerance), while with 1 thread it is right. A data race (threads updating shared data "
-            f"without atomics or a reduction clause) or a reduction whose order depends on the threads' timing.")
+            f"without atomics or a reduction clause) or a reduction whose order depends on the threads' timing."
+        )
     if problem.get("was") == "unwritten":
         return (
             f"The result is not deterministic ({where}; runs with {counts}): in run {problem['runs']} output "
             f"{problem['connector']} at index {problem['index']} was never written ({problem['count']} of "
             f"{problem['elements']} elements), though the first run wrote it. Every call must compute its "
-            f"outputs (no results kept from an earlier call; no thread may skip its share).")
+            f"outputs (no results kept from an earlier call; no thread may skip its share)."
+        )
     return (
         f"The result is not deterministic ({where}; runs with {counts}): output {problem['connector']} at "
         f"index {problem['index']} was {problem['expected']} in the first run and {problem.get('got')} in run "
         f"{problem['runs']}; {problem['count']} of {problem['elements']} elements differ beyond the reduction "
         f"tolerance. A data race (threads updating shared data without atomics or a reduction clause) or a "
-        f"reduction whose order depends on the threads' timing.")
+        f"reduction whose order depends on the threads' timing."
+    )
 
 
 def describe_problem(problem: dict[str, Any], case: dict[str, Any]) -> tuple[str, str]:
@@ -434,20 +493,25 @@ def describe_problem(problem: dict[str, Any], case: dict[str, Any]) -> tuple[str
     if problem.get("threads") and isinstance(problem["threads"], int) and problem["threads"] == 1:
         where += ", 1 thread"
     if kind == "stale":
-        how = ("called a second time on the same buffers and state with new inputs"
-               if problem.get("again") else "for new inputs the code returned its outputs of an earlier call")
+        how = (
+            "called a second time on the same buffers and state with new inputs"
+            if problem.get("again")
+            else "for new inputs the code returned its outputs of an earlier call"
+        )
         return "stale", (
             f"Results kept across calls ({where}): {how} (seed {problem.get('seed', case['seed'])} after seed "
             f"{problem.get('first_seed')}), output {problem.get('connector', '?')} at index {problem.get('index')} "
             f"is {problem.get('got', 'not written')}, expected {problem.get('expected')}. "
             f"Every call must compute its outputs from the inputs it is given: no static cache keyed on the sizes "
-            f"or the addresses, no result kept from an earlier call.")
+            f"or the addresses, no result kept from an earlier call."
+        )
     if kind == "late_write":
         return "late_write", (
             f"Work left running after the call returned ({where}): output container {problem['container']}"
             f"{_connectors_of(case, problem['container'])} changed after the call had returned ({problem['count']} "
             f"element(s), first at element {problem['element']}). Finish all work before returning: join every "
-            f"thread (no detached std::thread, no std::async left pending, no task not waited for).")
+            f"thread (no detached std::thread, no std::async left pending, no task not waited for)."
+        )
     if kind == "read_before_write":
         name = problem["connector"]
         return "read_before_write", (
@@ -455,45 +519,55 @@ def describe_problem(problem: dict[str, Any], case: dict[str, Any]) -> tuple[str
             f"from the undefined contents the output had before the call (expected {problem['expected']}); "
             f"{problem['count']} of {problem['elements']} elements. The code reads `{name}` before writing it: "
             f"an output starts undefined, so zero it or write it first (e.g. `{name}[i] = sum` after accumulating "
-            f"in a local, not `{name}[i] += ...`).")
+            f"in a local, not `{name}[i] += ...`)."
+        )
     if kind == "read_outside":
         return "read_outside", (
             f"Read outside its data ({where}): output {problem['connector']} at index {problem['index']} holds the "
             f"NaN that fills the memory just outside the buffers (expected {problem['expected']}); "
             f"{problem['count']} of {problem['elements']} elements. The code reads past the end (or before the "
-            f"start) of an input or of the part of it its connector sees: check the loop bounds and the strides.")
+            f"start) of an input or of the part of it its connector sees: check the loop bounds and the strides."
+        )
     if kind == "mismatch" and problem.get("not_finite"):
         return "not_finite", (
             f"Wrong result ({where}): output {problem['connector']} at index {problem['index']} is {problem['got']} "
             f"where the reference is finite ({problem['expected']}); {problem['not_finite']} of "
             f"{problem['elements']} elements are NaN or infinite. The computation overflows or is unstable at "
-            f"these inputs (e.g. exp of large values: subtract the maximum first; sums of squares: scale them).")
+            f"these inputs (e.g. exp of large values: subtract the maximum first; sums of squares: scale them)."
+        )
     if kind == "mismatch":
         return "mismatch", (
             f"Wrong result ({where}): output {problem['connector']} at index {problem['index']} is {problem['got']}, "
             f"expected {problem['expected']}; {problem['count']} of {problem['elements']} elements differ, "
             f"largest error {problem['max_error']:.3g} (tolerance {problem['rtol']:.2g} relative)."
             + _precision_hint(problem, case)
-            if isinstance(problem["max_error"], float) else
-            f"Wrong result ({where}): output {problem['connector']} at index {problem['index']} is {problem['got']}, "
+            if isinstance(problem["max_error"], float)
+            else f"Wrong result ({where}): output {problem['connector']} at index {problem['index']} is {problem['got']}, "
             f"expected {problem['expected']}; {problem['count']} of {problem['elements']} elements differ, "
-            f"largest error {problem['max_error']}.")
+            f"largest error {problem['max_error']}."
+        )
     if kind == "unwritten":
         return "unwritten", (
             f"Output not written ({where}): {problem['connector']} at index {problem['index']} still holds the "
             f"fill pattern it had before the call (expected {problem['expected']}); {problem['count']} of "
-            f"{problem['elements']} elements were never written.")
+            f"{problem['elements']} elements were never written."
+        )
     if kind == "outside_subset":
         if problem.get("input"):
-            return "outside_subset", (f"The code modified its input container {problem['container']}"
-                                      f"{_connectors_of(case, problem['container'])} at element {problem['element']} "
-                                      f"({where}); inputs must stay unchanged.")
-        return "outside_subset", (f"The code wrote to element {problem['element']} of {problem['container']}, "
-                                  f"outside the part its output connector covers ({where}); "
-                                  f"{problem['count']} such element(s).")
+            return "outside_subset", (
+                f"The code modified its input container {problem['container']}"
+                f"{_connectors_of(case, problem['container'])} at element {problem['element']} "
+                f"({where}); inputs must stay unchanged."
+            )
+        return "outside_subset", (
+            f"The code wrote to element {problem['element']} of {problem['container']}, "
+            f"outside the part its output connector covers ({where}); "
+            f"{problem['count']} such element(s)."
+        )
     side = "past the end of" if problem.get("side") == "after" else "before the start of"
-    return "outside_buffer", (f"The code wrote {side} container {problem['container']}"
-                              f"{_connectors_of(case, problem['container'])} ({where}).")
+    return "outside_buffer", (
+        f"The code wrote {side} container {problem['container']}{_connectors_of(case, problem['container'])} ({where})."
+    )
 
 
 def describe_outcome(outcome: ChildOutcome, cases: list[dict[str, Any]], limits: SandboxLimits) -> tuple[str, str, str]:
@@ -506,9 +580,15 @@ def describe_outcome(outcome: ChildOutcome, cases: list[dict[str, Any]], limits:
     where = f" ({case_place(case)})" if case else ""
     who = outcome.who
     if outcome.status == "timeout":
-        reason, text = "timeout", f"did not finish within {limits.wall_seconds:g} s of wall time{where} (an endless loop?)"
+        reason, text = (
+            "timeout",
+            f"did not finish within {limits.wall_seconds:g} s of wall time{where} (an endless loop?)",
+        )
     elif outcome.status == "cpu_time":
-        reason, text = "cpu_time", f"used more than {limits.cpu_seconds:g} s of CPU time per thread{where} (an endless loop?)"
+        reason, text = (
+            "cpu_time",
+            f"used more than {limits.cpu_seconds:g} s of CPU time per thread{where} (an endless loop?)",
+        )
     elif outcome.status == "memory":
         reason, text = "memory", f"exceeded the memory limit of {limits.memory_bytes >> 20} MiB{where}"
     elif outcome.status == "crashed":
@@ -517,8 +597,10 @@ def describe_outcome(outcome: ChildOutcome, cases: list[dict[str, Any]], limits:
             access = {True: "wrote", False: "read"}.get(fault.get("write"), "accessed memory")
             side = "past the end of" if fault["where"] == "after" else "before the start of"
             reason = "outside_buffer"
-            text = (f"crashed with {outcome.signal}: it {access} {fault['bytes']} byte(s) {side} container "
-                    f"{fault['container']}{_connectors_of(case, fault['container'])}{where}")
+            text = (
+                f"crashed with {outcome.signal}: it {access} {fault['bytes']} byte(s) {side} container "
+                f"{fault['container']}{_connectors_of(case, fault['container'])}{where}"
+            )
         else:
             reason = "crash"
             address = ""
@@ -530,14 +612,25 @@ def describe_outcome(outcome: ChildOutcome, cases: list[dict[str, Any]], limits:
     else:
         reason, text = "harness", f"could not be run: {outcome.output.strip()[-1500:]}"
     if who == "reference":
-        return "inconclusive", "reference failed", f"The node's reference program {text}; nothing is known about the candidate."
+        return (
+            "inconclusive",
+            "reference failed",
+            f"The node's reference program {text}; nothing is known about the candidate.",
+        )
     if who == "baseline":  # one of DaCe's own library implementations, timed next to the candidate
-        return ("inconclusive", "baseline failed",
-                f"The baseline {phase.get('label', '?')} {text}; nothing is known about the candidate.")
+        return (
+            "inconclusive",
+            "baseline failed",
+            f"The baseline {phase.get('label', '?')} {text}; nothing is known about the candidate.",
+        )
     if who == "loader" and outcome.status == "error":
         step = phase.get("step", "candidate")
         if step == "reference":
-            return "inconclusive", "reference failed", f"The node's reference program could not be loaded: {outcome.output.strip()[-1500:]}"
+            return (
+                "inconclusive",
+                "reference failed",
+                f"The node's reference program could not be loaded: {outcome.output.strip()[-1500:]}",
+            )
         return "failed", "load", f"The compiled code could not be loaded: {outcome.output.strip()[-1500:]}"
     return "failed", reason, f"The code {text}."
 
@@ -583,20 +676,35 @@ def _ladder_cases(request: CheckRequest, mode: str, seeds: list[int], sizes: Any
     else:
         rungs = ("small", "odd", "vector", "multi-tile", "bench")
     try:
-        ladder = None if mode == "bench" else build_ladder(
-            request, sizes, bench_sizes=request.settings.bench_sizes, seeds=seeds, rungs=rungs)
+        ladder = (
+            None
+            if mode == "bench"
+            else build_ladder(request, sizes, bench_sizes=request.settings.bench_sizes, seeds=seeds, rungs=rungs)
+        )
         size_list = ladder.sizes() if ladder is not None else []
-        cases = ([make_case(request, c.seed, c.sizes, c.point, c.rung, c.point_words) for c in ladder.cases()]
-                 if ladder is not None else [])
-        bench_cases = ([make_case(request, seed, bench.sizes, rung="bench") for seed in bench.seeds]
-                       if bench is not None else [])
+        cases = (
+            [make_case(request, c.seed, c.sizes, c.point, c.rung, c.point_words) for c in ladder.cases()]
+            if ladder is not None
+            else []
+        )
+        bench_cases = (
+            [make_case(request, seed, bench.sizes, rung="bench") for seed in bench.seeds] if bench is not None else []
+        )
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise _Stop("inconclusive", "sizes", _NO_VALUES.format(exc)) from exc
     return _Plan(ladder, size_list, cases, bench_cases)
 
 
-def _plan_cases(request: CheckRequest, mode: str, seeds: list[int], sizes: Any, bench: BenchPlan | None,
-                kind: str | None, count: int, result: SandboxRun) -> _Plan:
+def _plan_cases(
+    request: CheckRequest,
+    mode: str,
+    seeds: list[int],
+    sizes: Any,
+    bench: BenchPlan | None,
+    kind: str | None,
+    count: int,
+    result: SandboxRun,
+) -> _Plan:
     """Make every case the child runs, numbered in the order it runs them: the ladder, thread runs,
     other input distributions and second calls (verify), the bench section. Records the sizes,
     the skipped sizes and the ladder in ``result``."""
@@ -607,8 +715,11 @@ def _plan_cases(request: CheckRequest, mode: str, seeds: list[int], sizes: Any, 
     result["skipped"] = plan.ladder.skipped if plan.ladder is not None else []
     result["ladder"] = plan.ladder.describe() if plan.ladder is not None else []
     if not plan.cases and not plan.bench_cases:
-        raise _Stop("inconclusive", "sizes", "Not verified: the program allows none of the sizes tried: "
-                    + "; ".join(map(str, result["skipped"])) + ".")
+        raise _Stop(
+            "inconclusive",
+            "sizes",
+            "Not verified: the program allows none of the sizes tried: " + "; ".join(map(str, result["skipped"])) + ".",
+        )
     if mode == "verify":
         plan_threads(plan.cases, count)
         try:
@@ -624,8 +735,9 @@ def _plan_cases(request: CheckRequest, mode: str, seeds: list[int], sizes: Any, 
     plan.agains = [c["again"] for c in all_cases if c.get("again")]
     for index, case in enumerate(plan.agains, start=len(all_cases)):
         case["id"] = index
-    result["threads"]["runs"] = [{"sizes": c["sizes"], "seed": c["seed"], "threads": c["threads"]}
-                                 for c in all_cases if c.get("threads")]
+    result["threads"]["runs"] = [
+        {"sizes": c["sizes"], "seed": c["seed"], "threads": c["threads"]} for c in all_cases if c.get("threads")
+    ]
     return plan
 
 
@@ -643,8 +755,12 @@ def _compile_candidate(request: CheckRequest, plan: _Plan, result: SandboxRun) -
             raise _Stop("inconclusive", "compiler", build.result.output)
         if not build.ok:
             raise _Stop("failed", "compile", "The code does not compile as DaCe builds it:\n" + build.diagnostics)
-        raise _Stop("failed", "link", "The code compiles but does not link into a shared library:\n"
-                    + (link.output.strip()[-3000:] if link is not None else ""))
+        raise _Stop(
+            "failed",
+            "link",
+            "The code compiles but does not link into a shared library:\n"
+            + (link.output.strip()[-3000:] if link is not None else ""),
+        )
     result["library"] = str(library)
     if not uses_openmp(library):
         for case in plan.all_cases:
@@ -653,17 +769,32 @@ def _compile_candidate(request: CheckRequest, plan: _Plan, result: SandboxRun) -
     return library
 
 
-def _child_job(request: CheckRequest, mode: str, plan: _Plan, library: Path, bench: BenchPlan | None, count: int,
-               timing: dict[str, Any]) -> Job:
+def _child_job(
+    request: CheckRequest,
+    mode: str,
+    plan: _Plan,
+    library: Path,
+    bench: BenchPlan | None,
+    count: int,
+    timing: dict[str, Any],
+) -> Job:
     """The job the child reads: its cases, the candidate, the bench section (reference added later)."""
     from dace_ai.checking.runner import baseline_timing_file
 
-    job: Job = {"mode": "verify" if mode == "bench" else mode, **timing, "threads": count,
-                "candidate": {"library": str(library), "symbols": list(request.node.symbols),
-                              "params": _scope_params(request),
-                              "connectors": [c.name for c in request.node.connectors]},
-                "reference": None, "cases": plan.cases,
-                "bench": bench.job(plan.bench_cases) if bench is not None else None}
+    job: Job = {
+        "mode": "verify" if mode == "bench" else mode,
+        **timing,
+        "threads": count,
+        "candidate": {
+            "library": str(library),
+            "symbols": list(request.node.symbols),
+            "params": _scope_params(request),
+            "connectors": [c.name for c in request.node.connectors],
+        },
+        "reference": None,
+        "cases": plan.cases,
+        "bench": bench.job(plan.bench_cases) if bench is not None else None,
+    }
     if plan.bench_cases and job["bench"]["baselines"]:
         for side in job["bench"]["baselines"]:  # slow ones timed once per node, like the native reference
             side["timing"] = baseline_timing_file(side["program"]["library"], plan.bench_cases[0], count)
@@ -681,9 +812,12 @@ def _add_native_reference(request: CheckRequest, job: Job, plan: _Plan, count: i
         native = build_native_reference(request)
     except Exception as exc:  # noqa: BLE001 - a reference DaCe cannot build says nothing about the candidate
         result["seconds"]["reference"] = time.perf_counter() - start
-        raise _Stop("inconclusive", "reference failed",
-                    f"Not verified: the node's native reference could not be built: {type(exc).__name__}: "
-                    f"{str(exc).strip()[-1500:]}") from exc
+        raise _Stop(
+            "inconclusive",
+            "reference failed",
+            f"Not verified: the node's native reference could not be built: {type(exc).__name__}: "
+            f"{str(exc).strip()[-1500:]}",
+        ) from exc
     result["seconds"]["reference"] = time.perf_counter() - start
     result["reference"]["implementation"] = native.implementation
     job["reference"] = native.spec()
@@ -702,8 +836,11 @@ def _add_function_outputs(function: Any, plan: _Plan, folder: Path) -> None:
                 case["expected"] = _expected_outputs(case, function, folder, case["id"])
         except Exception as exc:  # noqa: BLE001 - the user's reference failed: not the candidate's fault
             if unit:
-                raise _Stop("inconclusive", "reference failed",
-                            f"Not verified: the reference function raised {type(exc).__name__}: {exc}") from exc
+                raise _Stop(
+                    "inconclusive",
+                    "reference failed",
+                    f"Not verified: the reference function raised {type(exc).__name__}: {exc}",
+                ) from exc
             case["unfit"] = f"the reference raised {type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
 
 
@@ -733,20 +870,37 @@ def _passed_message(plan: _Plan, bench: BenchPlan | None, count: int, result: Sa
     """What a passed verification covered, in words: seeds, sizes, rungs, threads, distributions."""
     skipped = f"; not run: {'; '.join(map(str, result['skipped']))}" if result["skipped"] else ""
     rung_names = list(dict.fromkeys([r.name for r in plan.ladder.rungs] + (["bench"] if bench is not None else [])))
-    return (f"matches the reference on {len(result['seeds'])} seed(s) x {len(plan.sizes)} size(s) "
-            f"({len(plan.all_cases)} cases: {', '.join(rung_names)})"
-            + (" and at the bench sizes " + ", ".join(f"{k}={v}" for k, v in bench.sizes.items())
-               if bench is not None else "")
-            + (f"; deterministic with 1 and {count} threads" if result["threads"]["runs"]
-               else "; no OpenMP in the code: each case run once")
-            + f"; {distributions.summary_words(result['distributions'])}"
-            + ("; a second call on the same buffers with new inputs" if plan.agains else "") + skipped)
+    return (
+        f"matches the reference on {len(result['seeds'])} seed(s) x {len(plan.sizes)} size(s) "
+        f"({len(plan.all_cases)} cases: {', '.join(rung_names)})"
+        + (
+            " and at the bench sizes " + ", ".join(f"{k}={v}" for k, v in bench.sizes.items())
+            if bench is not None
+            else ""
+        )
+        + (
+            f"; deterministic with 1 and {count} threads"
+            if result["threads"]["runs"]
+            else "; no OpenMP in the code: each case run once"
+        )
+        + f"; {distributions.summary_words(result['distributions'])}"
+        + ("; a second call on the same buffers with new inputs" if plan.agains else "")
+        + skipped
+    )
 
 
-def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds: Sequence[int] | int = DEFAULT_SEEDS,
-                          sizes: Any = None, repeats: int = 5, warmup: int = 1,
-                          limits: SandboxLimits | None = None, bench: BenchPlan | None = None,
-                          threads: int | None = None) -> SandboxRun:
+def run_against_reference(
+    request: CheckRequest,
+    *,
+    mode: str = "verify",
+    seeds: Sequence[int] | int = DEFAULT_SEEDS,
+    sizes: Any = None,
+    repeats: int = 5,
+    warmup: int = 1,
+    limits: SandboxLimits | None = None,
+    bench: BenchPlan | None = None,
+    threads: int | None = None,
+) -> SandboxRun:
     """Run the candidate of ``request`` and the node's reference on the same inputs in a sandboxed child.
 
     ``mode="verify"`` compares outputs (stops at the first failing case); the
@@ -777,11 +931,22 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
     seeds = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     limits = limits or SandboxLimits.from_settings(request.settings)
     count = threads or all_cores(request.settings)
-    result: SandboxRun = {"mode": mode, "status": "inconclusive", "reason": None, "message": "",
-                          "seeds": seeds, "sizes": [], "cases": [], "bench": None, "skipped": [], "ladder": [],
-                          "reference": {"kind": None, "implementation": None}, "problem": None,
-                          "threads": {"count": count, "runs": [], "runtime": None},
-                          "seconds": {"compile": 0.0, "reference": 0.0, "run": 0.0, "total": 0.0}}
+    result: SandboxRun = {
+        "mode": mode,
+        "status": "inconclusive",
+        "reason": None,
+        "message": "",
+        "seeds": seeds,
+        "sizes": [],
+        "cases": [],
+        "bench": None,
+        "skipped": [],
+        "ladder": [],
+        "reference": {"kind": None, "implementation": None},
+        "problem": None,
+        "threads": {"count": count, "runs": [], "runtime": None},
+        "seconds": {"compile": 0.0, "reference": 0.0, "run": 0.0, "total": 0.0},
+    }
     kind, detail = reference_kind(request)
     result["reference"]["kind"] = kind
     try:
@@ -798,10 +963,14 @@ def run_against_reference(request: CheckRequest, *, mode: str = "verify", seeds:
             _add_function_outputs(detail, plan, folder)
         written = _read_child(run_child(job, folder / "run", limits, threads=count), plan, limits, result)
         if bench is not None:
-            result["bench"] = {**(written.get("bench") or {}), "sizes": bench.sizes,
-                               "timed": bool(job["bench"]["time"]), "library": str(library),
-                               "native_label": bench.native_label,
-                               "baselines_left_out": dict(bench.baselines_left_out)}
+            result["bench"] = {
+                **(written.get("bench") or {}),
+                "sizes": bench.sizes,
+                "timed": bool(job["bench"]["time"]),
+                "library": str(library),
+                "native_label": bench.native_label,
+                "baselines_left_out": dict(bench.baselines_left_out),
+            }
         status, reason = "passed", None
         message = "" if mode in ("time", "bench") else _passed_message(plan, bench, count, result)
     except _Stop as stop:
@@ -815,4 +984,3 @@ def _scope_params(request: CheckRequest) -> list[str]:
     from dace_ai.checking.units import scope_parameters
 
     return scope_parameters(request.node)
-

@@ -37,8 +37,12 @@ from dace_ai.targets.build_flags import builds_with_dace
 def is_host_cpp(request: CheckRequest) -> bool:
     """Host checkers judge C++ code for a CPU target outside GPU kernels."""
     node = request.node
-    return (node.target.kind == "cpu" and node.target.language == "cpp" and request.answer.language == "cpp"
-            and not node.in_gpu_kernel)
+    return (
+        node.target.kind == "cpu"
+        and node.target.language == "cpp"
+        and request.answer.language == "cpp"
+        and not node.in_gpu_kernel
+    )
 
 
 _MISSING_HEADER = re.compile(r"(?:'|‘|\")?([^'‘’\"\s]+)(?:'|’|\")? ?(?:file not found|: No such file or directory)")
@@ -55,7 +59,7 @@ def _only_missing_declared_headers(output: str, declared: set[str]) -> bool:
         return False
     for diag in errors:
         m = _MISSING_HEADER.search(diag.message)
-        if not m or m.group(1).strip("<>\"") not in declared:
+        if not m or m.group(1).strip('<>"') not in declared:
             return False
     return True
 
@@ -68,8 +72,13 @@ def probe_check(request: CheckRequest) -> CheckReport:
     if not os.path.isfile(os.path.join(include, "dace", "dace.h")):
         return CheckReport("probe", "inconclusive", f"DaCe runtime header dace/dace.h not found under {include}")
     build = compile_candidate(request)
-    details = {"command": build.command, "compiler": build.compiler, "flags": build.flags, "pch": build.pch,
-               "returncode": build.result.returncode}
+    details = {
+        "command": build.command,
+        "compiler": build.compiler,
+        "flags": build.flags,
+        "pch": build.pch,
+        "returncode": build.result.returncode,
+    }
     if build.missing_compiler:
         return CheckReport("probe", "inconclusive", build.result.output, 0.0, details)
     if build.ok:
@@ -79,12 +88,13 @@ def probe_check(request: CheckRequest) -> CheckReport:
             details["remarks_note"] = note
         return CheckReport("probe", "passed", "", 0.0, details)
     if build.result.timed_out:
-        return CheckReport("probe", "failed", f"the compiler did not finish: {build.result.output.strip()}",
-                           0.0, details)
+        return CheckReport(
+            "probe", "failed", f"the compiler did not finish: {build.result.output.strip()}", 0.0, details
+        )
     build.claim_output("probe")
     envs, _ = environment_classes(request.answer)
-    declared = {h.strip("<>\"") for env in envs for h in environment_headers(env)}
-    declared |= {h.strip("<>\"") for req in request.answer.environments for h in req.headers}
+    declared = {h.strip('<>"') for env in envs for h in environment_headers(env)}
+    declared |= {h.strip('<>"') for req in request.answer.environments for h in req.headers}
     status = "inconclusive" if _only_missing_declared_headers(build.result.output, declared) else "failed"
     return CheckReport("probe", status, build.diagnostics, 0.0, details)
 
@@ -138,8 +148,9 @@ def _descriptor(conn: ConnectorInfo, live_sdfg: Any) -> Any:
         raise ValueError(f"connector {conn.name!r}: unknown element type {conn.dtype!r}")
     shape = [dace.symbolic.pystr_to_symbolic(s) for s in conn.container_shape] or [1]
     strides = [dace.symbolic.pystr_to_symbolic(s) for s in conn.container_strides] or None
-    return dace.data.Array(dtype, shape, strides=strides if strides and len(strides) == len(shape) else None,
-                           transient=conn.transient)
+    return dace.data.Array(
+        dtype, shape, strides=strides if strides and len(strides) == len(shape) else None, transient=conn.transient
+    )
 
 
 def standalone_sdfg(request: CheckRequest) -> Any:
@@ -159,15 +170,23 @@ def standalone_sdfg(request: CheckRequest) -> Any:
             state.add_node(tasklet)
             return tasklet
         tasklet = state.add_tasklet(
-            node.name or "tasklet", {c.name for c in node.inputs}, {c.name for c in node.outputs}, answer.code,
-            language=dace.Language.CPP, code_global=answer.code_global, code_init=answer.code_init,
-            code_exit=answer.code_exit, state_fields=list(answer.state_fields),
-            side_effects=answer.side_effects or None)
+            node.name or "tasklet",
+            {c.name for c in node.inputs},
+            {c.name for c in node.outputs},
+            answer.code,
+            language=dace.Language.CPP,
+            code_global=answer.code_global,
+            code_init=answer.code_init,
+            code_exit=answer.code_exit,
+            state_fields=list(answer.state_fields),
+            side_effects=answer.side_effects or None,
+        )
         tasklet.environments = environments
         return tasklet
 
-    return one_node_program("ai_check_" + re.sub(r"\W", "_", node.name or "node"), node, place,
-                            lambda conn: _descriptor(conn, live_sdfg))
+    return one_node_program(
+        "ai_check_" + re.sub(r"\W", "_", node.name or "node"), node, place, lambda conn: _descriptor(conn, live_sdfg)
+    )
 
 
 def faithful_check(request: CheckRequest) -> CheckReport:
@@ -187,21 +206,35 @@ def faithful_check(request: CheckRequest) -> CheckReport:
             compile_without_loading(sdfg)
     except compilation_error as exc:
         output = str(exc).replace(str(folder) + os.sep, "")
-        return CheckReport("faithful", "failed", summarize_output(output), time.perf_counter() - start,
-                           {"program": sdfg.name})
+        return CheckReport(
+            "faithful", "failed", summarize_output(output), time.perf_counter() - start, {"program": sdfg.name}
+        )
     except configuration_error as exc:
         return CheckReport("faithful", "inconclusive", f"DaCe could not configure the build: {exc}")
     except Exception as exc:  # noqa: BLE001 - code generation of the rebuilt program failed
-        return CheckReport("faithful", "inconclusive", f"DaCe could not generate the program: "
-                           f"{type(exc).__name__}: {exc}")
+        return CheckReport(
+            "faithful", "inconclusive", f"DaCe could not generate the program: {type(exc).__name__}: {exc}"
+        )
     return CheckReport("faithful", "passed", "", time.perf_counter() - start, {"program": sdfg.name})
 
 
 @hookimpl
 def dace_ai_checkers():
-    yield Checker(name="probe", stage="compile", check=probe_check, applies=probe_applies, default=True,
-                  description="Compiles the tasklet alone with the real build's compiler, standard and flags "
-                              "(dace.h precompiled; one compile shared by the candidate's checkers); a cross "
-                              "target without a compile check of its own with its compiler and flags")
-    yield Checker(name="faithful", stage="compile", check=faithful_check, applies=uses_host_compiler, default=False,
-                  description="DaCe build of a program holding only the tasklet with the node's data")
+    yield Checker(
+        name="probe",
+        stage="compile",
+        check=probe_check,
+        applies=probe_applies,
+        default=True,
+        description="Compiles the tasklet alone with the real build's compiler, standard and flags "
+        "(dace.h precompiled; one compile shared by the candidate's checkers); a cross "
+        "target without a compile check of its own with its compiler and flags",
+    )
+    yield Checker(
+        name="faithful",
+        stage="compile",
+        check=faithful_check,
+        applies=uses_host_compiler,
+        default=False,
+        description="DaCe build of a program holding only the tasklet with the node's data",
+    )

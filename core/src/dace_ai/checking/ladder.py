@@ -69,11 +69,11 @@ TILE_SIZES = (520, 536, 552, 568, 584, 600, 616, 632)
 TILE_FLOORS = (264, 280, 296, 312, 328, 344, 360, 376)
 #: One call of the node at the multi-tile and vector rungs: at most this many element operations
 #: (the product of the sizes the connectors' shapes use, e.g. M*N*K for a matrix product)...
-WORK_BUDGET = 2 ** 24
+WORK_BUDGET = 2**24
 #: ... and at most this many elements in any one container (32 MiB of doubles).
-ELEMENT_BUDGET = 2 ** 22
+ELEMENT_BUDGET = 2**22
 #: Bench rung default: about this many elements per container (as the bench stage picks).
-BENCH_ELEMENTS = 2 ** 16
+BENCH_ELEMENTS = 2**16
 #: Cache-line length assumed for CPU targets, and a GPU's memory transaction, in bytes.
 CPU_LINE_BYTES = 64
 GPU_LINE_BYTES = 128
@@ -82,12 +82,25 @@ MIN_VECTOR_MULTIPLE = 64
 
 RUNGS = ("small", "odd", "vector", "multi-tile", "bench")
 #: How a failure message names a rung.
-RUNG_WORDS = {"small": "the small odd size", "odd": "the larger odd size", "vector": "the vector-multiple size",
-              "multi-tile": "the multi-tile size", "bench": "the bench size", "given": "a size from verify_sizes",
-              "own": "the program's own sizes"}
+RUNG_WORDS = {
+    "small": "the small odd size",
+    "odd": "the larger odd size",
+    "vector": "the vector-multiple size",
+    "multi-tile": "the multi-tile size",
+    "bench": "the bench size",
+    "given": "a size from verify_sizes",
+    "own": "the program's own sizes",
+}
 #: Where in each enclosing map the rung's cases run (fractions of the range, 0 = first point, 1 = last).
-POINT_FRACTIONS = {"small": (0.0, 1 / 3, 2 / 3, 1.0), "odd": (0.0, 1 / 3, 2 / 3, 1.0), "given": (0.0, 1 / 3, 2 / 3, 1.0),
-                   "own": (0.0, 1 / 3, 2 / 3, 1.0), "vector": (0.5, 1.0), "multi-tile": (1.0,), "bench": (1.0,)}
+POINT_FRACTIONS = {
+    "small": (0.0, 1 / 3, 2 / 3, 1.0),
+    "odd": (0.0, 1 / 3, 2 / 3, 1.0),
+    "given": (0.0, 1 / 3, 2 / 3, 1.0),
+    "own": (0.0, 1 / 3, 2 / 3, 1.0),
+    "vector": (0.5, 1.0),
+    "multi-tile": (1.0,),
+    "bench": (1.0,),
+}
 #: How many of the seeds each rung runs (None: all of them).
 RUNG_SEEDS = {"small": None, "odd": None, "given": None, "own": None, "vector": 2, "multi-tile": 1, "bench": 1}
 
@@ -123,8 +136,13 @@ class Rung:
         return RUNG_WORDS.get(self.name, self.name)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"rung": self.name, "sizes": dict(self.sizes), "seeds": list(self.seeds),
-                "points": [dict(p) for p in self.points], "note": self.note}
+        return {
+            "rung": self.name,
+            "sizes": dict(self.sizes),
+            "seeds": list(self.seeds),
+            "points": [dict(p) for p in self.points],
+            "note": self.note,
+        }
 
 
 @dataclass(frozen=True)
@@ -156,8 +174,15 @@ class Ladder:
             count = max(len(rung.seeds), len(rung.points))
             for j in range(count):
                 point = dict(rung.points[j % len(rung.points)])
-                cases.append(PlannedCase(rung.seeds[j % len(rung.seeds)], dict(rung.sizes), rung.name, point,
-                                         point_text(point, self.scope_kinds)))
+                cases.append(
+                    PlannedCase(
+                        rung.seeds[j % len(rung.seeds)],
+                        dict(rung.sizes),
+                        rung.name,
+                        point,
+                        point_text(point, self.scope_kinds),
+                    )
+                )
         return cases
 
     def describe(self) -> list[dict[str, Any]]:
@@ -268,9 +293,11 @@ def _multi_tile(program: ProgramSizes) -> tuple[list[dict[str, int]], str]:
     if cost <= 1:
         if values == first:
             return [values], "every dimension more than two 256-element tiles"
-        return [values], (f"every dimension beyond one 256-element tile, lowered from {_sizes_text(first)} to keep "
-                          f"one call within {WORK_BUDGET:.3g} element operations and every container within "
-                          f"{ELEMENT_BUDGET:.3g} elements")
+        return [values], (
+            f"every dimension beyond one 256-element tile, lowered from {_sizes_text(first)} to keep "
+            f"one call within {WORK_BUDGET:.3g} element operations and every container within "
+            f"{ELEMENT_BUDGET:.3g} elements"
+        )
     tiled = [n for n in names if n in program.work or n in program.ranks]
     sets = []
     for name in tiled:
@@ -278,8 +305,10 @@ def _multi_tile(program: ProgramSizes) -> tuple[list[dict[str, int]], str]:
         if one_cost > 1:
             return [], f"even one dimension beyond one 256-element tile needs {one_what} at {_sizes_text(one)}"
         sets.append(one)
-    return sets, (f"one dimension at a time beyond its tiles, the others at their odd-rung sizes: all "
-                  f"{len(tiled)} at once would need {what} at {_sizes_text(values)}")
+    return sets, (
+        f"one dimension at a time beyond its tiles, the others at their odd-rung sizes: all "
+        f"{len(tiled)} at once would need {what} at {_sizes_text(values)}"
+    )
 
 
 def _vector(program: ProgramSizes, unit: int) -> tuple[dict[str, int] | None, str]:
@@ -342,8 +371,14 @@ def _given_list(sizes: Any) -> list[dict[str, int]]:
     return [{k: int(v) for k, v in given.items()} for given in sizes]
 
 
-def build_ladder(request: CheckRequest, sizes: Any = None, *, bench_sizes: Mapping[str, int] | str | None = None,
-                 seeds: Sequence[int] | int = (0, 1, 2), rungs: Sequence[str] = RUNGS) -> Ladder:
+def build_ladder(
+    request: CheckRequest,
+    sizes: Any = None,
+    *,
+    bench_sizes: Mapping[str, int] | str | None = None,
+    seeds: Sequence[int] | int = (0, 1, 2),
+    rungs: Sequence[str] = RUNGS,
+) -> Ladder:
     """The rungs for ``request``'s node: ``sizes`` (``verify_sizes``) when given, else the full ladder.
 
     ``rungs`` selects rungs of the full ladder (``("bench",)`` for a timing run).
@@ -375,9 +410,17 @@ def build_ladder(request: CheckRequest, sizes: Any = None, *, bench_sizes: Mappi
                 plans.extend((name, values, set(), 16, note) for values in sets or [None])
             elif name == "bench":
                 given = _given(bench_sizes)
-                plans.append((name, _bench(program, given), set(given), 0,
-                              "from the bench_sizes setting" if given else
-                              f"about {BENCH_ELEMENTS} elements per container, as the bench stage picks"))
+                plans.append(
+                    (
+                        name,
+                        _bench(program, given),
+                        set(given),
+                        0,
+                        "from the bench_sizes setting"
+                        if given
+                        else f"about {BENCH_ELEMENTS} elements per container, as the bench stage picks",
+                    )
+                )
             else:
                 raise ValueError(f"unknown rung {name!r}; the ladder has {', '.join(RUNGS)}")
     ladder = Ladder([], [], {s.param: s.kind for s in program.scopes})

@@ -97,4 +97,3 @@ def verification_level(reports: Sequence[CheckReport]) -> str:
     if inconclusive:
         return f"{UNVERIFIED}: {_reason(inconclusive[0])}"
     return f"{UNVERIFIED}: no check applied"
-

@@ -20,15 +20,19 @@ def connector_memlet(conn: ConnectorInfo, live: dict[str, Any]) -> Any:
 
     state, node = live.get("state"), live.get("node")
     if state is not None and node is not None:
-        edges = (state.in_edges_by_connector(node, conn.name) if conn.direction == "in"
-                 else state.out_edges_by_connector(node, conn.name))
+        edges = (
+            state.in_edges_by_connector(node, conn.name)
+            if conn.direction == "in"
+            else state.out_edges_by_connector(node, conn.name)
+        )
         for edge in edges:
             return copy.deepcopy(edge.data)
     return dace.Memlet(data=conn.container, subset=conn.subset, wcr=conn.wcr)
 
 
-def one_node_program(name: str, node_ctx: NodeContext, place: Callable[[Any], Any],
-                     descriptor: Callable[[ConnectorInfo], Any]) -> Any:
+def one_node_program(
+    name: str, node_ctx: NodeContext, place: Callable[[Any], Any], descriptor: Callable[[ConnectorInfo], Any]
+) -> Any:
     """An SDFG ``name`` whose one state holds the node ``place(state)`` adds, wired to its connectors' data.
 
     ``descriptor(conn)`` gives the data descriptor of each connector's container.

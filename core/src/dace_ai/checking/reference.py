@@ -62,12 +62,17 @@ def reference_function(key: str) -> Callable[..., Any] | None:
     return _references.get(key)
 
 
-def call_reference(function: Callable[..., Any], inputs: dict[str, Any], symbols: dict[str, Any],
-                   outputs: list[str]) -> dict[str, Any]:
+def call_reference(
+    function: Callable[..., Any], inputs: dict[str, Any], symbols: dict[str, Any], outputs: list[str]
+) -> dict[str, Any]:
     """Call an AINode reference with the inputs' views; its results by output connector."""
-    positional = [inputs[name] for name in sorted((n for n in inputs if n[3:].isdigit() and n.startswith("_in")),
-                                                  key=lambda n: int(n[3:]))]
-    keywords = {name[1:]: value for name, value in inputs.items() if not (name.startswith("_in") and name[3:].isdigit())}
+    positional = [
+        inputs[name]
+        for name in sorted((n for n in inputs if n[3:].isdigit() and n.startswith("_in")), key=lambda n: int(n[3:]))
+    ]
+    keywords = {
+        name[1:]: value for name, value in inputs.items() if not (name.startswith("_in") and name[3:].isdigit())
+    }
     try:
         parameters = inspect.signature(function).parameters
         accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
@@ -82,8 +87,9 @@ def call_reference(function: Callable[..., Any], inputs: dict[str, Any], symbols
     if len(outputs) == 1:
         return {outputs[0]: result}
     if not isinstance(result, (tuple, list)) or len(result) != len(outputs):
-        raise ValueError(f"the reference returned {type(result).__name__}, expected {len(outputs)} arrays "
-                         f"for {', '.join(outputs)}")
+        raise ValueError(
+            f"the reference returned {type(result).__name__}, expected {len(outputs)} arrays for {', '.join(outputs)}"
+        )
     return dict(zip(outputs, result))
 
 
@@ -117,9 +123,13 @@ class NativeReference:
     seconds: float  #: 0 when reused
 
     def spec(self) -> dict[str, Any]:
-        return {"kind": "program", "library": str(self.library), "name": self.name,
-                "init": [list(a) for a in self.init],
-                "args": [list(a) for a in self.args]}
+        return {
+            "kind": "program",
+            "library": str(self.library),
+            "name": self.name,
+            "init": [list(a) for a in self.init],
+            "args": [list(a) for a in self.args],
+        }
 
 
 def _as_array(desc: Any) -> Any:
@@ -128,8 +138,15 @@ def _as_array(desc: Any) -> Any:
 
     if isinstance(desc, dace.data.Scalar):
         return dace.data.Array(desc.dtype, [1])
-    return dace.data.Array(desc.dtype, list(desc.shape), strides=list(desc.strides), offset=list(desc.offset),
-                           total_size=desc.total_size, start_offset=desc.start_offset, alignment=desc.alignment)
+    return dace.data.Array(
+        desc.dtype,
+        list(desc.shape),
+        strides=list(desc.strides),
+        offset=list(desc.offset),
+        total_size=desc.total_size,
+        start_offset=desc.start_offset,
+        alignment=desc.alignment,
+    )
 
 
 def reference_sdfg(request: CheckRequest, implementation: str | None = None) -> tuple[Any, str]:
@@ -183,13 +200,11 @@ def _expand_natively(sdfg: Any, top: str | None = None, nested: bool = False) ->
     from dace_ai.compat import expand_with
 
     for _ in range(50):
-        pending = [(parent, node) for node, parent in sdfg.all_nodes_recursive()
-                   if isinstance(node, nodes.LibraryNode)]
+        pending = [(parent, node) for node, parent in sdfg.all_nodes_recursive() if isinstance(node, nodes.LibraryNode)]
         if not pending:
             return
         for state, node in pending:
-            own = top and (nested or state.sdfg is sdfg) and top in (getattr(type(node), "implementations", None)
-                                                                      or {})
+            own = top and (nested or state.sdfg is sdfg) and top in (getattr(type(node), "implementations", None) or {})
             choice = top if own else reference_implementation(node)
             if choice is None:
                 raise LookupError(f"{type(node).__name__} (inside the reference) has no native implementation")
@@ -226,9 +241,11 @@ def build_native_reference(request: CheckRequest, implementation: str | None = N
 
     baseline = implementation is not None  # another of DaCe's implementations: nested nodes take it too
     sdfg, implementation = reference_sdfg(request, implementation)
-    key = json.dumps(["spec 2", without_ids(sdfg.to_json()), implementation, dace.__version__,
-                      build_command(request.node.target)], sort_keys=True,
-                     default=str)
+    key = json.dumps(
+        ["spec 2", without_ids(sdfg.to_json()), implementation, dace.__version__, build_command(request.node.target)],
+        sort_keys=True,
+        default=str,
+    )
     digest = hashlib.sha256(key.encode()).hexdigest()[:20]
     folder = ai_folder("ai-check") / "reference" / digest
     sdfg.name = f"ai_reference_{digest[:8]}"
@@ -238,8 +255,14 @@ def build_native_reference(request: CheckRequest, implementation: str | None = N
         if spec_file.is_file():
             spec = json.loads(spec_file.read_text())
             if Path(spec["library"]).is_file():
-                return NativeReference(Path(spec["library"]), spec["name"], [tuple(a) for a in spec["init"]],
-                                       [tuple(a) for a in spec["args"]], implementation, 0.0)
+                return NativeReference(
+                    Path(spec["library"]),
+                    spec["name"],
+                    [tuple(a) for a in spec["init"]],
+                    [tuple(a) for a in spec["args"]],
+                    implementation,
+                    0.0,
+                )
         _expand_natively(sdfg, top=implementation, nested=baseline)
         sdfg.build_folder = str(folder / "program")
         with debugprint_off():
@@ -248,8 +271,14 @@ def build_native_reference(request: CheckRequest, implementation: str | None = N
         from dace_ai.storage.files import atomic_write_json
 
         atomic_write_json(spec_file, spec)
-    return NativeReference(Path(library), spec["name"], [tuple(a) for a in spec["init"]],
-                           [tuple(a) for a in spec["args"]], implementation, time.perf_counter() - start)
+    return NativeReference(
+        Path(library),
+        spec["name"],
+        [tuple(a) for a in spec["init"]],
+        [tuple(a) for a in spec["args"]],
+        implementation,
+        time.perf_counter() - start,
+    )
 
 
 def program_spec(sdfg: Any, library: str | Path) -> dict[str, Any]:
@@ -266,9 +295,17 @@ def program_spec(sdfg: Any, library: str | Path) -> dict[str, Any]:
 
     arglist = sdfg.arglist()
     names = sdfg.signature_arglist(with_types=False, arglist=arglist)
-    args = [(n, "array" if isinstance(arglist[n], dace.data.Array) else _ctype_name(arglist[n].dtype))
-            for n in names if n not in sdfg.constants]
+    args = [
+        (n, "array" if isinstance(arglist[n], dace.data.Array) else _ctype_name(arglist[n].dtype))
+        for n in names
+        if n not in sdfg.constants
+    ]
     init = [(n, _ctype_name(sdfg.symbols[n])) for n in init_symbols(sdfg)]
     name = Path(library).stem.removeprefix("lib")  # the built program's name (entry points)
-    return {"kind": "program", "library": str(library), "name": name, "init": [list(a) for a in init],
-            "args": [list(a) for a in args]}
+    return {
+        "kind": "program",
+        "library": str(library),
+        "name": name,
+        "init": [list(a) for a in init],
+        "args": [list(a) for a in args],
+    }

@@ -40,10 +40,12 @@ MAX_BYTES = 16 << 20
 
 _LOC = re.compile(r"^" + re.escape(UNIT_FILE) + r":(\d+):(\d+): (missed|optimized|note|remark): ?(.*)$")
 #: GCC reasons that name GIMPLE internals or a retried vector mode, not the code: left out.
-_GCC_NOISE = re.compile(r"no vectype for stmt|not consecutive access|Build SLP failed|misalignment|^\*{5}|"
-                        r"^couldn't vectorize loop|^===|unsupported data-type|no grouped stores|"
-                        r"can't determine dependence between|Unknown alignment|"
-                        r"^not vectorized: loop nest containing two or more")
+_GCC_NOISE = re.compile(
+    r"no vectype for stmt|not consecutive access|Build SLP failed|misalignment|^\*{5}|"
+    r"^couldn't vectorize loop|^===|unsupported data-type|no grouped stores|"
+    r"can't determine dependence between|Unknown alignment|"
+    r"^not vectorized: loop nest containing two or more"
+)
 #: From the first GIMPLE name on (``_41``, ``*_11``, ``a_34``, ``.omp_data_i``) the text means nothing to a reader.
 _GIMPLE = re.compile(r"[:,]?\s+\S*(?:\b_\d+\b|\w_\d+\b|\.omp_data).*$")
 _NOT_VECTORIZED = re.compile(r"^not vectorized[:,]\s*")
@@ -203,6 +205,7 @@ def cost_model_note(kind: str | None, flags: list[str], lines: list[str]) -> str
         return ""
     if not any(reason in line for line in lines for reason in _CHEAP_COST_MODEL):
         return ""
-    return ("At -O2 GCC vectorises a loop only when that needs no remainder loop, no peeling and no runtime alias "
-            "check; `#pragma omp simd` on the loop (the build has -fopenmp) asks for vectorisation regardless.")
-
+    return (
+        "At -O2 GCC vectorises a loop only when that needs no remainder loop, no peeling and no runtime alias "
+        "check; `#pragma omp simd` on the loop (the build has -fopenmp) asks for vectorisation regardless."
+    )

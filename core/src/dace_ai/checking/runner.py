@@ -105,8 +105,14 @@ class BenchPlan:
 
     def job(self, cases: list[Case]) -> BenchJob:
         """The job's bench section for ``cases`` (the child's :class:`~dace_ai.checking.child.records.BenchJob`)."""
-        return {"cases": cases, "time": self.time, "repeats": self.repeats, "lock": self.lock, "bytes": self.bytes,
-                "baselines": [dict(b) for b in self.baselines] if self.time else []}
+        return {
+            "cases": cases,
+            "time": self.time,
+            "repeats": self.repeats,
+            "lock": self.lock,
+            "bytes": self.bytes,
+            "baselines": [dict(b) for b in self.baselines] if self.time else [],
+        }
 
 
 def bench_plan(request: CheckRequest, *, native: bool, sizes: dict[str, int] | None = None) -> BenchPlan:
@@ -120,8 +126,13 @@ def bench_plan(request: CheckRequest, *, native: bool, sizes: dict[str, int] | N
     from dace_ai.checking.ladder import bench_sizes
 
     values = bench_sizes(request, given)
-    return BenchPlan(sizes=values, time=native or asked, repeats=settings.bench_repeats,
-                     lock=str(ai_folder("ai-check") / "bench.lock"), bytes=connector_bytes(request, values))
+    return BenchPlan(
+        sizes=values,
+        time=native or asked,
+        repeats=settings.bench_repeats,
+        lock=str(ai_folder("ai-check") / "bench.lock"),
+        bytes=connector_bytes(request, values),
+    )
 
 
 # ----------------------------------------------------------------------------- reference outputs cache
@@ -147,8 +158,9 @@ def cache_reference_outputs(cases: list[dict[str, Any]], library: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for case in cases:
         key = case_key(case)
-        case["reference_cache"] = {c["name"]: str(folder / f"{key}-{c['name']}.npy")
-                                   for c in case["containers"] if c["output"]}
+        case["reference_cache"] = {
+            c["name"]: str(folder / f"{key}-{c['name']}.npy") for c in case["containers"] if c["output"]
+        }
 
 
 def baseline_timing_file(library: str | Path, case: dict[str, Any], threads: int) -> str:

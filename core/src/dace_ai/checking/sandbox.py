@@ -40,8 +40,11 @@ class SandboxLimits:
 
     @classmethod
     def from_settings(cls, settings: AISettings) -> SandboxLimits:
-        return cls(cpu_seconds=settings.sandbox_cpu_seconds, wall_seconds=settings.sandbox_wall_seconds,
-                   memory_bytes=settings.sandbox_memory_mb << 20)
+        return cls(
+            cpu_seconds=settings.sandbox_cpu_seconds,
+            wall_seconds=settings.sandbox_wall_seconds,
+            memory_bytes=settings.sandbox_memory_mb << 20,
+        )
 
     def as_job(self) -> dict[str, Any]:
         return {"cpu_seconds": max(1, round(self.cpu_seconds)), "memory_bytes": self.memory_bytes}
@@ -125,16 +128,25 @@ class Launched:
     seconds: float
 
 
-def launch(argv: list[str], *, cwd: Path, wall_seconds: float, env: dict[str, str] | None = None,
-           preexec_fn: Any = None) -> Launched:
+def launch(
+    argv: list[str], *, cwd: Path, wall_seconds: float, env: dict[str, str] | None = None, preexec_fn: Any = None
+) -> Launched:
     """Run ``argv`` in a session of its own; past ``wall_seconds`` its whole process group is killed.
 
     The one way every child that runs generated code is started (the verify sandbox,
     the bench stage's timing runs), so a candidate that forks leaves nothing behind.
     """
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            env=env, cwd=cwd, start_new_session=True, preexec_fn=preexec_fn)
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+        preexec_fn=preexec_fn,
+    )
     timed_out = False
     try:
         output, _ = proc.communicate(timeout=wall_seconds)
@@ -155,15 +167,22 @@ def run_child(job: dict[str, Any], folder: Path, limits: SandboxLimits, *, threa
     before anything loads the OpenMP runtime, which reads it once.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    files = {name: folder / f"{name}.{ext}" for name, ext in
-             (("job", "json"), ("result", "json"), ("phase", "jsonl"), ("fault", "txt"))}
+    files = {
+        name: folder / f"{name}.{ext}"
+        for name, ext in (("job", "json"), ("result", "json"), ("phase", "jsonl"), ("fault", "txt"))
+    }
     for name in ("result", "phase", "fault"):
         files[name].unlink(missing_ok=True)
     job_limits = limits.as_job()
     if threads:  # CPU time counts every thread: the limit is per thread of the all-core count
         job_limits["cpu_seconds"] = job_limits["cpu_seconds"] * max(1, int(threads))
-    job = {**job, "limits": job_limits, "result_file": str(files["result"]),
-           "phase_file": str(files["phase"]), "fault_file": str(files["fault"])}
+    job = {
+        **job,
+        "limits": job_limits,
+        "result_file": str(files["result"]),
+        "phase_file": str(files["phase"]),
+        "fault_file": str(files["fault"]),
+    }
     files["job"].write_text(json.dumps(job), encoding="utf-8")
     env = {**os.environ, "MALLOC_ARENA_MAX": "2", "PYTHONFAULTHANDLER": ""}
     env.pop("PYTHONFAULTHANDLER")

@@ -83,9 +83,13 @@ NAME = "sanitizers"
 #: Folder under the check's workdir.
 FOLDER = "sanitize"
 #: The one setting of this checker: the clang++ to build with.
-COMPILER_SETTING = Setting("sanitizers_compiler", str, "clang++",
-                           "The clang++ that builds the sanitizers checker's runs (AddressSanitizer, "
-                           "UndefinedBehaviorSanitizer, ThreadSanitizer with LLVM's OpenMP and Archer)")
+COMPILER_SETTING = Setting(
+    "sanitizers_compiler",
+    str,
+    "clang++",
+    "The clang++ that builds the sanitizers checker's runs (AddressSanitizer, "
+    "UndefinedBehaviorSanitizer, ThreadSanitizer with LLVM's OpenMP and Archer)",
+)
 #: Flags of the address run (ASan and UBSan in one build).
 ADDRESS_FLAGS = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g", "-O1")
 #: Flags of the thread run.
@@ -107,8 +111,10 @@ CLANG_PACKAGE, LIBOMP_PACKAGE, RUNTIME_PACKAGE = "clang", "libomp-dev", "libclan
 #: Line printed by Archer when it supplies OpenMP's synchronisation to TSan (``ARCHER_OPTIONS=verbose=1``).
 ARCHER_ACTIVE = "Archer detected OpenMP application with TSan"
 #: What tells a unit uses OpenMP before its object exists (the object's symbols decide afterwards).
-_OPENMP_SOURCE = re.compile(r"#\s*pragma\s+omp\s+(?!simd\b|declare\s+simd\b)|_Pragma\s*\(\s*\"\s*omp\b"
-                            r"|\bomp_[a-z_]+\s*\(")
+_OPENMP_SOURCE = re.compile(
+    r"#\s*pragma\s+omp\s+(?!simd\b|declare\s+simd\b)|_Pragma\s*\(\s*\"\s*omp\b"
+    r"|\bomp_[a-z_]+\s*\("
+)
 
 #: The driver: our code, fixed, compiled once per flag set. It never sees model text.
 DRIVER_SOURCE = r"""// dace-ai sanitizers driver: runs a candidate's entry points once on buffers of exactly their size.
@@ -224,8 +230,10 @@ def libomp_problem(compiler: str) -> str | None:
         missing.append("libarcher.so")
     if not missing:
         return None
-    return (f"LLVM's OpenMP runtime for {os.path.basename(compiler)} is incomplete ({', '.join(missing)} not found "
-            f"under {lib}); install the Debian package `{LIBOMP_PACKAGE}`")
+    return (
+        f"LLVM's OpenMP runtime for {os.path.basename(compiler)} is incomplete ({', '.join(missing)} not found "
+        f"under {lib}); install the Debian package `{LIBOMP_PACKAGE}`"
+    )
 
 
 def archer_library(compiler: str) -> str | None:
@@ -253,8 +261,7 @@ def fast_link_args(compiler: str, kind: str) -> tuple[str, ...]:
     if kind != "address":
         return tuple(args)
     try:
-        out = subprocess.run([compiler, "-print-resource-dir"], capture_output=True, text=True, timeout=30,
-                             check=False)
+        out = subprocess.run([compiler, "-print-resource-dir"], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.SubprocessError):
         return tuple(args)
     runtime = Path(out.stdout.strip()) / "lib" / "linux"
@@ -329,8 +336,12 @@ def driver_object(compiler: str, flags: Sequence[str]) -> tuple[Path | None, str
             return built, "driver reused"
         (folder / DRIVER_FILE).write_text(DRIVER_SOURCE, encoding="utf-8")
         tmp = folder / f".driver.{os.getpid()}.{threading.get_ident()}.o"
-        result = run_tool([compiler, *flags, "-c", DRIVER_FILE, "-o", tmp.name], cwd=folder, timeout=BUILD_TIMEOUT,
-                          env={"LC_ALL": "C"})
+        result = run_tool(
+            [compiler, *flags, "-c", DRIVER_FILE, "-o", tmp.name],
+            cwd=folder,
+            timeout=BUILD_TIMEOUT,
+            env={"LC_ALL": "C"},
+        )
         if not result.ok or not tmp.is_file():
             tmp.unlink(missing_ok=True)
             return None, result.output
@@ -374,8 +385,12 @@ class SanitizerBuild:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.executable.unlink(missing_ok=True)
         (self.folder / UNIT_FILE).write_text(unit, encoding="utf-8")
-        self._thread = threading.Thread(target=self._build, args=(list(env_args), list(link_args)),
-                                        name=f"dace-ai-{self.kind}-sanitizer-build", daemon=True)
+        self._thread = threading.Thread(
+            target=self._build,
+            args=(list(env_args), list(link_args)),
+            name=f"dace-ai-{self.kind}-sanitizer-build",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -395,8 +410,20 @@ class SanitizerBuild:
             if self.after is not None and self.after._thread is not None:
                 self.after._thread.join()
             partial = f".candidate.{os.getpid()}"
-            argv = [self.compiler, *self.flags, "-I", dace_runtime_include(), *env_args, *pch_args, UNIT_FILE,
-                    str(driver), "-o", partial, *fast_link_args(self.compiler, self.kind), *link_args]
+            argv = [
+                self.compiler,
+                *self.flags,
+                "-I",
+                dace_runtime_include(),
+                *env_args,
+                *pch_args,
+                UNIT_FILE,
+                str(driver),
+                "-o",
+                partial,
+                *fast_link_args(self.compiler, self.kind),
+                *link_args,
+            ]
             self.result = self._run(argv)
             if self.result.ok:
                 os.replace(self.folder / partial, self.executable)
@@ -412,9 +439,15 @@ class SanitizerBuild:
             if self._stopped:
                 return ToolResult(tuple(argv), -9, "stopped", 0.0)
             try:
-                self._proc = subprocess.Popen(argv, cwd=self.folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                              stdin=subprocess.DEVNULL, start_new_session=True,
-                                              env={**os.environ, "LC_ALL": "C"})
+                self._proc = subprocess.Popen(
+                    argv,
+                    cwd=self.folder,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                    env={**os.environ, "LC_ALL": "C"},
+                )
             except OSError as exc:
                 return ToolResult(tuple(argv), 127, f"{argv[0]}: {exc}", 0.0)
             try:  # the main compile and the verify run come first; this build has until they end
@@ -426,11 +459,17 @@ class SanitizerBuild:
         except subprocess.TimeoutExpired:
             self._kill()
             output, _ = self._proc.communicate()
-            return ToolResult(tuple(argv), -9, output.decode(errors="replace") + f"\nkilled after {BUILD_TIMEOUT:g} s",
-                              time.perf_counter() - start, timed_out=True)
+            return ToolResult(
+                tuple(argv),
+                -9,
+                output.decode(errors="replace") + f"\nkilled after {BUILD_TIMEOUT:g} s",
+                time.perf_counter() - start,
+                timed_out=True,
+            )
         self.seconds["compile"] = time.perf_counter() - start
-        return ToolResult(tuple(argv), self._proc.returncode, output.decode(errors="replace"),
-                          time.perf_counter() - start)
+        return ToolResult(
+            tuple(argv), self._proc.returncode, output.decode(errors="replace"), time.perf_counter() - start
+        )
 
     def _kill(self) -> None:
         proc = self._proc
@@ -482,8 +521,9 @@ def _shared_builds(request: CheckRequest) -> SanitizerBuilds:
     return builds
 
 
-def start_build(request: CheckRequest, kind: str, unit: str, build_flags: Sequence[str], openmp: bool,
-                compiler: str) -> SanitizerBuild:
+def start_build(
+    request: CheckRequest, kind: str, unit: str, build_flags: Sequence[str], openmp: bool, compiler: str
+) -> SanitizerBuild:
     """Start (or reuse, when its flags match) the ``kind`` build of the candidate's unit (a thread build
     compiles after the address build)."""
     builds = _shared_builds(request)
@@ -494,8 +534,13 @@ def start_build(request: CheckRequest, kind: str, unit: str, build_flags: Sequen
     if known is not None:
         known.stop()
         known.wait()
-    build = SanitizerBuild(kind, compiler, flags, Path(request.workdir) / FOLDER / kind,
-                           after=builds.builds.get("address") if kind == "thread" else None)
+    build = SanitizerBuild(
+        kind,
+        compiler,
+        flags,
+        Path(request.workdir) / FOLDER / kind,
+        after=builds.builds.get("address") if kind == "thread" else None,
+    )
     builds.builds[kind] = build.start(unit, _env_compile_args(request), _link_args(request))
     return build
 
@@ -543,8 +588,10 @@ def sanitizer_cases(request: CheckRequest) -> tuple[dict[str, Any], dict[str, An
         raise ValueError("; ".join(map(str, ladder.skipped)) or "no size")
     small = next((c for c in planned if c.rung != "odd"), planned[0])
     odd = next((c for c in planned if c.rung == "odd"), small)
-    return tuple(make_case(request, c.seed, c.sizes, c.point, c.rung, c.point_words)  # type: ignore[return-value]
-                 for c in (small, odd))
+    return tuple(
+        make_case(request, c.seed, c.sizes, c.point, c.rung, c.point_words)  # type: ignore[return-value]
+        for c in (small, odd)
+    )
 
 
 def write_job(case: dict[str, Any], request: CheckRequest, folder: Path, cpu_seconds: int = 60) -> Path:
@@ -564,9 +611,12 @@ def write_job(case: dict[str, Any], request: CheckRequest, folder: Path, cpu_sec
     values = case["values"]
     symbols = [float(values[s]) for s in request.node.symbols]
     params = [float(values[p]) for p in scope_parameters(request.node)]
-    lines = [f"cpu_seconds {max(1, int(cpu_seconds))}", f"symbols {len(symbols)} " + " ".join(repr(v) for v in symbols),
-             f"params {len(params)} " + " ".join(repr(v) for v in params),
-             f"containers {len(case['containers'])}"]
+    lines = [
+        f"cpu_seconds {max(1, int(cpu_seconds))}",
+        f"symbols {len(symbols)} " + " ".join(repr(v) for v in symbols),
+        f"params {len(params)} " + " ".join(repr(v) for v in params),
+        f"containers {len(case['containers'])}",
+    ]
     index = {}
     for i, cont in enumerate(case["containers"]):
         array = np.ascontiguousarray(data[cont["name"]])
@@ -592,12 +642,22 @@ def sanitizer_environment(kind: str, compiler: str, threads: int) -> dict[str, s
         common.append(f"external_symbolizer_path={sym}")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASAN_", "UBSAN_", "TSAN_", "OMP_", "KMP_"))}
     env.pop("LD_PRELOAD", None)
-    env.update(ASAN_OPTIONS=":".join([*common, f"exitcode={EXIT_ADDRESS}", "detect_stack_use_after_return=0"]),
-               UBSAN_OPTIONS=":".join([*common, "print_stacktrace=1", f"exitcode={EXIT_UNDEFINED}"]),
-               TSAN_OPTIONS=" ".join(["ignore_noninstrumented_modules=1", "halt_on_error=1",
-                                      f"exitcode={EXIT_THREAD}", "report_signal_unsafe=0",
-                                      *(c for c in common if not c.startswith("detect_leaks"))]),
-               OMP_NUM_THREADS=str(threads), OMP_DYNAMIC="false", LC_ALL="C")
+    env.update(
+        ASAN_OPTIONS=":".join([*common, f"exitcode={EXIT_ADDRESS}", "detect_stack_use_after_return=0"]),
+        UBSAN_OPTIONS=":".join([*common, "print_stacktrace=1", f"exitcode={EXIT_UNDEFINED}"]),
+        TSAN_OPTIONS=" ".join(
+            [
+                "ignore_noninstrumented_modules=1",
+                "halt_on_error=1",
+                f"exitcode={EXIT_THREAD}",
+                "report_signal_unsafe=0",
+                *(c for c in common if not c.startswith("detect_leaks")),
+            ]
+        ),
+        OMP_NUM_THREADS=str(threads),
+        OMP_DYNAMIC="false",
+        LC_ALL="C",
+    )
     if kind == "thread":
         archer = archer_library(compiler)
         env["ARCHER_OPTIONS"] = "verbose=1"
@@ -632,8 +692,11 @@ def run_sanitized(build: SanitizerBuild, case: dict[str, Any], request: CheckReq
 
 
 # ----------------------------------------------------------------------------- reading a report
-_FRAME = re.compile(r"^\s*#(\d+) .*?(?:^|[\s/(])(" + re.escape(UNIT_FILE) + r"|[\w.+-]+\.(?:cpp|cc|cxx|c|h|hpp)):"
-                    r"(\d+)(?::\d+)?", re.MULTILINE)
+_FRAME = re.compile(
+    r"^\s*#(\d+) .*?(?:^|[\s/(])(" + re.escape(UNIT_FILE) + r"|[\w.+-]+\.(?:cpp|cc|cxx|c|h|hpp)):"
+    r"(\d+)(?::\d+)?",
+    re.MULTILINE,
+)
 _BUFFER = re.compile(r"^dace-ai-buffer (\d+) (0x[0-9a-fA-F]+|\(nil\)) (\d+)$", re.MULTILINE)
 _HEX = re.compile(r"\s*\b0x[0-9a-fA-F]{4,}\b")
 
@@ -686,12 +749,16 @@ def _no_addresses(text: str) -> str:
 
 
 _UB_HINTS = (
-    ("signed integer overflow",
-     "compute in a wider type (long long) or in unsigned arithmetic where wrapping is meant"),
+    (
+        "signed integer overflow",
+        "compute in a wider type (long long) or in unsigned arithmetic where wrapping is meant",
+    ),
     ("shift exponent", "a shift count must be below the width of the shifted type"),
     ("left shift of", "shift an unsigned value (a left shift of a negative or overflowing signed value is undefined)"),
-    ("misaligned address", ("load through memcpy or unaligned intrinsics (_mm256_loadu_pd) where the address is "
-                            "not aligned for the type")),
+    (
+        "misaligned address",
+        ("load through memcpy or unaligned intrinsics (_mm256_loadu_pd) where the address is not aligned for the type"),
+    ),
     ("division by zero", "guard the divisor"),
     ("out of bounds", "index inside the array's bounds"),
     ("is outside the range of representable values", "clamp before converting a floating-point value to an integer"),
@@ -703,8 +770,11 @@ def _read_address(report: str, case: dict[str, Any], buffers: list[tuple[int, in
     kind = head.group(1) if head else "error"
     access = re.search(r"^(READ|WRITE) of size (\d+)", report, re.MULTILINE)
     what = f"{access.group(1)} of {access.group(2)} byte{'s' if access.group(2) != '1' else ''}" if access else ""
-    region = re.search(r"is located (\d+) bytes (to the right of|after|to the left of|before|inside of) "
-                       r"(\d+)-byte region \[(0x[0-9a-fA-F]+),", report)
+    region = re.search(
+        r"is located (\d+) bytes (to the right of|after|to the left of|before|inside of) "
+        r"(\d+)-byte region \[(0x[0-9a-fA-F]+),",
+        report,
+    )
     place = ""
     if region:
         distance, side = int(region.group(1)), region.group(2)
@@ -713,16 +783,20 @@ def _read_address(report: str, case: dict[str, Any], buffers: list[tuple[int, in
             container = f"a {region.group(3)}-byte block the code allocated itself"
         if side in ("to the right of", "after"):
             # ASan names the first bad byte of a small access, the last one of a wide (vector) access.
-            place = (f"right after the end of {container}" if distance == 0
-                     else f"past the end of {container}, up to byte {distance} after its end")
+            place = (
+                f"right after the end of {container}"
+                if distance == 0
+                else f"past the end of {container}, up to byte {distance} after its end"
+            )
         elif side in ("to the left of", "before"):
             place = f"{distance} bytes before the start of {container}"
         else:
             place = f"inside {container}, which was already freed" if "use-after-free" in kind else f"in {container}"
-    elif (var := re.search(r"\[\d+, \d+\) '([^']+)'[^\n]*<== Memory access at offset \d+ (\w+(?: \w+)?) this variable",
-                           report)):
+    elif var := re.search(
+        r"\[\d+, \d+\) '([^']+)'[^\n]*<== Memory access at offset \d+ (\w+(?: \w+)?) this variable", report
+    ):
         place = f"{var.group(2)} the local variable '{var.group(1)}'"
-    elif (glob := re.search(r"is located (\d+) bytes (?:to the right of|after) global variable '([^']+)'", report)):
+    elif glob := re.search(r"is located (\d+) bytes (?:to the right of|after) global variable '([^']+)'", report):
         place = f"{glob.group(1)} bytes past the end of the global '{glob.group(2)}'"
     elif kind == "SEGV":
         cause = re.search(r"The signal is caused by a (READ|WRITE) memory access", report)
@@ -732,8 +806,10 @@ def _read_address(report: str, case: dict[str, Any], buffers: list[tuple[int, in
     text = f"AddressSanitizer: {kind}" + (f": {what}" if what else "") + (f" {place}" if place else "")
     hint = ""
     if "overflow" in kind:
-        hint = ("every access must stay inside the data its connector covers, also when the value read is not used "
-                "(a vector load of the last partial chunk, a[i + 1] at the last i)")
+        hint = (
+            "every access must stay inside the data its connector covers, also when the value read is not used "
+            "(a vector load of the last partial chunk, a[i + 1] at the last i)"
+        )
     elif "after-free" in kind or "after-return" in kind or "after-scope" in kind:
         hint = "memory must not be used after it is freed or its variable went out of scope"
     return Finding("address", kind, text, first_unit_line(report), hint)
@@ -755,20 +831,24 @@ def _read_thread(report: str, case: dict[str, Any], buffers: list[tuple[int, int
     kind = head.group(1).strip() if head else "error"
     # Which thread TSan catches first, and so which access it names first, depends on the schedule; the words
     # must not (they become part of a cache key): no access kinds, the lowest line of the code among the accesses.
-    blocks = re.split(r"^\s*(?:Previous )?(?:atomic )?(?:read|write) of size \d+ at ", report,
-                      flags=re.MULTILINE | re.IGNORECASE)[1:]
+    blocks = re.split(
+        r"^\s*(?:Previous )?(?:atomic )?(?:read|write) of size \d+ at ", report, flags=re.MULTILINE | re.IGNORECASE
+    )[1:]
     lines = [line for line in (first_unit_line(block.split("\n\n")[0]) for block in blocks) if line is not None]
     words = " (unsynchronised accesses by different threads, at least one a write)" if len(blocks) >= 2 else ""
     where = ""
     if "Location is stack of" in report:
         where = " on a local variable of the calling thread that the threads share"
-    elif (heap := re.search(r"Location is heap block of size (\d+) at (0x[0-9a-fA-F]+)", report)):
+    elif heap := re.search(r"Location is heap block of size (\d+) at (0x[0-9a-fA-F]+)", report):
         where = " on " + (_container_at(case, buffers, int(heap.group(2), 16)) or "memory the code allocated itself")
-    elif (glob := re.search(r"Location is global '([^']+)'", report)):
+    elif glob := re.search(r"Location is global '([^']+)'", report):
         where = f" on the global '{glob.group(1)}'"
     text = f"ThreadSanitizer: {kind} between threads{words}{where}"
-    hint = ("use a reduction clause (reduction(+:s)), atomics, or per-thread partial results combined after the "
-            "loop" if "race" in kind else "")
+    hint = (
+        "use a reduction clause (reduction(+:s)), atomics, or per-thread partial results combined after the loop"
+        if "race" in kind
+        else ""
+    )
     judged = "race" in kind or "after-free" in kind
     return Finding("thread", kind, text, min(lines) if lines else first_unit_line(report), hint, judged)
 
@@ -777,8 +857,13 @@ def read_report(run: SanitizerRun, case: dict[str, Any]) -> Finding | None:
     """The first sanitizer report of a run, or None when there is none."""
     out = run.output
     buffers = buffers_of(out)
-    starts = [m.start() for m in (re.search(p, out) for p in (r"ERROR: AddressSanitizer:", r"runtime error:",
-                                                              r"WARNING: ThreadSanitizer:")) if m]
+    starts = [
+        m.start()
+        for m in (
+            re.search(p, out) for p in (r"ERROR: AddressSanitizer:", r"runtime error:", r"WARNING: ThreadSanitizer:")
+        )
+        if m
+    ]
     if not starts:
         return None
     first = min(starts)
@@ -786,7 +871,7 @@ def read_report(run: SanitizerRun, case: dict[str, Any]) -> Finding | None:
     report = out[line_start:]
     end = report.find("SUMMARY:")
     report = report[:end] if end > 0 else report
-    if report[first - line_start:].startswith("ERROR: AddressSanitizer"):
+    if report[first - line_start :].startswith("ERROR: AddressSanitizer"):
         return _read_address(report, case, buffers)
     if "runtime error:" in report.splitlines()[0]:
         return _read_undefined(report)
@@ -810,8 +895,12 @@ def tell_once(reason: str, message: str) -> None:
         if reason in _told:
             return
         _told.add(reason)
-    warnings.warn(f"dace-ai: {message} (The sanitizers checker says this once; answers are accepted without "
-                  "those runs, or refused with on_inconclusive=reject.)", InconclusiveCheckWarning, stacklevel=3)
+    warnings.warn(
+        f"dace-ai: {message} (The sanitizers checker says this once; answers are accepted without "
+        "those runs, or refused with on_inconclusive=reject.)",
+        InconclusiveCheckWarning,
+        stacklevel=3,
+    )
 
 
 def applies(request: CheckRequest) -> bool:
@@ -841,16 +930,21 @@ def _build_problem(build: SanitizerBuild, result: ToolResult) -> tuple[str, str]
     """(reason, words) for a sanitized build that failed: libomp missing, or clang cannot compile the code."""
     out = result.output
     if re.search(r"omp\.h' file not found|cannot find -lomp|libomp|libarcher|undefined reference to .omp_", out):
-        return "libomp missing", (f"the {build.kind} sanitizer build could not find LLVM's OpenMP runtime: "
-                                  f"{_first_error(out)}; install the Debian package `{LIBOMP_PACKAGE}`")
+        return "libomp missing", (
+            f"the {build.kind} sanitizer build could not find LLVM's OpenMP runtime: "
+            f"{_first_error(out)}; install the Debian package `{LIBOMP_PACKAGE}`"
+        )
     if re.search(r"libclang_rt\.\w+", out):
-        return "sanitizer runtime missing", (f"clang++ has no {build.kind} sanitizer runtime: {_first_error(out)}; "
-                                             f"install the Debian package `{RUNTIME_PACKAGE}`")
+        return "sanitizer runtime missing", (
+            f"clang++ has no {build.kind} sanitizer runtime: {_first_error(out)}; "
+            f"install the Debian package `{RUNTIME_PACKAGE}`"
+        )
     if result.timed_out:
         return "build timeout", f"the {build.kind} sanitizer build did not finish within {BUILD_TIMEOUT:g} s"
     return "clang could not compile the code", (
         f"clang++ could not compile for the {build.kind} sanitizer run what the real build's compiler compiled "
-        f"(a GCC extension?): {_first_error(out)}")
+        f"(a GCC extension?): {_first_error(out)}"
+    )
 
 
 @dataclass
@@ -862,8 +956,9 @@ class _Part:
     message: str = ""
 
 
-def _judge_run(build: SanitizerBuild, run: SanitizerRun, case: dict[str, Any], unit: str, answer_lines: int,
-               threads: int | None) -> _Part:
+def _judge_run(
+    build: SanitizerBuild, run: SanitizerRun, case: dict[str, Any], unit: str, answer_lines: int, threads: int | None
+) -> _Part:
     """Passed, failed (a report in the answer's lines) or inconclusive (anything else) for one run."""
     from dace_ai.checking.ladder import case_place
 
@@ -877,24 +972,37 @@ def _judge_run(build: SanitizerBuild, run: SanitizerRun, case: dict[str, Any], u
         if run.returncode == 0:
             return _Part("passed")  # (without Archer TSan would only see more races, never fewer)
         tail = _no_addresses(stable_paths(run.output.strip().splitlines()[-1] if run.output.strip() else "", {}))
-        return _Part("inconclusive", "run", f"the {build.kind} sanitizer run ended with status {run.returncode} "
-                                            f"without a sanitizer report ({where}): {tail[:300]}")
+        return _Part(
+            "inconclusive",
+            "run",
+            f"the {build.kind} sanitizer run ended with status {run.returncode} "
+            f"without a sanitizer report ({where}): {tail[:300]}",
+        )
     if build.kind == "thread" and ARCHER_ACTIVE not in run.output:
         # Without Archer TSan does not see OpenMP's own synchronisation: its races would not be trusted.
-        return _Part("inconclusive", "libomp missing",
-                     f"{finding.text} ({where}), but the run had no Archer (LLVM's OpenMP support for "
-                     f"ThreadSanitizer), so it is not trusted; install the Debian package `{LIBOMP_PACKAGE}`")
+        return _Part(
+            "inconclusive",
+            "libomp missing",
+            f"{finding.text} ({where}), but the run had no Archer (LLVM's OpenMP support for "
+            f"ThreadSanitizer), so it is not trusted; install the Debian package `{LIBOMP_PACKAGE}`",
+        )
     if not finding.judged:
         return _Part("inconclusive", "sanitizer warning", f"{finding.text} ({where}); not counted against the code")
     if finding.line is None:
-        return _Part("inconclusive", "outside the code",
-                     f"{finding.text} outside the candidate's code (in the check's driver or a library; {where}); "
-                     "not counted against the code")
+        return _Part(
+            "inconclusive",
+            "outside the code",
+            f"{finding.text} outside the candidate's code (in the check's driver or a library; {where}); "
+            "not counted against the code",
+        )
     place, in_answer = unit_place(unit, finding.line, answer_lines)
     if not in_answer:
-        return _Part("inconclusive", "outside the code",
-                     f"{finding.text} at {place}, in the check's own entry points, not in the candidate's code "
-                     f"({where}); not counted against the code")
+        return _Part(
+            "inconclusive",
+            "outside the code",
+            f"{finding.text} at {place}, in the check's own entry points, not in the candidate's code "
+            f"({where}); not counted against the code",
+        )
     message = f"{finding.text} at {place} ({where})" + (f": {finding.hint}" if finding.hint else ".")
     return _Part("failed", finding.sanitizer if finding.sanitizer != "thread" else "race", message)
 
@@ -914,23 +1022,39 @@ def sanitizers_check(request: CheckRequest) -> CheckReport:
     start = time.perf_counter()
     seconds: dict[str, float] = {}
     sizes: dict[str, dict[str, int]] = {}
-    details: dict[str, Any] = {"sanitizers": ["address", "undefined"], "sanitizer_sizes": sizes, "threads": None,
-                               "seconds": seconds}
+    details: dict[str, Any] = {
+        "sanitizers": ["address", "undefined"],
+        "sanitizer_sizes": sizes,
+        "threads": None,
+        "seconds": seconds,
+    }
 
     def report(status: Status, reason: str, message: str) -> CheckReport:
         told = status == "inconclusive" and reason in MACHINE_REASONS
         if told:
             tell_once(reason, message)
         seconds["check"] = time.perf_counter() - start
-        return CheckReport(NAME, status, message, seconds["check"], details, stage="verify", reason=reason,
-                           told_user=told, sizes=list(sizes.values()))
+        return CheckReport(
+            NAME,
+            status,
+            message,
+            seconds["check"],
+            details,
+            stage="verify",
+            reason=reason,
+            told_user=told,
+            sizes=list(sizes.values()),
+        )
 
     compiler = sanitizer_compiler(request.settings)
     if compiler is None:
         name = request.settings.sanitizers_compiler or COMPILER_SETTING.default
-        return report("inconclusive", "clang missing",
-                      f"Not run under the sanitizers: {name!r} is not installed; install the Debian package "
-                      f"`{CLANG_PACKAGE}` (or name another clang++ with the setting {COMPILER_SETTING.name}).")
+        return report(
+            "inconclusive",
+            "clang missing",
+            f"Not run under the sanitizers: {name!r} is not installed; install the Debian package "
+            f"`{CLANG_PACKAGE}` (or name another clang++ with the setting {COMPILER_SETTING.name}).",
+        )
     build = compile_candidate(request)
     if not build.ok or build.object is None:
         return report("inconclusive", "not compiled", "Not run under the sanitizers: the code did not compile.")
@@ -965,15 +1089,25 @@ def sanitizers_check(request: CheckRequest) -> CheckReport:
     unsure = [p for p in parts if p.status == "inconclusive"]
     if unsure:
         passed = details["passed"] = [b for b, p in zip(("address", "thread"), parts) if p.status == "passed"]
-        lead = (f"Checked in part under the sanitizers (the {' and '.join(passed)} run passed): " if passed
-                else "Not checked under the sanitizers: ")
+        lead = (
+            f"Checked in part under the sanitizers (the {' and '.join(passed)} run passed): "
+            if passed
+            else "Not checked under the sanitizers: "
+        )
         return report("inconclusive", unsure[0].reason, lead + "; ".join(p.message for p in unsure) + ".")
     ran = " + ".join(["AddressSanitizer", "UndefinedBehaviorSanitizer"] + (["ThreadSanitizer"] if thread else []))
     return report("passed", "", f"no report from {ran}")
 
 
-def _run_part(request: CheckRequest, build: SanitizerBuild, case: dict[str, Any], unit: str, answer_lines: int,
-              threads: int, seconds: dict[str, float]) -> _Part:
+def _run_part(
+    request: CheckRequest,
+    build: SanitizerBuild,
+    case: dict[str, Any],
+    unit: str,
+    answer_lines: int,
+    threads: int,
+    seconds: dict[str, float],
+) -> _Part:
     """Wait for one build, run it, judge the run; timings go into ``seconds``."""
     waited = time.perf_counter()
     result = build.wait()
@@ -991,13 +1125,32 @@ def _run_part(request: CheckRequest, build: SanitizerBuild, case: dict[str, Any]
 
 def checker() -> Checker:
     """The registration (yielded by the verify checker's plugin module)."""
-    return Checker(name=NAME, stage="verify", check=sanitizers_check, applies=applies, default=True, order=10,
-                   settings=(COMPILER_SETTING,),
-                   description="Runs the code once more at a small size built by clang++ with AddressSanitizer + "
-                               "UndefinedBehaviorSanitizer, and ThreadSanitizer with LLVM's OpenMP/Archer for "
-                               "OpenMP code (races found without a collision)")
+    return Checker(
+        name=NAME,
+        stage="verify",
+        check=sanitizers_check,
+        applies=applies,
+        default=True,
+        order=10,
+        settings=(COMPILER_SETTING,),
+        description="Runs the code once more at a small size built by clang++ with AddressSanitizer + "
+        "UndefinedBehaviorSanitizer, and ThreadSanitizer with LLVM's OpenMP/Archer for "
+        "OpenMP code (races found without a collision)",
+    )
 
 
-__all__ = ["NAME", "SanitizerBuild", "applies", "checker", "clang_flags", "libomp_problem", "read_report",
-           "sanitizer_cases", "sanitizer_flags", "sanitizers_check", "start_sanitizer_builds", "stop_sanitizer_builds",
-           "write_job"]
+__all__ = [
+    "NAME",
+    "SanitizerBuild",
+    "applies",
+    "checker",
+    "clang_flags",
+    "libomp_problem",
+    "read_report",
+    "sanitizer_cases",
+    "sanitizer_flags",
+    "sanitizers_check",
+    "start_sanitizer_builds",
+    "stop_sanitizer_builds",
+    "write_job",
+]

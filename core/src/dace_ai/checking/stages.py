@@ -53,8 +53,9 @@ def check_workdir(node_ctx: NodeContext, answer: Answer) -> Path:
     return ai_folder("ai-check") / digest
 
 
-def select_checkers(node: NodeContext, settings: AISettings,
-                    manager: PluginManager | None = None) -> tuple[list[Checker], list[CheckReport]]:
+def select_checkers(
+    node: NodeContext, settings: AISettings, manager: PluginManager | None = None
+) -> tuple[list[Checker], list[CheckReport]]:
     """The checkers to run for ``node``, in stage order, and reports for names that are missing.
 
     A checker named by the ``checkers`` setting but not installed is an error (the user
@@ -68,13 +69,16 @@ def select_checkers(node: NodeContext, settings: AISettings,
     signed = [e for e in entries if e[:1] in "+-"]
     where = f"setting 'checkers' from {settings.source('checkers')}"
     if signed and len(signed) != len(entries):
-        raise SettingsError(f"{where} mixes plain names with +name/-name entries ({', '.join(entries)}): either "
-                            "list the checkers to run, or add (+) to and remove (-) from the defaults")
+        raise SettingsError(
+            f"{where} mixes plain names with +name/-name entries ({', '.join(entries)}): either "
+            "list the checkers to run, or add (+) to and remove (-) from the defaults"
+        )
     unknown = [e.lstrip("+-") for e in entries if e.lstrip("+-") not in registered]
     if unknown:
         raise SettingsError(
             f"{where} names unknown checker(s) {', '.join(map(repr, unknown))}; "
-            f"installed: {', '.join(registered) or 'none'}")
+            f"installed: {', '.join(registered) or 'none'}"
+        )
     if entries and not signed:
         names = list(dict.fromkeys(entries))
     else:
@@ -82,10 +86,15 @@ def select_checkers(node: NodeContext, settings: AISettings,
         target = manager.targets().get(node.target.name)
         for name in target.checkers if target is not None else ():
             if name not in registered:
-                missing.append(CheckReport(name, "inconclusive",
-                                           f"checker {name!r} named by target {node.target.name!r} "
-                                           f"({target.origin}) is not installed; installed: {', '.join(registered)}",
-                                           stage="compile"))
+                missing.append(
+                    CheckReport(
+                        name,
+                        "inconclusive",
+                        f"checker {name!r} named by target {node.target.name!r} "
+                        f"({target.origin}) is not installed; installed: {', '.join(registered)}",
+                        stage="compile",
+                    )
+                )
             elif name not in names:
                 names.append(name)
         for entry in signed:
@@ -119,9 +128,11 @@ def _run_one(checker: Checker, request: CheckRequest) -> CheckReport | None:
             raise TypeError(f"check() returned {type(report).__name__}, not CheckReport")
     except Exception as exc:  # noqa: BLE001 - a broken checker is reported, never fatal
         report = CheckReport(
-            checker.name, "inconclusive",
+            checker.name,
+            "inconclusive",
             f"checker {checker.name!r} from {checker.origin} raised {type(exc).__name__}: {exc}",
-            details={"traceback": traceback.format_exc()})
+            details={"traceback": traceback.format_exc()},
+        )
     if not report.seconds:
         report.seconds = time.perf_counter() - start
     report.fields_from_details()
@@ -146,8 +157,9 @@ def run_checks(request: CheckRequest, manager: PluginManager | None = None) -> l
     try:
         with lock_for(request.workdir, timeout=3600.0):
             for stage in STAGES:
-                stage_reports = [r for r in (_run_one(c, request) for c in checkers if c.stage == stage)
-                                 if r is not None]
+                stage_reports = [
+                    r for r in (_run_one(c, request) for c in checkers if c.stage == stage) if r is not None
+                ]
                 reports.extend(stage_reports)
                 if any(r.failed for r in stage_reports):
                     break
@@ -185,8 +197,12 @@ def repair_message(reports: list[CheckReport]) -> str:
     if not failures:
         return ""
     replacements = {str(build_root()) + os.sep: ".dacecache/"}
-    parts = [("Your code did not pass the checks below. Fix every reported problem and answer again "
-              "with the complete corrected answer in the same JSON format.")]
+    parts = [
+        (
+            "Your code did not pass the checks below. Fix every reported problem and answer again "
+            "with the complete corrected answer in the same JSON format."
+        )
+    ]
     for report in failures:
         stage = report.stage or "compile"
         text = stable_paths(report.diagnostics.strip(), replacements) or "(no diagnostics)"
@@ -200,8 +216,14 @@ def repair_message(reports: list[CheckReport]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def failure_error(node: NodeContext, reports: list[CheckReport], attempts: int,
-                  session_folder: str | os.PathLike | None = None, *, max_lines: int = 12) -> CheckFailed:
+def failure_error(
+    node: NodeContext,
+    reports: list[CheckReport],
+    attempts: int,
+    session_folder: str | os.PathLike | None = None,
+    *,
+    max_lines: int = 12,
+) -> CheckFailed:
     """The short error raised when a node still fails after ``attempts`` repair rounds.
 
     It names the node, the failed checks and the session, and quotes the first
@@ -215,17 +237,25 @@ def failure_error(node: NodeContext, reports: list[CheckReport], attempts: int,
     cut = len(lines) - max_lines
     last = "\n".join(lines[:max_lines]) + (f"\n... ({cut} more lines in the session)" if cut > 0 else "")
     names = ", ".join(sorted({r.checker for r in failures})) or "none"
-    return CheckFailed(f"node {node.name!r} ({node.node_type}) in SDFG {node.sdfg_name!r} still fails its checks "
-                       f"({names}) after {attempts} repair attempt(s){where}. Last diagnostics:\n{last}",
-                       node=node.name, session=str(session_folder or ""))
+    return CheckFailed(
+        f"node {node.name!r} ({node.node_type}) in SDFG {node.sdfg_name!r} still fails its checks "
+        f"({names}) after {attempts} repair attempt(s){where}. Last diagnostics:\n{last}",
+        node=node.name,
+        session=str(session_folder or ""),
+    )
 
 
-def inconclusive_error(node: NodeContext, reports: list[CheckReport],
-                       session_folder: str | os.PathLike | None = None) -> CheckFailed:
+def inconclusive_error(
+    node: NodeContext, reports: list[CheckReport], session_folder: str | os.PathLike | None = None
+) -> CheckFailed:
     """The error when checks could not decide and ``on_inconclusive=reject`` refuses the answer."""
     where = f"; session: {session_folder}" if session_folder else ""
-    what = "; ".join(f"{r.checker}: " + ((r.reason or r.diagnostics.strip() or "no reason given")
-                                         .splitlines()[0]) for r in reports)
-    return CheckFailed(f"node {node.name!r} ({node.node_type}) in SDFG {node.sdfg_name!r}: the answer was refused "
-                       f"because {len(reports)} check(s) could not decide ({what}) and on_inconclusive=reject{where}",
-                       node=node.name, session=str(session_folder or ""))
+    what = "; ".join(
+        f"{r.checker}: " + ((r.reason or r.diagnostics.strip() or "no reason given").splitlines()[0]) for r in reports
+    )
+    return CheckFailed(
+        f"node {node.name!r} ({node.node_type}) in SDFG {node.sdfg_name!r}: the answer was refused "
+        f"because {len(reports)} check(s) could not decide ({what}) and on_inconclusive=reject{where}",
+        node=node.name,
+        session=str(session_folder or ""),
+    )

@@ -50,8 +50,9 @@ class ToolResult:
         return self.returncode == 0 and not self.timed_out
 
 
-def run_tool(argv: Sequence[str], *, cwd: Path, timeout: float = 120.0,
-             env: Mapping[str, str] | None = None) -> ToolResult:
+def run_tool(
+    argv: Sequence[str], *, cwd: Path, timeout: float = 120.0, env: Mapping[str, str] | None = None
+) -> ToolResult:
     """Run a tool in a child process with a time limit; never raises for the tool's failure.
 
     A missing executable gives return code 127 and says so in the output, so a
@@ -60,14 +61,28 @@ def run_tool(argv: Sequence[str], *, cwd: Path, timeout: float = 120.0,
     start = time.perf_counter()
     full_env = {**os.environ, **(env or {})}
     try:
-        proc = subprocess.run(list(argv), cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              timeout=timeout, text=True, errors="replace", check=False)
+        proc = subprocess.run(
+            list(argv),
+            cwd=cwd,
+            env=full_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=timeout,
+            text=True,
+            errors="replace",
+            check=False,
+        )
     except FileNotFoundError:
         return ToolResult(tuple(argv), 127, f"{argv[0]}: not found on PATH", time.perf_counter() - start)
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout if isinstance(exc.stdout, str) else (exc.stdout or b"").decode(errors="replace")
-        return ToolResult(tuple(argv), -9, out + f"\n{argv[0]}: killed after {timeout:g} s",
-                          time.perf_counter() - start, timed_out=True)
+        return ToolResult(
+            tuple(argv),
+            -9,
+            out + f"\n{argv[0]}: killed after {timeout:g} s",
+            time.perf_counter() - start,
+            timed_out=True,
+        )
     return ToolResult(tuple(argv), proc.returncode, proc.stdout, time.perf_counter() - start)
 
 
@@ -122,8 +137,9 @@ def _stand_ins(node: NodeContext, passed: Sequence[str], where: str) -> str:
     if not missing:
         return ""
     kind = NOT_PASSED.format(where)
-    return (f"    struct {kind} {{}};\n"
-            + "".join(f"    [[maybe_unused]] const {kind} {name}{{}};\n" for name in missing))
+    return f"    struct {kind} {{}};\n" + "".join(
+        f"    [[maybe_unused]] const {kind} {name}{{}};\n" for name in missing
+    )
 
 
 def connector_declaration(conn: ConnectorInfo, *, output_by_reference: bool) -> str:
@@ -186,8 +202,15 @@ def answer_headers(answer: Answer, resolved: Iterable[str] = ()) -> list[str]:
     return [h for env in envs for h in environment_headers(env)] + [h for r in answer.environments for h in r.headers]
 
 
-def host_unit(answer: Answer, node: NodeContext, *, prelude: str = "", extra_locals: str = "",
-              headers: Sequence[str] | None = None, environments: Iterable[str] = ()) -> str:
+def host_unit(
+    answer: Answer,
+    node: NodeContext,
+    *,
+    prelude: str = "",
+    extra_locals: str = "",
+    headers: Sequence[str] | None = None,
+    environments: Iterable[str] = (),
+) -> str:
     """The one standalone C++ unit of a tasklet for host code: what DaCe gives the code, nothing more.
 
     Every host check compiles this unit (the core's compile check, the x86 ISA
@@ -212,8 +235,10 @@ def host_unit(answer: Answer, node: NodeContext, *, prelude: str = "", extra_loc
     tasklet_params = ", ".join([state_param, *syms, *params, *conns])
     passed = init_symbols(node)
     init_params = ", ".join([state_param, *(f"{node.symbols[name]} {name}" for name in passed)])
-    includes = "".join(f"#include {h}\n" if h.startswith("<") else f'#include "{h}"\n'
-                       for h in (answer_headers(answer, environments) if headers is None else headers))
+    includes = "".join(
+        f"#include {h}\n" if h.startswith("<") else f'#include "{h}"\n'
+        for h in (answer_headers(answer, environments) if headers is None else headers)
+    )
     return (
         f"// The candidate tasklet in a unit of its own, as DaCe gives it its code.\n{prelude}\n{includes}"
         f"{state_struct(answer)}\n"
@@ -272,13 +297,21 @@ def device_unit(answer: Answer, node: NodeContext, *, prelude: str = "") -> str:
         f"{prelude}\n// code_global\n{answer.code_global}\n\n"
         f"__global__ void {TASKLET_FUNCTION}_kernel({params}) {{\n" + "\n".join(lines) + "\n"
         f"    {{\n// tasklet code\n{answer.code}\n    }}\n"
-        + "".join(f"    (void){c.name};\n" for c in scalars_out) + "}\n"
+        + "".join(f"    (void){c.name};\n" for c in scalars_out)
+        + "}\n"
     )
 
 
-def report_from_tool(checker: str, result: ToolResult, workdir: Path, *, passed_note: str = "",
-                     names: Mapping[str, str] | None = None, details: Mapping[str, object] | None = None,
-                     failure_prefix: str = "") -> CheckReport:
+def report_from_tool(
+    checker: str,
+    result: ToolResult,
+    workdir: Path,
+    *,
+    passed_note: str = "",
+    names: Mapping[str, str] | None = None,
+    details: Mapping[str, object] | None = None,
+    failure_prefix: str = "",
+) -> CheckReport:
     """A report from a compiler run: ``failed`` with the compiler's errors, ``inconclusive`` when it is missing."""
     from dace_ai.checking.diagnostics import summarize_output
 
@@ -302,9 +335,22 @@ def touches_gpu(node: NodeContext) -> bool:
     return node.in_gpu_kernel or any(c.storage.startswith("GPU_") for c in node.connectors)
 
 
-def check_gpu_unit(checker: str, answer: Answer, node: NodeContext, workdir: Path, *, compiler: str,
-                   arch_flag: str, arch: str, arch_source: str, prelude: str, stream_type: str, suffix: str,
-                   env: Mapping[str, str] | None = None, environments: Iterable[str] = ()) -> CheckReport:
+def check_gpu_unit(
+    checker: str,
+    answer: Answer,
+    node: NodeContext,
+    workdir: Path,
+    *,
+    compiler: str,
+    arch_flag: str,
+    arch: str,
+    arch_source: str,
+    prelude: str,
+    stream_type: str,
+    suffix: str,
+    env: Mapping[str, str] | None = None,
+    environments: Iterable[str] = (),
+) -> CheckReport:
     """Compile the tasklet as device code (inside a GPU kernel) or as host code over GPU data.
 
     The shape every GPU pack needs (CUDA with nvcc, HIP with hipcc): the unit as DaCe
@@ -316,18 +362,39 @@ def check_gpu_unit(checker: str, answer: Answer, node: NodeContext, workdir: Pat
     if node.in_gpu_kernel:
         source, where = device_unit(answer, node, prelude=prelude), "device code (inside a GPU kernel)"
     else:
-        source = host_unit(answer, node, prelude=prelude, environments=environments,
-                           extra_locals=f"    {stream_type} __dace_current_stream = nullptr;\n")
+        source = host_unit(
+            answer,
+            node,
+            prelude=prelude,
+            environments=environments,
+            extra_locals=f"    {stream_type} __dace_current_stream = nullptr;\n",
+        )
         where = "host code over GPU data"
     unit = workdir / f"candidate{suffix}"
     unit.write_text(source)
-    argv = [compiler, "-std=c++17", arch_flag, "-c", "-I", str(dace_include_dir()), *environment_flags(environments),
-            unit.name, "-o", "candidate.o"]
-    report = report_from_tool(checker, run_tool(argv, cwd=workdir, timeout=180, env=env), workdir,
-                              passed_note=f"compiled as {where} for {arch} ({arch_source})",
-                              failure_prefix=f"{compiler} rejected the code as {where} for {arch}:\n",
-                              details={"arch": arch, "arch_source": arch_source, "unit": where})
+    argv = [
+        compiler,
+        "-std=c++17",
+        arch_flag,
+        "-c",
+        "-I",
+        str(dace_include_dir()),
+        *environment_flags(environments),
+        unit.name,
+        "-o",
+        "candidate.o",
+    ]
+    report = report_from_tool(
+        checker,
+        run_tool(argv, cwd=workdir, timeout=180, env=env),
+        workdir,
+        passed_note=f"compiled as {where} for {arch} ({arch_source})",
+        failure_prefix=f"{compiler} rejected the code as {where} for {arch}:\n",
+        details={"arch": arch, "arch_source": arch_source, "unit": where},
+    )
     if report.failed and "__state" in report.diagnostics and node.in_gpu_kernel:
-        report.diagnostics += ("\nDevice code cannot use __state (it lives in host memory); pass what the "
-                               "kernel needs through connectors or symbols.")
+        report.diagnostics += (
+            "\nDevice code cannot use __state (it lives in host memory); pass what the "
+            "kernel needs through connectors or symbols."
+        )
     return report

@@ -73,8 +73,11 @@ class Verdict:
     def warn(self, node: NodeContext, session: str | os.PathLike | None = None, stacklevel: int = 2) -> None:
         """Warn about :attr:`warnings` (an answer is never accepted silently while a check could not decide)."""
         if self.warnings:
-            warnings.warn(inconclusive_warning_text(node, self.warnings, session), InconclusiveCheckWarning,
-                          stacklevel=stacklevel + 1)
+            warnings.warn(
+                inconclusive_warning_text(node, self.warnings, session),
+                InconclusiveCheckWarning,
+                stacklevel=stacklevel + 1,
+            )
 
 
 def judge(reports: Sequence[CheckReport], settings: AISettings) -> Verdict:
@@ -86,15 +89,25 @@ def judge(reports: Sequence[CheckReport], settings: AISettings) -> Verdict:
     reached = verification_level(reports)
     if failed:
         names = ", ".join(dict.fromkeys(r.checker for r in failed))
-        return Verdict(False, reason=f"refused by check(s) {names}: {_first_line(failed[0])}", failed=failed,
-                       inconclusive=undecided, on_failure=on_failure, reached=reached)
+        return Verdict(
+            False,
+            reason=f"refused by check(s) {names}: {_first_line(failed[0])}",
+            failed=failed,
+            inconclusive=undecided,
+            on_failure=on_failure,
+            reached=reached,
+        )
     if undecided and settings.on_inconclusive == "reject":
         names = ", ".join(dict.fromkeys(r.checker for r in undecided))
-        return Verdict(False, reason=f"check(s) {names} could not decide and on_inconclusive=reject",
-                       inconclusive=undecided, on_failure=on_failure, reached=reached)
+        return Verdict(
+            False,
+            reason=f"check(s) {names} could not decide and on_inconclusive=reject",
+            inconclusive=undecided,
+            on_failure=on_failure,
+            reached=reached,
+        )
     untold = tuple(r for r in undecided if not r.told_user)
-    return Verdict(True, level=reached, inconclusive=undecided, warnings=untold, on_failure=on_failure,
-                   reached=reached)
+    return Verdict(True, level=reached, inconclusive=undecided, warnings=untold, on_failure=on_failure, reached=reached)
 
 
 def falls_back_natively(on_failure: str | None, has_native: bool, *, too_slow: bool = False) -> bool:
@@ -111,11 +124,14 @@ def _first_line(report: CheckReport) -> str:
     return str(text).splitlines()[0] if str(text).strip() else "no reason given"
 
 
-def inconclusive_warning_text(node: NodeContext, reports: Sequence[CheckReport],
-                              session: str | os.PathLike | None = None) -> str:
+def inconclusive_warning_text(
+    node: NodeContext, reports: Sequence[CheckReport], session: str | os.PathLike | None = None
+) -> str:
     """The words of the warning: which node, which checks could not decide and why, where the session is."""
     what = "; ".join(f"{r.checker}: {_first_line(r)}" for r in reports)
     where = f"; session: {session}" if session else ""
-    return (f"dace-ai: node {node.name!r} ({node.node_type}) in SDFG {node.sdfg_name!r} was accepted although "
-            f"{len(reports)} check(s) could not decide ({what}){where}. "
-            "Set on_inconclusive=reject to refuse such answers.")
+    return (
+        f"dace-ai: node {node.name!r} ({node.node_type}) in SDFG {node.sdfg_name!r} was accepted although "
+        f"{len(reports)} check(s) could not decide ({what}){where}. "
+        "Set on_inconclusive=reject to refuse such answers."
+    )

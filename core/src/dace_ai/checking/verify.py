@@ -40,10 +40,17 @@ def tell_unverified(request: CheckRequest, reason: str) -> bool:
         if program in _told:
             return False
         _told.add(program)
-    hint = (" Give AINode(..., reference=fn) or dace_ai.ai(..., reference=fn), a NumPy function of the inputs."
-            if request.node.node_type == "AINode" else "")
-    warnings.warn(f"dace-ai: node {request.node.name!r} of program {program!r} is not verified ({reason}); "
-                  f"only its compile checks ran.{hint} (Said once per program.)", UnverifiedWarning, stacklevel=2)
+    hint = (
+        " Give AINode(..., reference=fn) or dace_ai.ai(..., reference=fn), a NumPy function of the inputs."
+        if request.node.node_type == "AINode"
+        else ""
+    )
+    warnings.warn(
+        f"dace-ai: node {request.node.name!r} of program {program!r} is not verified ({reason}); "
+        f"only its compile checks ran.{hint} (Said once per program.)",
+        UnverifiedWarning,
+        stacklevel=2,
+    )
     return True
 
 
@@ -70,10 +77,14 @@ def verify_check(request: CheckRequest) -> CheckReport:
             plan = None  # a bad bench_sizes is the bench stage's to report
     result = run_against_reference(request, mode="verify", seeds=seeds, sizes=sizes, bench=plan)
     request.shared[SANDBOX_RUN] = result
-    details: dict[str, Any] = {"reference": result["reference"], "timings": result["seconds"],
-                               "threads": result["threads"], "ladder": result.get("ladder", []),
-                               "skipped": [s.as_dict() for s in result.get("skipped", [])],
-                               "distributions": result.get("distributions") or {}}
+    details: dict[str, Any] = {
+        "reference": result["reference"],
+        "timings": result["seconds"],
+        "threads": result["threads"],
+        "ladder": result.get("ladder", []),
+        "skipped": [s.as_dict() for s in result.get("skipped", [])],
+        "distributions": result.get("distributions") or {},
+    }
     if plan is not None:
         details["bench_sizes"] = plan.sizes
     reason = str(result["reason"] or "") if result["status"] != "passed" else ""
@@ -81,14 +92,29 @@ def verify_check(request: CheckRequest) -> CheckReport:
     if told:  # once per program: this node's user has been told now or by an earlier node of the program
         tell_unverified(request, reason or "unknown")
     seconds = result["seconds"]["total"] - float((result.get("bench") or {}).get("seconds") or 0.0)
-    return CheckReport("verify", result["status"], result["message"], seconds, details, stage="verify",
-                       reason=reason, told_user=told, seeds=len(result["seeds"]),
-                       sizes=[dict(s) for s in result["sizes"]])
+    return CheckReport(
+        "verify",
+        result["status"],
+        result["message"],
+        seconds,
+        details,
+        stage="verify",
+        reason=reason,
+        told_user=told,
+        seeds=len(result["seeds"]),
+        sizes=[dict(s) for s in result["sizes"]],
+    )
 
 
 @hookimpl
 def dace_ai_checkers():
-    yield Checker(name="verify", stage="verify", check=verify_check, applies=applies, default=True,
-                  description="Runs the code against the node's reference (native expansion or reference=) "
-                              "on random inputs in a sandboxed child process")
+    yield Checker(
+        name="verify",
+        stage="verify",
+        check=verify_check,
+        applies=applies,
+        default=True,
+        description="Runs the code against the node's reference (native expansion or reference=) "
+        "on random inputs in a sandboxed child process",
+    )
     yield sanitizer_checker()

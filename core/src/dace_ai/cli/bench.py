@@ -24,27 +24,44 @@ SHIPPED = "shipped"
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("bench", help="score providers/models/targets on a task suite",
-                       description="Generate (or replay) answers for every task of a suite, check, verify and "
-                                   "time them, and write results.json, report.md and report.png.")
+    p = sub.add_parser(
+        "bench",
+        help="score providers/models/targets on a task suite",
+        description="Generate (or replay) answers for every task of a suite, check, verify and "
+        "time them, and write results.json, report.md and report.png.",
+    )
     p.add_argument("--suite", default="core", help="task suite (default: core)")
     p.add_argument("--tasks", help="comma-separated task ids (default: every task of the suite)")
     p.add_argument("--provider", action="append", default=[], help="provider of a configuration (repeatable)")
-    p.add_argument("--model", action="append", default=[], help="model of a configuration (repeatable; paired "
-                                                                 "with --provider in order)")
-    p.add_argument("--target", action="append", default=[], help="target to ask and check for (repeatable; "
-                                                                  "default: this machine's)")
+    p.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        help="model of a configuration (repeatable; paired with --provider in order)",
+    )
+    p.add_argument(
+        "--target",
+        action="append",
+        default=[],
+        help="target to ask and check for (repeatable; default: this machine's)",
+    )
     p.add_argument("--samples", type=int, default=1, help="answers per task and configuration (default 1)")
-    p.add_argument("--offline", nargs="?", const=SHIPPED, metavar="DIR",
-                   help="replay recorded answers: the suite's own without DIR, or those in DIR")
+    p.add_argument(
+        "--offline",
+        nargs="?",
+        const=SHIPPED,
+        metavar="DIR",
+        help="replay recorded answers: the suite's own without DIR, or those in DIR",
+    )
     p.add_argument("--record", type=Path, metavar="DIR", help="record the live answers into DIR for --offline DIR")
     p.add_argument("--executor", default="local", help="executor plugin running the jobs (default: local)")
     p.add_argument("--scheduler", help="address of a running scheduler (executors that use one, e.g. dask)")
     p.add_argument("--workers", type=int, help="worker processes (local pool, or dask workers started here)")
     p.add_argument("--repeats", type=int, default=5, help="timed runs per candidate and baseline (default 5)")
     p.add_argument("--out", type=Path, default=Path("bench-results"), help="output folder (default bench-results)")
-    p.add_argument("--build", type=Path, metavar="DIR",
-                   help="build folder of the programs (default OUT/build); runs may share one")
+    p.add_argument(
+        "--build", type=Path, metavar="DIR", help="build folder of the programs (default OUT/build); runs may share one"
+    )
     p.add_argument("--export-jsonl", type=Path, metavar="FILE", help="one JSON line per attempt (RL export)")
     p.add_argument("--reward", help="reward weights for the export, e.g. compile=0.1,correct=0.5,speedup=0.4")
     p.add_argument("--quiet", action="store_true", help="no line per finished attempt")
@@ -74,8 +91,10 @@ def configurations(args: argparse.Namespace) -> list[Any]:
     elif len(providers) == len(models):
         pairs = list(zip(providers, models))
     else:
-        raise SettingsError(f"{len(providers)} --provider but {len(models)} --model: give one provider for "
-                            "several models, or one --model per --provider")
+        raise SettingsError(
+            f"{len(providers)} --provider but {len(models)} --model: give one provider for "
+            "several models, or one --model per --provider"
+        )
     return [Configuration(p, m, t) for p, m in pairs for t in targets]
 
 
@@ -88,10 +107,18 @@ def main(args: argparse.Namespace) -> int:
     if args.samples < 1:
         raise SettingsError(f"--samples must be at least 1, got {args.samples}")
     weights = parse_weights(args.reward)
-    plan = EvaluationPlan(suite=args.suite, configurations=configurations(args), samples=args.samples, out=args.out,
-                     tasks=[t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None,
-                     executor=args.executor, options=ExecutorOptions(workers=args.workers, scheduler=args.scheduler),
-                     record=args.record, repeats=args.repeats, build=args.build)
+    plan = EvaluationPlan(
+        suite=args.suite,
+        configurations=configurations(args),
+        samples=args.samples,
+        out=args.out,
+        tasks=[t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None,
+        executor=args.executor,
+        options=ExecutorOptions(workers=args.workers, scheduler=args.scheduler),
+        record=args.record,
+        repeats=args.repeats,
+        build=args.build,
+    )
 
     def progress(a: dict[str, Any]) -> None:
         if args.quiet:

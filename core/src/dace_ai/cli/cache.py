@@ -47,8 +47,18 @@ def _age(seconds: float) -> str:
 
 def cmd_list(args: argparse.Namespace) -> int:
     now = time.time()
-    rows = [{"key": e.key, "provider": e.provider, "model": e.model, "node": e.node, "bytes": e.size,
-             "age_seconds": round(now - e.modified, 1), "problem": e.problem} for e in _cache(args).entries()]
+    rows = [
+        {
+            "key": e.key,
+            "provider": e.provider,
+            "model": e.model,
+            "node": e.node,
+            "bytes": e.size,
+            "age_seconds": round(now - e.modified, 1),
+            "problem": e.problem,
+        }
+        for e in _cache(args).entries()
+    ]
     if args.json:
         json.dump(rows, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -65,10 +75,16 @@ def stats(cache: Any) -> dict[str, Any]:
     for e in entries:
         if not e.problem:
             providers[e.provider] = providers.get(e.provider, 0) + 1
-    return {"folder": str(cache.folder), "entries": len(entries), "bytes": sum(e.size for e in entries),
-            "invalid": sum(1 for e in entries if e.problem), "by_provider": providers,
-            "quarantined": len(cache.quarantined()), "unfinished_writes": len(cache.leftovers()),
-            "oldest_seconds": round(time.time() - min((e.modified for e in entries), default=time.time()), 1)}
+    return {
+        "folder": str(cache.folder),
+        "entries": len(entries),
+        "bytes": sum(e.size for e in entries),
+        "invalid": sum(1 for e in entries if e.problem),
+        "by_provider": providers,
+        "quarantined": len(cache.quarantined()),
+        "unfinished_writes": len(cache.leftovers()),
+        "oldest_seconds": round(time.time() - min((e.modified for e in entries), default=time.time()), 1),
+    }
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -112,8 +128,11 @@ def cmd_clear(args: argparse.Namespace) -> int:
         except OSError:
             pass
     age = f" older than {args.older_than}" if args.older_than else ""
-    print(f"removed {removed} entr{'y' if removed == 1 else 'ies'}{age}"
-          + (f" and {extra} quarantined or unfinished file(s)" if extra else "") + f" from {cache.folder}")
+    print(
+        f"removed {removed} entr{'y' if removed == 1 else 'ies'}{age}"
+        + (f" and {extra} quarantined or unfinished file(s)" if extra else "")
+        + f" from {cache.folder}"
+    )
     return 0
 
 
@@ -136,18 +155,25 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"ok: every entry in {cache.folder} is valid")
         return 0
     if args.fix:
-        print(f"fixed: {len(bad)} invalid entr{'y' if len(bad) == 1 else 'ies'} moved aside, "
-              f"{len(leftovers)} unfinished write(s) removed; {total} valid entr{'y' if total == 1 else 'ies'} left")
+        print(
+            f"fixed: {len(bad)} invalid entr{'y' if len(bad) == 1 else 'ies'} moved aside, "
+            f"{len(leftovers)} unfinished write(s) removed; {total} valid entr{'y' if total == 1 else 'ies'} left"
+        )
         return 0
-    print(f"{len(bad)} invalid entr{'y' if len(bad) == 1 else 'ies'}, {len(leftovers)} unfinished write(s); "
-          "run 'dace-ai cache verify --fix' to move them aside")
+    print(
+        f"{len(bad)} invalid entr{'y' if len(bad) == 1 else 'ies'}, {len(leftovers)} unfinished write(s); "
+        "run 'dace-ai cache verify --fix' to move them aside"
+    )
     return 1
 
 
 def add_cache_parser(sub: Any) -> None:
     """Register ``dace-ai cache ...`` on the main command's subparsers."""
-    cache = sub.add_parser("cache", help="see and tidy the answer cache",
-                           description="Inspect, verify and clear the answer cache (<build root>/ai-cache).")
+    cache = sub.add_parser(
+        "cache",
+        help="see and tidy the answer cache",
+        description="Inspect, verify and clear the answer cache (<build root>/ai-cache).",
+    )
     cache_sub = cache.add_subparsers(dest="cache_command", metavar="SUBCOMMAND")
     cache_sub.required = True
 
@@ -156,26 +182,38 @@ def add_cache_parser(sub: Any) -> None:
         if json_flag:
             parser.add_argument("--json", action="store_true", help="machine-readable output")
 
-    listing = cache_sub.add_parser("list", help="one line per cached answer", description="List cached answers: "
-                                   "key, age, size, provider, model and node, and entries that are invalid.")
+    listing = cache_sub.add_parser(
+        "list",
+        help="one line per cached answer",
+        description="List cached answers: key, age, size, provider, model and node, and entries that are invalid.",
+    )
     common(listing)
     listing.set_defaults(func=cmd_list)
     add_example(listing, "dace-ai cache list --json")
-    stat = cache_sub.add_parser("stats", help="counts and sizes", description="Entries, bytes, invalid entries, "
-                                "entries per provider, quarantined files and unfinished writes.")
+    stat = cache_sub.add_parser(
+        "stats",
+        help="counts and sizes",
+        description="Entries, bytes, invalid entries, entries per provider, quarantined files and unfinished writes.",
+    )
     common(stat)
     stat.set_defaults(func=cmd_stats)
     add_example(stat, "dace-ai cache stats --root .dacecache")
-    clear = cache_sub.add_parser("clear", help="remove cached answers",
-                                 description="Remove cached answers (all, or those older than a duration); "
-                                             "without --older-than also quarantined and unfinished files.")
+    clear = cache_sub.add_parser(
+        "clear",
+        help="remove cached answers",
+        description="Remove cached answers (all, or those older than a duration); "
+        "without --older-than also quarantined and unfinished files.",
+    )
     common(clear, json_flag=False)
     clear.add_argument("--older-than", metavar="AGE", help="only entries older than AGE, e.g. 30m, 12h, 7d, 2w")
     clear.set_defaults(func=cmd_clear)
     add_example(clear, "dace-ai cache clear --older-than 7d")
-    verify = cache_sub.add_parser("verify", help="check every entry; exit 1 when one is invalid",
-                                  description="Check that every entry is a valid cache entry for its key; report "
-                                              "unfinished writes. Exit 1 when something is wrong.")
+    verify = cache_sub.add_parser(
+        "verify",
+        help="check every entry; exit 1 when one is invalid",
+        description="Check that every entry is a valid cache entry for its key; report "
+        "unfinished writes. Exit 1 when something is wrong.",
+    )
     common(verify, json_flag=False)
     verify.add_argument("--fix", action="store_true", help="move invalid entries aside, remove unfinished writes")
     verify.set_defaults(func=cmd_verify)

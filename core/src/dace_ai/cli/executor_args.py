@@ -20,8 +20,12 @@ BATCH_OPTIONS = (
     ("--walltime", "cluster_walltime", "HH:MM:SS", "wall-clock limit of each job"),
     ("--cores", "cluster_cores", "N", "cores of each job (the worker runs that many checks at once)"),
     ("--memory", "cluster_memory", "SIZE", "memory of each job, e.g. 16GB"),
-    ("--prologue", "cluster_prologue", "LINE", "shell line run before the worker starts (repeatable), "
-                                               "e.g. 'module load gcc/12'"),
+    (
+        "--prologue",
+        "cluster_prologue",
+        "LINE",
+        "shell line run before the worker starts (repeatable), e.g. 'module load gcc/12'",
+    ),
     ("--directive", "cluster_directives", "DIRECTIVE", "extra job directive (repeatable), e.g. --exclusive"),
     ("--targets", "cluster_targets", "T[,T]", "targets the workers run, e.g. sve (default: this machine's)"),
     ("--interface", "cluster_interface", "NAME", "network interface the scheduler and workers use, e.g. ib0"),
@@ -32,22 +36,39 @@ REPEATED = {"cluster_prologue", "cluster_directives"}
 
 def add_executor_arguments(parser: argparse.ArgumentParser, *, dry_run: bool = False) -> None:
     """``--executor``, ``--scheduler``, ``--workers`` and the batch options: where the candidates' checks run."""
-    parser.add_argument("--executor", default=None,
-                        help="executor plugin running the checks: threads (this process, the default), local "
-                             "(worker processes), dask (a dask cluster), slurm, pbs or lsf (dask workers as batch "
-                             "jobs), ... (setting 'executor')")
-    parser.add_argument("--scheduler", default=None, metavar="ADDR",
-                        help="address of a running scheduler, e.g. tcp://head:8786 (dask)")
-    parser.add_argument("--workers", type=int, default=None, metavar="N",
-                        help="workers (batch jobs for slurm, pbs, lsf) the executor starts when there is no "
-                             "scheduler")
+    parser.add_argument(
+        "--executor",
+        default=None,
+        help="executor plugin running the checks: threads (this process, the default), local "
+        "(worker processes), dask (a dask cluster), slurm, pbs or lsf (dask workers as batch "
+        "jobs), ... (setting 'executor')",
+    )
+    parser.add_argument(
+        "--scheduler", default=None, metavar="ADDR", help="address of a running scheduler, e.g. tcp://head:8786 (dask)"
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="workers (batch jobs for slurm, pbs, lsf) the executor starts when there is no scheduler",
+    )
     group = parser.add_argument_group("batch clusters (executors slurm, pbs, lsf; settings cluster_*)")
     for flag, setting, metavar, text in BATCH_OPTIONS:
-        group.add_argument(flag, dest=setting, metavar=metavar, help=text, default=None,
-                           action="append" if setting in REPEATED else "store")
+        group.add_argument(
+            flag,
+            dest=setting,
+            metavar=metavar,
+            help=text,
+            default=None,
+            action="append" if setting in REPEATED else "store",
+        )
     if dry_run:
-        group.add_argument("--dry-run", action="store_true",
-                           help="print the job script (or what else the executor would start) and start nothing")
+        group.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="print the job script (or what else the executor would start) and start nothing",
+        )
 
 
 def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -68,8 +89,9 @@ def dry_run(args: argparse.Namespace) -> int:
     from dace_ai.plugins.manager import get_plugin_manager
 
     settings = resolve_settings(settings_overrides(args))
-    given = ExecutorOptions(workers=args.workers, scheduler=args.scheduler) if (args.workers or args.scheduler) \
-        else None
+    given = (
+        ExecutorOptions(workers=args.workers, scheduler=args.scheduler) if (args.workers or args.scheduler) else None
+    )
     name, options = executor_options(settings, args.executor, given)
     runner = get_plugin_manager().get("executors", name).factory(options)  # type: ignore[attr-defined]
     show = getattr(runner, "dry_run", None)

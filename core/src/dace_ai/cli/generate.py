@@ -30,22 +30,28 @@ def load_sdfg(path: Path, command: str) -> Any:
     try:
         return dace.SDFG.from_file(str(path))
     except Exception as exc:  # noqa: BLE001 - any parse failure is the file's problem
-        raise AIUsageError(f"dace-ai {command}: {str(path)!r} is not a readable SDFG file: "
-                           f"{type(exc).__name__}: {exc}") from None
+        raise AIUsageError(
+            f"dace-ai {command}: {str(path)!r} is not a readable SDFG file: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def add_parser(sub: Any) -> None:
     """Register the ``generate`` subcommand on ``dace-ai``'s subparsers."""
     parser = sub.add_parser(
-        "generate", help="ask for every AI node at once and cache the checked answers",
+        "generate",
+        help="ask for every AI node at once and cache the checked answers",
         description="Ask the provider for every pending AI node of a saved SDFG concurrently, check each answer "
-                    "(on the executor you name) and cache the ones that pass. The file is not changed.")
+        "(on the executor you name) and cache the ones that pass. The file is not changed.",
+    )
     parser.add_argument("file", nargs="?", help="an SDFG saved with sdfg.save() (.sdfg or .sdfgz)")
     add_executor_arguments(parser, dry_run=True)
     parser.add_argument("--json", action="store_true", help="machine-readable summary")
-    add_example(parser, "dace-ai generate prog.sdfg --executor dask --workers 2",
-                "dace-ai generate prog.sdfg --executor slurm --queue normal --walltime 01:00:00 --cores 32",
-                "dace-ai generate --executor slurm --queue normal --dry-run   # the job script, nothing started")
+    add_example(
+        parser,
+        "dace-ai generate prog.sdfg --executor dask --workers 2",
+        "dace-ai generate prog.sdfg --executor slurm --queue normal --walltime 01:00:00 --cores 32",
+        "dace-ai generate --executor slurm --queue normal --dry-run   # the job script, nothing started",
+    )
     parser.set_defaults(func=run)
 
 
@@ -57,12 +63,21 @@ def run(args: argparse.Namespace) -> int:
     if not args.file:
         raise AIUsageError("dace-ai generate: name the SDFG file (only --dry-run runs without one)")
     sdfg = load_sdfg(Path(args.file), "generate")
-    summary = dace_ai.generate(sdfg, settings=settings_overrides(args) or None, executor=args.executor,
-                               scheduler=args.scheduler, workers=args.workers)
+    summary = dace_ai.generate(
+        sdfg,
+        settings=settings_overrides(args) or None,
+        executor=args.executor,
+        scheduler=args.scheduler,
+        workers=args.workers,
+    )
     if args.json:
-        data = {"provider": summary.provider, "executor": summary.executor, "requests": summary.requests,
-                "seconds": summary.seconds, "nodes": [{k: v for k, v in asdict(n).items() if k != "usage"}
-                                                      for n in summary.nodes]}
+        data = {
+            "provider": summary.provider,
+            "executor": summary.executor,
+            "requests": summary.requests,
+            "seconds": summary.seconds,
+            "nodes": [{k: v for k, v in asdict(n).items() if k != "usage"} for n in summary.nodes],
+        }
         json.dump(data, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:

@@ -40,9 +40,14 @@ def _section_rows(manager) -> dict[str, list[dict[str, Any]]]:
     for section in manager.prompt_sections():
         plugin = section.provenance.plugin if section.provenance else "unknown"
         original = replaced.get(section.name)
-        rows.setdefault(plugin, []).append({
-            "name": section.name, "order": section.order, "title": section.title,
-            "replaces": f"{section.name!r} from {original.origin}" if original else None})
+        rows.setdefault(plugin, []).append(
+            {
+                "name": section.name,
+                "order": section.order,
+                "title": section.title,
+                "replaces": f"{section.name!r} from {original.origin}" if original else None,
+            }
+        )
     return rows
 
 
@@ -130,14 +135,24 @@ def doctor_report() -> dict[str, Any]:
         tools[command] = {"command": command, "path": shutil.which(command), "for": "; ".join(users)}
     for info in tools.values():
         info["version"] = _tool_version(info["path"]) if info["path"] else None
-    key_vars = sorted({var for p in manager.providers().values() for var in p.key_env}
-                      | {"ANTHROPIC_API_KEY", "OPENAI_API_KEY"})
+    key_vars = sorted(
+        {var for p in manager.providers().values() for var in p.key_env} | {"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}
+    )
     keys = {var: bool(os.environ.get(var)) for var in key_vars}
-    targets = {name: {"matched": d.matched, "reason": d.reason}
-               for name, d in ((n, detect(t)) for n, t in manager.targets().items())}
+    targets = {
+        name: {"matched": d.matched, "reason": d.reason}
+        for name, d in ((n, detect(t)) for n, t in manager.targets().items())
+    }
     failed = [r.as_dict() for r in records if r.status == "failed"]
-    return {"dace": dace_report(), "tools": tools, "api_keys_set": keys, "targets": targets,
-            "roofline": roofline_summary(), "environments": environment_report(manager), "failed_plugins": failed}
+    return {
+        "dace": dace_report(),
+        "tools": tools,
+        "api_keys_set": keys,
+        "targets": targets,
+        "roofline": roofline_summary(),
+        "environments": environment_report(manager),
+        "failed_plugins": failed,
+    }
 
 
 #: What doctor says when no roofline is stored (it never measures: that takes seconds).
@@ -163,9 +178,16 @@ def dace_report() -> dict[str, Any]:
     from dace_ai import compat
     from dace_ai.expansion.takeover import CHARGE
 
-    return {"version": compat.DACE_VERSION, "builtin_ai_library": CHARGE.builtin, "builtin": CHARGE.mode,
-            "builtin_source": CHARGE.source, "in_charge": "dace-ai" if CHARGE.dace_ai_in_charge else "dace",
-            "implementation": CHARGE.implementation, "reason": CHARGE.describe(), "replaced": compat.replaced()}
+    return {
+        "version": compat.DACE_VERSION,
+        "builtin_ai_library": CHARGE.builtin,
+        "builtin": CHARGE.mode,
+        "builtin_source": CHARGE.source,
+        "in_charge": "dace-ai" if CHARGE.dace_ai_in_charge else "dace",
+        "implementation": CHARGE.implementation,
+        "reason": CHARGE.describe(),
+        "replaced": compat.replaced(),
+    }
 
 
 def environment_report(manager: Any) -> dict[str, list[dict[str, Any]]]:
@@ -184,24 +206,40 @@ def environment_report(manager: Any) -> dict[str, list[dict[str, Any]]]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         load_generated()
-        registered = [{"name": e.name, "installed": e.available, "reason": e.reason, "gpu": e.gpu}
-                      for e in environment_infos() if not e.name.startswith(HOME_MODULE + ".")]
+        registered = [
+            {"name": e.name, "installed": e.available, "reason": e.reason, "gpu": e.gpu}
+            for e in environment_infos()
+            if not e.name.startswith(HOME_MODULE + ".")
+        ]
     packs = []
     for name, generator in manager.environment_generators().items():
         detection = detect_generator(generator)
-        packs.append({"name": name, "installed": detection.matched, "reason": detection.reason,
-                      "from": str(generator.provenance or "")})
+        packs.append(
+            {
+                "name": name,
+                "installed": detection.matched,
+                "reason": detection.reason,
+                "from": str(generator.provenance or ""),
+            }
+        )
     generated = []
     for path, spec in stored_specs():
         if isinstance(spec, StoredEnvironmentError):
-            generated.append({"name": path.name, "installed": False, "reason": f"not usable: {spec}",
-                              "file": str(path)})
+            generated.append(
+                {"name": path.name, "installed": False, "reason": f"not usable: {spec}", "file": str(path)}
+            )
             continue
         env = compat.registered_environment(class_path(spec))
         info = check_environment(class_path(spec), env) if env is not None else None
-        generated.append({"name": class_path(spec), "installed": bool(info and info.available),
-                          "reason": info.reason if info else "not registered", "file": str(path),
-                          "generator": spec.generator})
+        generated.append(
+            {
+                "name": class_path(spec),
+                "installed": bool(info and info.available),
+                "reason": info.reason if info else "not registered",
+                "file": str(path),
+                "generator": spec.generator,
+            }
+        )
     return {"registered": registered, "packs": packs, "generated": generated}
 
 
@@ -226,13 +264,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         roof = report["roofline"]
         if roof["measured"]:
             peaks = roof["peak_gflops"]
-            print(f"Roofline: float32 {peaks['float32']:.0f} GFLOP/s, float64 {peaks['float64']:.0f} GFLOP/s, "
-                  f"memory {roof['bandwidth_gbs']:.1f} GB/s with {roof['threads']} threads "
-                  f"(measured {roof['measured_at']}; dace-ai targets --roofline)")
+            print(
+                f"Roofline: float32 {peaks['float32']:.0f} GFLOP/s, float64 {peaks['float64']:.0f} GFLOP/s, "
+                f"memory {roof['bandwidth_gbs']:.1f} GB/s with {roof['threads']} threads "
+                f"(measured {roof['measured_at']}; dace-ai targets --roofline)"
+            )
         else:
             print(f"Roofline: {roof['hint']}")
-        titles = {"registered": "DaCe environments (registered)", "packs": "Environment packs (generators)",
-                  "generated": "Stored environments (generated)"}
+        titles = {
+            "registered": "DaCe environments (registered)",
+            "packs": "Environment packs (generators)",
+            "generated": "Stored environments (generated)",
+        }
         for kind, title in titles.items():
             print(f"{title}:")
             for env in report["environments"][kind] or [{"name": "(none)", "installed": None, "reason": ""}]:
@@ -246,8 +289,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_targets(args: argparse.Namespace) -> int:
     from dace_ai.cli.targets import main as targets_main
 
-    return targets_main((["--json"] if args.json else []) + (["--roofline"] if args.roofline else [])
-                        + (["--remeasure"] if args.remeasure else []))
+    return targets_main(
+        (["--json"] if args.json else [])
+        + (["--roofline"] if args.roofline else [])
+        + (["--remeasure"] if args.remeasure else [])
+    )
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -259,34 +305,49 @@ def make_parser() -> argparse.ArgumentParser:
     plugins = sub.add_parser("plugins", help="installed plugins", description="Inspect installed plugins.")
     plugins_sub = plugins.add_subparsers(dest="plugins_command", metavar="SUBCOMMAND")
     plugins_sub.required = True
-    listing = plugins_sub.add_parser("list", help="list plugins, their status and what they register",
-                                     description="List every plugin: name, distribution, version, status "
-                                                 "(active/disabled/failed with the error) and registrations.")
+    listing = plugins_sub.add_parser(
+        "list",
+        help="list plugins, their status and what they register",
+        description="List every plugin: name, distribution, version, status "
+        "(active/disabled/failed with the error) and registrations.",
+    )
     listing.add_argument("--json", action="store_true", help="machine-readable output")
     listing.set_defaults(func=cmd_plugins_list)
     add_example(plugins, "dace-ai plugins list --json")
     add_example(listing, "dace-ai plugins list", "DACE_ai_disable_plugins=mylab dace-ai plugins list --json")
 
-    config = sub.add_parser("config", help="effective settings and their sources",
-                            description="Show every effective setting of the 'ai' category and where it came from.")
+    config = sub.add_parser(
+        "config",
+        help="effective settings and their sources",
+        description="Show every effective setting of the 'ai' category and where it came from.",
+    )
     config.add_argument("--json", action="store_true", help="machine-readable output")
     config.set_defaults(func=cmd_config)
     add_example(config, "DACE_ai_provider=manual dace-ai config")
 
-    doctor = sub.add_parser("doctor", help="check compilers, emulators, API keys and targets",
-                            description="Report the compilers and emulators found, which API key variables are "
-                                        "set (never their values) and which targets this machine matches.")
+    doctor = sub.add_parser(
+        "doctor",
+        help="check compilers, emulators, API keys and targets",
+        description="Report the compilers and emulators found, which API key variables are "
+        "set (never their values) and which targets this machine matches.",
+    )
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     doctor.set_defaults(func=cmd_doctor)
     add_example(doctor, "dace-ai doctor --json")
 
-    targets = sub.add_parser("targets", help="installed hardware targets and what was detected",
-                             description="List installed targets, what this machine matches and why, and the "
-                                         "target chosen for CPU and GPU code.")
+    targets = sub.add_parser(
+        "targets",
+        help="installed hardware targets and what was detected",
+        description="List installed targets, what this machine matches and why, and the "
+        "target chosen for CPU and GPU code.",
+    )
     targets.add_argument("--json", action="store_true", help="machine-readable output")
-    targets.add_argument("--roofline", action="store_true",
-                         help="this machine's measured peaks (FLOP/s, bandwidth), measured once (a few seconds) "
-                              "and stored, beside the CPU target's vendor peaks")
+    targets.add_argument(
+        "--roofline",
+        action="store_true",
+        help="this machine's measured peaks (FLOP/s, bandwidth), measured once (a few seconds) "
+        "and stored, beside the CPU target's vendor peaks",
+    )
     targets.add_argument("--remeasure", action="store_true", help="with --roofline: measure again")
     targets.set_defaults(func=cmd_targets)
     add_example(targets, "DACE_ai_target=sve dace-ai targets", "dace-ai targets --roofline --json")

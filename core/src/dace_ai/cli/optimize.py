@@ -21,23 +21,27 @@ from dace_ai.errors import AIUsageError
 def add_parser(sub: Any) -> None:
     """Register the ``optimize`` subcommand on ``dace-ai``'s subparsers."""
     parser = sub.add_parser(
-        "optimize", help="sample candidates per AI node, keep the fastest correct one",
+        "optimize",
+        help="sample candidates per AI node, keep the fastest correct one",
         description="Ask for several candidates per AI node, check and time each against the node's native "
-                    "expansion, keep the fastest, refine it with its timings, and save the optimized SDFG.")
+        "expansion, keep the fastest, refine it with its timings, and save the optimized SDFG.",
+    )
     parser.add_argument("file", help="an SDFG saved with sdfg.save() (.sdfg or .sdfgz)")
     parser.add_argument("node", nargs="?", help="only this node (its label); default: every AI node")
     parser.add_argument("--samples", type=int, default=4, help="candidates per round (default 4)")
     parser.add_argument("--rounds", type=int, default=2, help="refinement rounds after the first (default 2)")
     parser.add_argument("--sizes", default=None, help="symbol values for timing, e.g. N=4096,M=512")
-    parser.add_argument("--output", default=None, help="where to save the optimized SDFG "
-                                                        "(default FILE.optimized.sdfg)")
+    parser.add_argument("--output", default=None, help="where to save the optimized SDFG (default FILE.optimized.sdfg)")
     parser.add_argument("--json", action="store_true", help="machine-readable report")
     from dace_ai.cli.executor_args import add_executor_arguments
 
     add_executor_arguments(parser)
     parser.set_defaults(func=run)
-    add_example(parser, "dace-ai optimize prog.sdfg --executor slurm --queue normal --walltime 02:00:00 --adapt 0:8",
-                "dace-ai optimize prog.sdfg --samples 4 --rounds 2 --sizes N=4096 --output fast.sdfg")
+    add_example(
+        parser,
+        "dace-ai optimize prog.sdfg --executor slurm --queue normal --walltime 02:00:00 --adapt 0:8",
+        "dace-ai optimize prog.sdfg --samples 4 --rounds 2 --sizes N=4096 --output fast.sdfg",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,9 +59,17 @@ def run(args: argparse.Namespace) -> int:
     sdfg = load_sdfg(path, "optimize")
     from dace_ai.cli.executor_args import settings_overrides
 
-    report = dace_ai.optimize(sdfg, args.node, samples=args.samples, rounds=args.rounds, sizes=sizes or None,
-                              settings=settings_overrides(args) or None, executor=args.executor,
-                              scheduler=args.scheduler, workers=args.workers)
+    report = dace_ai.optimize(
+        sdfg,
+        args.node,
+        samples=args.samples,
+        rounds=args.rounds,
+        sizes=sizes or None,
+        settings=settings_overrides(args) or None,
+        executor=args.executor,
+        scheduler=args.scheduler,
+        workers=args.workers,
+    )
     output = Path(args.output) if args.output else path.with_name(path.name.split(".")[0] + ".optimized.sdfg")
     sdfg.save(str(output))
     if args.json:

@@ -123,8 +123,14 @@ def _change(args: argparse.Namespace, action: Any, verb: str) -> int:
     action(sdfg)
     _save(sdfg, args.file)
     info = show(sdfg, select(sdfg, args.node).tasklet)
-    _emit(info, args, lambda: print(f"{verb} {info['name']}: round {info['round']} of session {info['session']}"
-                                    f"{' (pinned)' if info['pinned'] else ''}; {args.file} rewritten"))
+    _emit(
+        info,
+        args,
+        lambda: print(
+            f"{verb} {info['name']}: round {info['round']} of session {info['session']}"
+            f"{' (pinned)' if info['pinned'] else ''}; {args.file} rewritten"
+        ),
+    )
     return 0
 
 
@@ -154,29 +160,44 @@ def cmd_unpin(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Register the session commands on the ``dace-ai`` subparsers."""
+
     def command(name: str, func: Any, help_text: str, node: bool = True) -> argparse.ArgumentParser:
         parser = sub.add_parser(name, help=help_text, description=help_text)
         parser.add_argument("file", metavar="FILE", help="SDFG file (.sdfg or .sdfgz)")
         if node:
-            parser.add_argument("node", metavar="NODE", nargs="?", default=None,
-                                help="node name, tasklet label or session id (optional with one generated tasklet)")
+            parser.add_argument(
+                "node",
+                metavar="NODE",
+                nargs="?",
+                default=None,
+                help="node name, tasklet label or session id (optional with one generated tasklet)",
+            )
         parser.add_argument("--json", action="store_true", help="machine-readable output")
         parser.set_defaults(func=func)
         return parser
 
-    add_example(command("sessions", cmd_sessions, "list the generated tasklets of an SDFG file and their sessions",
-                        node=False), "dace-ai sessions prog.sdfg --json")
-    add_example(command("show", cmd_show, "show a generated tasklet: its code, session, round, pinned, edited by "
-                                          "hand"), "dace-ai show prog.sdfg twice")
-    add_example(command("history", cmd_history, "list every round of a generated tasklet's session"),
-                "dace-ai history prog.sdfg twice")
-    refine = command("refine", cmd_refine, "ask for a new round with feedback (checked; the file changes only "
-                                           "when it passes)")
+    add_example(
+        command("sessions", cmd_sessions, "list the generated tasklets of an SDFG file and their sessions", node=False),
+        "dace-ai sessions prog.sdfg --json",
+    )
+    add_example(
+        command("show", cmd_show, "show a generated tasklet: its code, session, round, pinned, edited by hand"),
+        "dace-ai show prog.sdfg twice",
+    )
+    add_example(
+        command("history", cmd_history, "list every round of a generated tasklet's session"),
+        "dace-ai history prog.sdfg twice",
+    )
+    refine = command(
+        "refine", cmd_refine, "ask for a new round with feedback (checked; the file changes only when it passes)"
+    )
     refine.add_argument("--feedback", required=True, metavar="TEXT", help="what the model should improve")
     add_example(refine, 'dace-ai refine prog.sdfg twice --feedback "Unroll by four"')
     rollback = command("rollback", cmd_rollback, "put an earlier accepted round back (no model is asked)")
     rollback.add_argument("--round", type=int, required=True, metavar="K", help="the round to restore")
     add_example(rollback, "dace-ai rollback prog.sdfg twice --round 1")
-    add_example(command("pin", cmd_pin, "pin a generated tasklet: refine, repairs and optimize leave it alone"),
-                "dace-ai pin prog.sdfg twice")
+    add_example(
+        command("pin", cmd_pin, "pin a generated tasklet: refine, repairs and optimize leave it alone"),
+        "dace-ai pin prog.sdfg twice",
+    )
     add_example(command("unpin", cmd_unpin, "unpin a generated tasklet"), "dace-ai unpin prog.sdfg twice")

@@ -28,16 +28,23 @@ def collect(manager: PluginManager | None = None, settings: Any = None) -> dict[
     for name, target in sorted(manager.targets().items(), key=lambda item: (-item[1].priority, item[0])):
         detection = detect(target)
         provenance = target.provenance
-        rows.append({
-            "name": name, "kind": target.kind, "priority": target.priority, "language": target.language,
-            "distribution": provenance.distribution if provenance else "unregistered",
-            "version": provenance.version if provenance else "",
-            "plugin": provenance.plugin if provenance else "",
-            "description": target.description,
-            "detected": detection.matched, "reason": detection.reason,
-            "compiler": list(target.compiler), "flags": list(target.resolved_flags(detection)),
-            "checkers": list(target.checkers),
-        })
+        rows.append(
+            {
+                "name": name,
+                "kind": target.kind,
+                "priority": target.priority,
+                "language": target.language,
+                "distribution": provenance.distribution if provenance else "unregistered",
+                "version": provenance.version if provenance else "",
+                "plugin": provenance.plugin if provenance else "",
+                "description": target.description,
+                "detected": detection.matched,
+                "reason": detection.reason,
+                "compiler": list(target.compiler),
+                "flags": list(target.resolved_flags(detection)),
+                "checkers": list(target.checkers),
+            }
+        )
     chosen = {}
     for kind in ("cpu", "gpu"):
         target, _, reason = resolve_target(settings, kind=kind, manager=manager)
@@ -49,8 +56,10 @@ def _print_table(report: dict[str, Any]) -> None:
     print("Installed targets (highest priority first):")
     for row in report["targets"]:
         mark = "detected" if row["detected"] else "not detected"
-        print(f"  {row['name']:<14} {row['kind']:<3} priority {row['priority']:>5}  "
-              f"{row['distribution']} {row['version']}")
+        print(
+            f"  {row['name']:<14} {row['kind']:<3} priority {row['priority']:>5}  "
+            f"{row['distribution']} {row['version']}"
+        )
         print(f"  {'':<14} {mark}: {row['reason']}")
         if row["flags"] or row["compiler"]:
             print(f"  {'':<14} compiler: {' '.join(row['compiler'] + row['flags'])}")
@@ -59,8 +68,9 @@ def _print_table(report: dict[str, Any]) -> None:
         print(f"  {kind} code -> {choice['name']} ({choice['reason']})")
 
 
-def roofline_report(remeasure: bool = False, manager: PluginManager | None = None,
-                    settings: Any = None) -> dict[str, Any]:
+def roofline_report(
+    remeasure: bool = False, manager: PluginManager | None = None, settings: Any = None
+) -> dict[str, Any]:
     """This machine's roofline (measured once and stored; again with ``remeasure``) and the vendor's peaks.
 
     The JSON form: ``{"peak_gflops": {"float32": ..., "float64": ...}, "bandwidth_gbs": ..., "threads": ...,
@@ -110,18 +120,23 @@ def _print_roofline(report: dict[str, Any]) -> None:
         print(f"  vendor figures: {vendor[1]['source']}")
     for threads, levels in report["bandwidth_gbs_by_threads"].items():
         peaks = report["peak_gflops_by_threads"][threads]
-        print(f"  {threads} thread(s): float32 {_rate(peaks['float32'], 'GFLOP/s')}, float64 "
-              f"{_rate(peaks['float64'], 'GFLOP/s')}; " + ", ".join(f"{name} {_rate(v, 'GB/s')}"
-                                                                   for name, v in levels.items()))
+        print(
+            f"  {threads} thread(s): float32 {_rate(peaks['float32'], 'GFLOP/s')}, float64 "
+            f"{_rate(peaks['float64'], 'GFLOP/s')}; "
+            + ", ".join(f"{name} {_rate(v, 'GB/s')}" for name, v in levels.items())
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``dace-ai targets [--json] [--roofline [--remeasure]]``; 0 on success, 2 on an error."""
     parser = argparse.ArgumentParser(prog="dace-ai targets", description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument("--roofline", action="store_true",
-                        help="this machine's measured peaks (FLOP/s per element type, bandwidth per memory level), "
-                             "measured once (a few seconds) and stored, beside the target's vendor peaks")
+    parser.add_argument(
+        "--roofline",
+        action="store_true",
+        help="this machine's measured peaks (FLOP/s per element type, bandwidth per memory level), "
+        "measured once (a few seconds) and stored, beside the target's vendor peaks",
+    )
     parser.add_argument("--remeasure", action="store_true", help="with --roofline: measure again")
     add_example(parser, "DACE_ai_target=sve dace-ai targets --json", "dace-ai targets --roofline --json")
     args = parser.parse_args(argv)

@@ -51,15 +51,25 @@ def register_ai_config(definitions: Any) -> None:
     """
     metadata, values = version.config_store()
     required = metadata.setdefault("required", {})
-    category = required.setdefault("ai", {
-        "type": "dict",
-        "title": "AI implementations (dace-ai)",
-        "description": "Settings of dace-ai; see `dace-ai config`.",
-        "required": {},
-    })
+    category = required.setdefault(
+        "ai",
+        {
+            "type": "dict",
+            "title": "AI implementations (dace-ai)",
+            "description": "Settings of dace-ai; see `dace-ai config`.",
+            "required": {},
+        },
+    )
     for d in definitions:
-        category["required"].setdefault(d.key, {"type": d.dace_type, "default": "" if d.default is None else d.default,
-                                                "title": d.key, "description": d.description})
+        category["required"].setdefault(
+            d.key,
+            {
+                "type": d.dace_type,
+                "default": "" if d.default is None else d.default,
+                "title": d.key,
+                "description": d.description,
+            },
+        )
     current = values.setdefault("ai", {})
     for key, entry in category["required"].items():
         current.setdefault(key, entry["default"])
@@ -108,6 +118,7 @@ def build_folder_root() -> str:
 # --------------------------------------------------------------------------------------------
 # The reserved 'ai' implementation and expansion hooks.
 # --------------------------------------------------------------------------------------------
+
 
 def library_node_base() -> type:
     """DaCe's library node base class."""
@@ -365,14 +376,39 @@ def node_at_marker(sdfg: Any, cfg_id: int, state_id: int, node_id: int) -> tuple
 def element_types() -> dict[str, Any]:
     """C++ and DaCe spellings of element types -> typeclass (``double`` and ``float64`` -> dace.float64)."""
     table: dict[str, Any] = {}
-    for tc in (dace.bool, dace.int8, dace.int16, dace.int32, dace.int64, dace.uint8, dace.uint16, dace.uint32,
-               dace.uint64, dace.float16, dace.float32, dace.float64, dace.complex64, dace.complex128):
+    for tc in (
+        dace.bool,
+        dace.int8,
+        dace.int16,
+        dace.int32,
+        dace.int64,
+        dace.uint8,
+        dace.uint16,
+        dace.uint32,
+        dace.uint64,
+        dace.float16,
+        dace.float32,
+        dace.float64,
+        dace.complex64,
+        dace.complex128,
+    ):
         table[tc.ctype] = tc
         table[tc.to_string()] = tc
-    table.update({"long": dace.int64, "long long": dace.int64, "unsigned int": dace.uint32,
-                  "size_t": dace.uint64, "int32_t": dace.int32, "int8_t": dace.int8, "int16_t": dace.int16,
-                  "uint16_t": dace.uint16, "uint32_t": dace.uint32, "std::complex<double>": dace.complex128,
-                  "std::complex<float>": dace.complex64})
+    table.update(
+        {
+            "long": dace.int64,
+            "long long": dace.int64,
+            "unsigned int": dace.uint32,
+            "size_t": dace.uint64,
+            "int32_t": dace.int32,
+            "int8_t": dace.int8,
+            "int16_t": dace.int16,
+            "uint16_t": dace.uint16,
+            "uint32_t": dace.uint32,
+            "std::complex<double>": dace.complex128,
+            "std::complex<float>": dace.complex64,
+        }
+    )
     return table
 
 
@@ -498,9 +534,21 @@ def registered_environments() -> dict[str, Any]:
 
 
 #: The fields DaCe 1.0.2 requires of an environment class.
-ENVIRONMENT_FIELDS = ("cmake_minimum_version", "cmake_packages", "cmake_variables", "cmake_includes",
-                      "cmake_libraries", "cmake_compile_flags", "cmake_link_flags", "cmake_files", "headers",
-                      "state_fields", "init_code", "finalize_code", "dependencies")
+ENVIRONMENT_FIELDS = (
+    "cmake_minimum_version",
+    "cmake_packages",
+    "cmake_variables",
+    "cmake_includes",
+    "cmake_libraries",
+    "cmake_compile_flags",
+    "cmake_link_flags",
+    "cmake_files",
+    "headers",
+    "state_fields",
+    "init_code",
+    "finalize_code",
+    "dependencies",
+)
 
 
 def define_environment(module: str, class_name: str, fields: dict[str, Any]) -> Any:
@@ -514,8 +562,12 @@ def define_environment(module: str, class_name: str, fields: dict[str, Any]) -> 
 
     import dace.library
 
-    defaults: dict[str, Any] = {"cmake_minimum_version": None, "cmake_variables": {}, "init_code": "",
-                                "finalize_code": ""}
+    defaults: dict[str, Any] = {
+        "cmake_minimum_version": None,
+        "cmake_variables": {},
+        "init_code": "",
+        "finalize_code": "",
+    }
     values = {name: fields.get(name, defaults.get(name, [])) for name in ENVIRONMENT_FIELDS}
     unknown = set(fields) - set(ENVIRONMENT_FIELDS)
     if unknown:
@@ -623,6 +675,8 @@ def load_sdfg(path: Any) -> Any:
 def save_sdfg(sdfg: Any, path: Any, compress: bool = False) -> None:
     """Write ``sdfg`` to ``path`` (DaCe's JSON, gzip-compressed when ``compress``)."""
     sdfg.save(str(path), compress=compress)
+
+
 #: The reserved implementation name dace-ai registers on every library node class.
 AI_IMPLEMENTATION = "ai"
 
@@ -636,15 +690,17 @@ def native_implementation(node: Any, reserved: str = AI_IMPLEMENTATION, exclude:
     skipped. None for nodes that are not library nodes.
     """
     cls = type(node)
-    available = [name for name in getattr(cls, "implementations", None) or ()
-                 if name != reserved and not any(word in name.lower() for word in exclude)]
+    available = [
+        name
+        for name in getattr(cls, "implementations", None) or ()
+        if name != reserved and not any(word in name.lower() for word in exclude)
+    ]
     if not available:
         return None
     import dace.library
 
     library = dace.library._DACE_REGISTERED_LIBRARIES.get(getattr(cls, "_dace_library_name", ""))
-    for choice in ("pure", cls.default_implementation, getattr(library, "default_implementation", None),
-                   "specialize"):
+    for choice in ("pure", cls.default_implementation, getattr(library, "default_implementation", None), "specialize"):
         if choice in available:
             return choice
     return available[0]
@@ -707,14 +763,26 @@ def program_layout(folder: str, sizes: dict[str, int]) -> dict[str, Any]:
     for name in order:
         desc = arglist[name]
         if isinstance(desc, data.Array):
-            args.append({"name": name, "array": True, "dtype": np_name(desc.dtype.as_numpy_dtype()),
-                         "shape": [value(d) for d in desc.shape], "strides": [value(d) for d in desc.strides],
-                         "total": value(desc.total_size)})
+            args.append(
+                {
+                    "name": name,
+                    "array": True,
+                    "dtype": np_name(desc.dtype.as_numpy_dtype()),
+                    "shape": [value(d) for d in desc.shape],
+                    "strides": [value(d) for d in desc.strides],
+                    "total": value(desc.total_size),
+                }
+            )
         else:
-            args.append({"name": name, "array": False, "ctype": desc.dtype.as_ctypes().__name__,
-                         "value": sizes.get(name, 0)})
-    return {"library": os.path.join(folder, "build", f"lib{sdfg.name}.{suffix}"), "name": sdfg.name,
-            "args": args, "init": [a["name"] for a in args if a["name"] in free]}
+            args.append(
+                {"name": name, "array": False, "ctype": desc.dtype.as_ctypes().__name__, "value": sizes.get(name, 0)}
+            )
+    return {
+        "library": os.path.join(folder, "build", f"lib{sdfg.name}.{suffix}"),
+        "name": sdfg.name,
+        "args": args,
+        "init": [a["name"] for a in args if a["name"] in free],
+    }
 
 
 def library_node_from_json(data: dict[str, Any], sdfg: Any, state: Any) -> Any:
@@ -739,8 +807,9 @@ def viewed_subsets(sdfg: Any, state: Any, container: str, depth: int = 8) -> lis
     for _ in range(depth if view_edge is not None else 0):
         if not isinstance(sdfg.arrays.get(container), data.View):
             break
-        edge = next((e for n in state.data_nodes() if n.data == container
-                     for e in [view_edge(state, n)] if e is not None), None)
+        edge = next(
+            (e for n in state.data_nodes() if n.data == container for e in [view_edge(state, n)] if e is not None), None
+        )
         if edge is None or edge.data.data is None:
             break
         memlet = edge.data

@@ -110,9 +110,23 @@ class AISettings(BaseModel):
             return parts or None
         return value
 
-    @field_validator("provider", "model", "base_url", "effort", "target", "prompt_dir", "interactive",
-                     "cuda_arch", "hip_arch", "bench_sizes", "verify_sizes", "on_failure",
-                     "executor", "executor_scheduler", mode="before")
+    @field_validator(
+        "provider",
+        "model",
+        "base_url",
+        "effort",
+        "target",
+        "prompt_dir",
+        "interactive",
+        "cuda_arch",
+        "hip_arch",
+        "bench_sizes",
+        "verify_sizes",
+        "on_failure",
+        "executor",
+        "executor_scheduler",
+        mode="before",
+    )
     @classmethod
     def _empty_is_none(cls, value: Any) -> Any:
         if isinstance(value, str) and value.strip().lower() in ("", "none", "auto"):
@@ -179,8 +193,12 @@ def plugin_settings(manager: Any = None) -> dict[str, tuple[Setting, Any]]:
     clashes = [f"{name!r} ({reg.origin})" for name, (_, reg) in declared.items() if name in BY_KEY]
     if clashes:
         raise SettingsError(f"plugin setting(s) {', '.join(clashes)} reuse the name of a core setting")
-    register_ai_config([SettingDef(name, setting.dace_type, setting.default, setting.description)
-                        for name, (setting, _) in declared.items()])
+    register_ai_config(
+        [
+            SettingDef(name, setting.dace_type, setting.default, setting.description)
+            for name, (setting, _) in declared.items()
+        ]
+    )
     return declared
 
 
@@ -191,11 +209,15 @@ def _validate_plugin(setting: Setting, value: Any, source: str) -> Any:
         checked = TypeAdapter(setting.type).validate_python(value.strip() if isinstance(value, str) else value)
     except ValidationError as exc:
         problem = "; ".join(e["msg"] for e in exc.errors())
-        raise SettingsError(f"setting {setting.name!r} = {value!r} from {source} is not allowed: {problem} "
-                            f"(allowed: {setting.type.__name__})") from None
+        raise SettingsError(
+            f"setting {setting.name!r} = {value!r} from {source} is not allowed: {problem} "
+            f"(allowed: {setting.type.__name__})"
+        ) from None
     if setting.choices and checked not in setting.choices:
-        raise SettingsError(f"setting {setting.name!r} = {value!r} from {source} is not allowed "
-                            f"(allowed: {', '.join(map(repr, setting.choices))})")
+        raise SettingsError(
+            f"setting {setting.name!r} = {value!r} from {source} is not allowed "
+            f"(allowed: {', '.join(map(repr, setting.choices))})"
+        )
     return checked
 
 
@@ -208,13 +230,14 @@ def _warn_unknown_environment(environ: Mapping[str, str], known: list[str]) -> N
 
     allowed = set(known) | set(MANAGER_FLAGS)
     for name in environ:
-        if not name.startswith(ENV_PREFIX) or name[len(ENV_PREFIX):] in allowed or name in _warned:
+        if not name.startswith(ENV_PREFIX) or name[len(ENV_PREFIX) :] in allowed or name in _warned:
             continue
         _warned.add(name)
-        close = difflib.get_close_matches(name[len(ENV_PREFIX):], sorted(allowed), n=1, cutoff=0.6)
+        close = difflib.get_close_matches(name[len(ENV_PREFIX) :], sorted(allowed), n=1, cutoff=0.6)
         hint = f"; did you mean {ENV_PREFIX}{close[0]}?" if close else f"; settings: {', '.join(known)}"
-        warnings.warn(f"environment variable {name} names no dace-ai setting and is ignored{hint}",
-                      SettingsWarning, stacklevel=3)
+        warnings.warn(
+            f"environment variable {name} names no dace-ai setting and is ignored{hint}", SettingsWarning, stacklevel=3
+        )
 
 
 def _find_file_settings(start: Path) -> tuple[dict[str, Any], str] | None:
@@ -239,8 +262,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise SettingsError(f"{path}: not valid TOML: {exc}") from exc
 
 
-_TYPE_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false (1/0, yes/no, on/off)",
-               "str": "text"}
+_TYPE_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false (1/0, yes/no, on/off)", "str": "text"}
 _BOUND_WORDS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
 
 
@@ -287,14 +309,16 @@ def check_choices(settings: AISettings) -> None:
         if not value:
             continue
         installed = list(getattr(manager, kind)())
-        for entry in (value if isinstance(value, tuple) else (value,)):
+        for entry in value if isinstance(value, tuple) else (value,):
             name = entry.lstrip("+-") if key == "checkers" else entry  # "+name" / "-name" edit the defaults
             if name in installed:
                 continue
             close = difflib.get_close_matches(name, installed, n=1, cutoff=0.5)
             hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise SettingsError(f"setting {key!r} = {name!r} from {settings.source(key)} names no installed "
-                                f"{noun}.{hint} Installed: {', '.join(sorted(installed)) or 'none'}")
+            raise SettingsError(
+                f"setting {key!r} = {name!r} from {settings.source(key)} names no installed "
+                f"{noun}.{hint} Installed: {', '.join(sorted(installed)) or 'none'}"
+            )
 
 
 def _unknown(names: list[str], known: list[str]) -> str:
@@ -306,8 +330,12 @@ def _unknown(names: list[str], known: list[str]) -> str:
     return ", ".join(parts)
 
 
-def resolve_settings(overrides: Mapping[str, Any] | None = None, *, start_dir: str | os.PathLike | None = None,
-                     environ: Mapping[str, str] | None = None) -> AISettings:
+def resolve_settings(
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    start_dir: str | os.PathLike | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> AISettings:
     """Resolve every setting (core and plugin-owned) from its sources and remember where each came from."""
     from dace_ai.compat import dace_config_overrides
 
@@ -324,8 +352,9 @@ def resolve_settings(overrides: Mapping[str, Any] | None = None, *, start_dir: s
     file_values, file_source = file_found if file_found else ({}, "")
     file_unknown = sorted(set(file_values) - set(known))
     if file_unknown:
-        raise SettingsError(f"{file_source}: unknown setting(s) {_unknown(file_unknown, known)}; "
-                            f"known: {', '.join(known)}")
+        raise SettingsError(
+            f"{file_source}: unknown setting(s) {_unknown(file_unknown, known)}; known: {', '.join(known)}"
+        )
 
     values: dict[str, Any] = {}
     plugin_values: dict[str, Any] = {}
@@ -357,8 +386,9 @@ def resolve_settings(overrides: Mapping[str, Any] | None = None, *, start_dir: s
     return settings
 
 
-def early_setting(key: str, *, start_dir: str | os.PathLike | None = None,
-                  environ: Mapping[str, str] | None = None) -> tuple[Any, str]:
+def early_setting(
+    key: str, *, start_dir: str | os.PathLike | None = None, environ: Mapping[str, str] | None = None
+) -> tuple[Any, str]:
     """(value, source) of one core setting, resolved without loading plugins (for ``import dace_ai``).
 
     Same sources and order as :func:`resolve_settings` (no explicit arguments at import time).
@@ -384,9 +414,23 @@ def describe_settings(settings: AISettings) -> list[dict[str, Any]]:
     """Rows of (key, value, source, description, owner) for ``dace-ai config``: core, then plugin-owned."""
     rows = []
     for key, info in AISettings.model_fields.items():
-        rows.append({"key": key, "value": getattr(settings, key), "source": settings.source(key),
-                     "description": info.description or "", "owner": "dace-ai"})
+        rows.append(
+            {
+                "key": key,
+                "value": getattr(settings, key),
+                "source": settings.source(key),
+                "description": info.description or "",
+                "owner": "dace-ai",
+            }
+        )
     for name, (setting, registration) in plugin_settings().items():
-        rows.append({"key": name, "value": getattr(settings, name), "source": settings.source(name),
-                     "description": setting.description, "owner": registration.origin})
+        rows.append(
+            {
+                "key": name,
+                "value": getattr(settings, name),
+                "source": settings.source(name),
+                "description": setting.description,
+                "owner": registration.origin,
+            }
+        )
     return rows

@@ -29,13 +29,32 @@ from dace_ai.context.types import ConnectorInfo, EnvironmentInfo, NodeContext, S
 from dace_ai.errors import DaceAIError
 
 #: Properties that are identity, layout or bookkeeping, not semantics.
-NOISY_PROPERTIES = frozenset({
-    "name", "label", "guid", "debuginfo", "location", "environments", "implementation", "in_connectors",
-    "out_connectors", "instrument", "description", "symbol_mapping", "sdfg", "code", "code_global",
-    "code_init", "code_exit", "state_fields", "side_effects", "ignored_symbols",
-    "schedule",  # shown resolved, as NodeContext.schedule
-    "flops",  # an AI node's work, for its speed of light; not part of what it computes
-})
+NOISY_PROPERTIES = frozenset(
+    {
+        "name",
+        "label",
+        "guid",
+        "debuginfo",
+        "location",
+        "environments",
+        "implementation",
+        "in_connectors",
+        "out_connectors",
+        "instrument",
+        "description",
+        "symbol_mapping",
+        "sdfg",
+        "code",
+        "code_global",
+        "code_init",
+        "code_exit",
+        "state_fields",
+        "side_effects",
+        "ignored_symbols",
+        "schedule",  # shown resolved, as NodeContext.schedule
+        "flops",  # an AI node's work, for its speed of light; not part of what it computes
+    }
+)
 #: Longest property value shown; longer values are cut so one property cannot flood the prompt.
 #: A cut value ends with its length and a digest of the whole value, so two nodes that differ
 #: only beyond the cut still get different prompts (and so different answer cache keys).
@@ -90,8 +109,9 @@ def _first_paragraph(doc: str) -> str:
 class SDFGContext:
     """The collected context of one SDFG tree; ask it for :meth:`node_context` per node."""
 
-    def __init__(self, sdfg: Any, settings: AISettings, inferred: Any, states: dict[int, _StateIndex],
-                 notes: list[str]) -> None:
+    def __init__(
+        self, sdfg: Any, settings: AISettings, inferred: Any, states: dict[int, _StateIndex], notes: list[str]
+    ) -> None:
         self.sdfg = sdfg  #: the root SDFG (original)
         self.settings = settings
         self.inferred = inferred  #: the inferred copy; never hand it to users to modify
@@ -125,8 +145,11 @@ class SDFGContext:
         """Every library node of the tree as (original state, node), in (cfg, state, node) id order."""
         found = []
         for index in sorted(self._states.values(), key=lambda i: (i.cfg_id, i.state_id)):
-            found += [(index.state, n) for n in index.state.nodes() if isinstance(n, nd.LibraryNode)
-                      and id(n) in index.node_ids]
+            found += [
+                (index.state, n)
+                for n in index.state.nodes()
+                if isinstance(n, nd.LibraryNode) and id(n) in index.node_ids
+            ]
         return found
 
     # ------------------------------------------------------------------------------ per node
@@ -134,12 +157,16 @@ class SDFGContext:
         """Everything about ``node`` (in ``state`` of the original SDFG), read from the inferred copy."""
         index = self._states.get(id(state))
         if index is None or index.state is not state:
-            raise ContextError(f"state {getattr(state, 'label', state)!r} is not part of SDFG {self.sdfg.name!r} "
-                               "as it was when its context was collected (collect the context again)")
+            raise ContextError(
+                f"state {getattr(state, 'label', state)!r} is not part of SDFG {self.sdfg.name!r} "
+                "as it was when its context was collected (collect the context again)"
+            )
         node_id = index.node_ids.get(id(node))
         if node_id is None:
-            raise ContextError(f"node {getattr(node, 'label', node)!r} is not in state {state.label!r} of SDFG "
-                               f"{self.sdfg.name!r} as it was when its context was collected")
+            raise ContextError(
+                f"node {getattr(node, 'label', node)!r} is not in state {state.label!r} of SDFG "
+                f"{self.sdfg.name!r} as it was when its context was collected"
+            )
         inode = index.inferred_nodes[node_id]
         istate = index.inferred
         scopes, kernel = self._scopes(istate, inode)
@@ -175,8 +202,14 @@ class SDFGContext:
             state_label=state.label,
             schedule=schedule.name if schedule is not None else "",
             notes=list(self.notes),
-            live={"sdfg": state.sdfg, "state": state, "node": node, "root": self.sdfg,
-                  "inferred_state": istate, "inferred_node": inode},
+            live={
+                "sdfg": state.sdfg,
+                "state": state,
+                "node": node,
+                "root": self.sdfg,
+                "inferred_state": istate,
+                "inferred_node": inode,
+            },
         )
 
     # --------------------------------------------------------------------------- node parts
@@ -185,8 +218,10 @@ class SDFGContext:
         """What a library node computes: its docstring's first sentence (the full text is in the node section)."""
         first = _first_paragraph(type(node).__doc__ or "").split(". ")[0].rstrip(".")
         name = type(node).__name__
-        text = f"Compute exactly what a `{name}` library node computes, for the connectors, properties and " \
-               "scopes given below."
+        text = (
+            f"Compute exactly what a `{name}` library node computes, for the connectors, properties and "
+            "scopes given below."
+        )
         return f"{text} In short: {first}." if first else text
 
     @staticmethod
@@ -199,14 +234,29 @@ class SDFGContext:
 
     def _connector(self, state: SDFGState, node: nd.Node, name: str, direction: str) -> ConnectorInfo:
         """One connector as the tasklet sees it, following DaCe's CPU code generator."""
-        edges = list(state.in_edges_by_connector(node, name) if direction == "in"
-                     else state.out_edges_by_connector(node, name))
+        edges = list(
+            state.in_edges_by_connector(node, name) if direction == "in" else state.out_edges_by_connector(node, name)
+        )
         declared = (node.in_connectors if direction == "in" else node.out_connectors)[name]
         memlet = edges[0].data if edges else None
         if memlet is None or memlet.data is None or memlet.data not in state.sdfg.arrays:
             ctype = declared.ctype if declared is not None and declared.type is not None else "auto"
-            return ConnectorInfo(name, direction, ctype, ctype, isinstance(declared, dtypes.pointer), "", "", "",
-                                 (), (), (), (), "0", f"{name} (not connected to a container)")  # type: ignore[arg-type]
+            return ConnectorInfo(
+                name,
+                direction,
+                ctype,
+                ctype,
+                isinstance(declared, dtypes.pointer),
+                "",
+                "",
+                "",
+                (),
+                (),
+                (),
+                (),
+                "0",
+                f"{name} (not connected to a container)",
+            )  # type: ignore[arg-type]
         desc = state.sdfg.arrays[memlet.data]
         subset = memlet.subset
         storage = desc.storage.name
@@ -234,8 +284,11 @@ class SDFGContext:
         except Exception:  # noqa: BLE001
             offset = "?"
         if is_pointer:
-            terms = [f"i{d}" if stride == 1 else f"i{d}*{_cpp(stride)}"
-                     for d, (size, stride) in enumerate(zip(sizes, strides)) if size != 1]
+            terms = [
+                f"i{d}" if stride == 1 else f"i{d}*{_cpp(stride)}"
+                for d, (size, stride) in enumerate(zip(sizes, strides))
+                if size != 1
+            ]
             formula = f"{name}[{' + '.join(terms) or '0'}]"
         else:
             formula = name
@@ -279,13 +332,20 @@ class SDFGContext:
             entry = sdict.get(node)
             while entry is not None:
                 if isinstance(entry, nd.MapEntry):
-                    inner_first.append(ScopeInfo("map", entry.map.label, tuple(entry.map.params),
-                                                 tuple(str(type(entry.map.range)([r])) for r in entry.map.range.ranges),
-                                                 entry.map.schedule.name))
+                    inner_first.append(
+                        ScopeInfo(
+                            "map",
+                            entry.map.label,
+                            tuple(entry.map.params),
+                            tuple(str(type(entry.map.range)([r])) for r in entry.map.range.ranges),
+                            entry.map.schedule.name,
+                        )
+                    )
                 elif isinstance(entry, nd.ConsumeEntry):
                     cons = entry.consume
-                    inner_first.append(ScopeInfo("consume", cons.label, (cons.pe_index,), (str(cons.num_pes),),
-                                                 cons.schedule.name))
+                    inner_first.append(
+                        ScopeInfo("consume", cons.label, (cons.pe_index,), (str(cons.num_pes),), cons.schedule.name)
+                    )
                 entry = sdict.get(entry)
             region = state.parent_graph
             while region is not None and region is not state.sdfg:
@@ -297,8 +357,7 @@ class SDFGContext:
             nsdfg_node, parent_state = state.sdfg.parent_nsdfg_node, state.sdfg.parent
             if nsdfg_node is None or parent_state is None:
                 break
-            inner_first.append(ScopeInfo("nested_sdfg", nsdfg_node.label, (), (),
-                                          compat.schedule_name(nsdfg_node)))
+            inner_first.append(ScopeInfo("nested_sdfg", nsdfg_node.label, (), (), compat.schedule_name(nsdfg_node)))
             state, node = parent_state, nsdfg_node
         scopes = inner_first[::-1]
         kernel = next((s for s in scopes if s.schedule in compat.GPU_KERNEL_SCHEDULES), None)
@@ -365,22 +424,36 @@ class SDFGContext:
     def _gpu_notes(kernel: ScopeInfo | None, connectors: list[ConnectorInfo]) -> str:
         if kernel is not None:
             host = [c for c in connectors if c.storage in compat.HOST_ONLY_STORAGE and c.is_pointer]
-            lines = [(f"This code runs on the GPU inside the kernel of {kernel.kind} `{kernel.label}` "
-                      f"(schedule {kernel.schedule}), once per iteration of the innermost scope, i.e. per thread."),
-                     ("Write device code: no host-only calls (malloc/new, std:: containers, I/O, host BLAS), "
-                      "no kernel launches, no global synchronisation.")]
+            lines = [
+                (
+                    f"This code runs on the GPU inside the kernel of {kernel.kind} `{kernel.label}` "
+                    f"(schedule {kernel.schedule}), once per iteration of the innermost scope, i.e. per thread."
+                ),
+                (
+                    "Write device code: no host-only calls (malloc/new, std:: containers, I/O, host BLAS), "
+                    "no kernel launches, no global synchronisation."
+                ),
+            ]
             if host:
-                lines.append("Device code may NOT dereference these host containers: "
-                             + ", ".join(f"`{c.name}` -> {c.container} ({c.storage})" for c in host) + ".")
+                lines.append(
+                    "Device code may NOT dereference these host containers: "
+                    + ", ".join(f"`{c.name}` -> {c.container} ({c.storage})" for c in host)
+                    + "."
+                )
             else:
-                lines.append("Device code may not dereference host memory (CPU_Heap, CPU_ThreadLocal); "
-                             "no connector of this node points to host memory.")
+                lines.append(
+                    "Device code may not dereference host memory (CPU_Heap, CPU_ThreadLocal); "
+                    "no connector of this node points to host memory."
+                )
             return "\n".join(lines)
         device = [c for c in connectors if c.storage in compat.GPU_STORAGE and c.is_pointer]
         if device:
-            return ("This code runs on the host, but these connectors point to GPU memory, which host code may "
-                    "not dereference: " + ", ".join(f"`{c.name}` -> {c.container} ({c.storage})" for c in device)
-                    + ". Launch a kernel or call a GPU library on these pointers.")
+            return (
+                "This code runs on the host, but these connectors point to GPU memory, which host code may "
+                "not dereference: "
+                + ", ".join(f"`{c.name}` -> {c.container} ({c.storage})" for c in device)
+                + ". Launch a kernel or call a GPU library on these pointers."
+            )
         return ""
 
 
@@ -402,9 +475,11 @@ def collect_sdfg_context(sdfg: Any, settings: AISettings | None = None) -> SDFGC
                 continue
             originals, copies = block.nodes(), iblock.nodes()
             if type(block) is not type(iblock) or len(originals) != len(copies):
-                raise DaceAIError(f"internal error: the copy of SDFG {root.name!r} differs from it in state "
-                                  f"{block.label!r}")
-            states[id(block)] = _StateIndex(block, iblock, cfg_ids.get(id(icfg), -1), state_id,
-                                            {id(n): i for i, n in enumerate(originals)}, copies)
+                raise DaceAIError(
+                    f"internal error: the copy of SDFG {root.name!r} differs from it in state {block.label!r}"
+                )
+            states[id(block)] = _StateIndex(
+                block, iblock, cfg_ids.get(id(icfg), -1), state_id, {id(n): i for i, n in enumerate(originals)}, copies
+            )
     notes += compat.lift_state_machine_loops(inferred)
     return SDFGContext(root, settings, inferred, states, notes)

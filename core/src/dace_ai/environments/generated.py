@@ -76,12 +76,22 @@ def _define(spec: EnvironmentSpec) -> None:
             raise StoredEnvironmentError(f"environment {spec.name!r} depends on {dep!r}, which is not registered")
         dependencies.append(env)
     compile_flags = [*spec.compile_flags, *(f"-D{d}" for d in spec.compile_definitions)]
-    compat.define_environment(HOME_MODULE, spec.class_name(), {
-        "cmake_packages": list(spec.cmake_packages), "cmake_includes": list(spec.include_dirs),
-        "cmake_libraries": list(spec.libraries), "cmake_compile_flags": compile_flags,
-        "cmake_link_flags": list(spec.link_flags), "headers": list(spec.headers),
-        "state_fields": list(spec.state_fields), "init_code": spec.init_code, "finalize_code": spec.finalize_code,
-        "dependencies": dependencies})
+    compat.define_environment(
+        HOME_MODULE,
+        spec.class_name(),
+        {
+            "cmake_packages": list(spec.cmake_packages),
+            "cmake_includes": list(spec.include_dirs),
+            "cmake_libraries": list(spec.libraries),
+            "cmake_compile_flags": compile_flags,
+            "cmake_link_flags": list(spec.link_flags),
+            "headers": list(spec.headers),
+            "state_fields": list(spec.state_fields),
+            "init_code": spec.init_code,
+            "finalize_code": spec.finalize_code,
+            "dependencies": dependencies,
+        },
+    )
 
 
 def materialise(spec: EnvironmentSpec, root: Path | None = None) -> str:
@@ -89,8 +99,14 @@ def materialise(spec: EnvironmentSpec, root: Path | None = None) -> str:
     from dace_ai.storage.files import atomic_write, lock_for
 
     path = folder(root) / f"{spec.class_name()}.json"
-    text = json.dumps({"format": FORMAT, "class": spec.class_name(), "spec": spec.model_dump(mode="json")},
-                      indent=2, sort_keys=True) + "\n"
+    text = (
+        json.dumps(
+            {"format": FORMAT, "class": spec.class_name(), "spec": spec.model_dump(mode="json")},
+            indent=2,
+            sort_keys=True,
+        )
+        + "\n"
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     with lock_for(path):
         if not path.exists() or path.read_text(encoding="utf-8") != text:
@@ -151,15 +167,19 @@ def load_generated(root: Path | None = None) -> list[str]:
 # ------------------------------------------------------------------------ the generic generator
 def _offer(ctx: Any) -> str | None:
     if getattr(ctx, "in_gpu_kernel", False):
-        return ("Inside this GPU kernel an environment may only add headers whose functions are `__device__` "
-                "functions (no libraries, no link flags); any other request is refused.")
-    return ("If the code needs an installed library that nothing above provides, request it in `environments` "
-            "with `generator` \"generic\": `name` (an identifier), `headers` (e.g. \"zlib.h\"), `libraries` to "
-            "link (e.g. \"z\"), optionally `include_dirs` (absolute paths), `cmake_packages`, "
-            "`compile_definitions` (NAME or NAME=value), `compile_flags` (forms: "
-            f"{fields.COMPILE_FLAG_FORMS}), `link_flags` (forms: {fields.LINK_FLAG_FORMS}), `state_fields` "
-            "(one C++ declaration each), `init_code`/`finalize_code` (C++ run once at program start/end). "
-            "Every field is checked against these forms; anything else is refused.")
+        return (
+            "Inside this GPU kernel an environment may only add headers whose functions are `__device__` "
+            "functions (no libraries, no link flags); any other request is refused."
+        )
+    return (
+        "If the code needs an installed library that nothing above provides, request it in `environments` "
+        'with `generator` "generic": `name` (an identifier), `headers` (e.g. "zlib.h"), `libraries` to '
+        'link (e.g. "z"), optionally `include_dirs` (absolute paths), `cmake_packages`, '
+        "`compile_definitions` (NAME or NAME=value), `compile_flags` (forms: "
+        f"{fields.COMPILE_FLAG_FORMS}), `link_flags` (forms: {fields.LINK_FLAG_FORMS}), `state_fields` "
+        "(one C++ declaration each), `init_code`/`finalize_code` (C++ run once at program start/end). "
+        "Every field is checked against these forms; anything else is refused."
+    )
 
 
 def _generate(request: Any) -> EnvironmentSpec:
@@ -169,5 +189,9 @@ def _generate(request: Any) -> EnvironmentSpec:
 
 @hookimpl
 def dace_ai_environment_generators():
-    yield EnvironmentGenerator(name="generic", offer=_offer, generate=_generate,
-                               description="Any installed library, described field by field and stored as data")
+    yield EnvironmentGenerator(
+        name="generic",
+        offer=_offer,
+        generate=_generate,
+        description="Any installed library, described field by field and stored as data",
+    )

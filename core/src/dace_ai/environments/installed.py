@@ -180,8 +180,13 @@ def find_shared_library(name: str, extra_dirs: Iterable[str] = ()) -> str | None
     return found
 
 
-def detect_library(headers: Iterable[str], libraries: Iterable[str], *, header_dirs: Iterable[str] = (),
-                   library_dirs: Iterable[str] = ()) -> Detection:
+def detect_library(
+    headers: Iterable[str],
+    libraries: Iterable[str],
+    *,
+    header_dirs: Iterable[str] = (),
+    library_dirs: Iterable[str] = (),
+) -> Detection:
     """Whether every header and shared library is found on this machine (no compiler run).
 
     ``details`` maps ``headers`` and ``libraries`` to where each was found; the reason
@@ -192,8 +197,10 @@ def detect_library(headers: Iterable[str], libraries: Iterable[str], *, header_d
     found_libs = {lib: find_shared_library(lib, extra_lib) for lib in libraries}
     missing = [f"header {h}" for h, p in found_headers.items() if p is None]
     missing += [f"library lib{lib}.so" for lib, p in found_libs.items() if p is None]
-    details = {"headers": {h: str(p) for h, p in found_headers.items() if p},
-               "libraries": {lib: p for lib, p in found_libs.items() if p}}
+    details = {
+        "headers": {h: str(p) for h, p in found_headers.items() if p},
+        "libraries": {lib: p for lib, p in found_libs.items() if p},
+    }
     if missing:
         return Detection(False, "not found: " + ", ".join(missing), details)
     where = ", ".join([*details["headers"].values(), *details["libraries"].values()])

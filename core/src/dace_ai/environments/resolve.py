@@ -95,11 +95,12 @@ def _use(name: str, ctx: Any) -> tuple[str | None, str | None]:
     installed = ", ".join(e.name for e in suitable_environments(ctx)) or "none"
     info = _named(name, infos)
     if info is None:
-        return None, (f"'use_environments': {name!r} is not a registered DaCe environment; "
-                      f"installed here: {installed}")
+        return None, (f"'use_environments': {name!r} is not a registered DaCe environment; installed here: {installed}")
     if not info.available:
-        return None, (f"'use_environments': {info.name!r} is registered but not installed here ({info.reason}); "
-                      f"installed here: {installed}")
+        return None, (
+            f"'use_environments': {info.name!r} is registered but not installed here ({info.reason}); "
+            f"installed here: {installed}"
+        )
     if not suits(info, ctx.target.kind):
         return None, f"'use_environments': {info.name!r} needs a GPU; this code runs on target {ctx.target.name!r}"
     return info.name, None
@@ -113,8 +114,9 @@ def _kernel_problems(spec: EnvironmentSpec) -> list[str]:
     for header in spec.headers:
         path = find_header(header, spec.include_dirs)
         if path is None:
-            problems.append(f"header {header!r} was not found (inside a GPU kernel headers are checked for "
-                            f"__device__ functions)")
+            problems.append(
+                f"header {header!r} was not found (inside a GPU kernel headers are checked for __device__ functions)"
+            )
             continue
         with open(path, "rb") as handle:
             if b"__device__" not in handle.read(_HEADER_SCAN):

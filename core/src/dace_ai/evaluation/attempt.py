@@ -57,8 +57,9 @@ def _record_refusal(out: dict[str, Any], reports: list[Any], verdict: Any) -> No
     for stage in ("compile", "verify", "bench"):
         if out[stage] == "failed":  # the first stage that refused the attempt decides it
             out["refused_by"] = stage
-            out["refusal"] = " ".join(r.diagnostics.strip() for r in reports
-                                      if r.status == "failed" and r.stage == stage)[:500]
+            out["refusal"] = " ".join(
+                r.diagnostics.strip() for r in reports if r.status == "failed" and r.stage == stage
+            )[:500]
             break
     if not verdict.accepted and not out.get("refused_by"):  # a check could not decide and on_inconclusive=reject
         out["refused_by"] = str(verdict.inconclusive[0].stage or "compile")
@@ -67,8 +68,9 @@ def _record_refusal(out: dict[str, Any], reports: list[Any], verdict: Any) -> No
         out["bench_refusal"] = out["refusal"] if out.get("refused_by") == "bench" else None
 
 
-def _run_whole_program(payload: dict[str, Any], suite: Any, task: Any, answer: Any,
-                       out: dict[str, Any]) -> dict[str, Any]:
+def _run_whole_program(
+    payload: dict[str, Any], suite: Any, task: Any, answer: Any, out: dict[str, Any]
+) -> dict[str, Any]:
     """Run the task's whole program with the answer in the sandbox, unless the target is not the
     host or the checks already verified it and nothing is timed; records ``task_run`` and errors.
     Returns the run's record (empty when not run)."""
@@ -80,10 +82,19 @@ def _run_whole_program(payload: dict[str, Any], suite: Any, task: Any, answer: A
     elif out["verify"] == "passed" and not payload.get("time", True):
         out["task_run"] = "not needed: verified by the checker stages, timing off"
     else:
-        run = run_task({"suite": suite, "task": task.id, "answer": answer.model_dump(mode="json"),
-                        "build_root": payload["build_root"], "settings": payload.get("settings") or {},
-                        "seeds": payload.get("seeds", [0, 1]), "repeats": payload.get("repeats", 5),
-                        "time": payload.get("time", True), "baselines": payload.get("baselines", True)})
+        run = run_task(
+            {
+                "suite": suite,
+                "task": task.id,
+                "answer": answer.model_dump(mode="json"),
+                "build_root": payload["build_root"],
+                "settings": payload.get("settings") or {},
+                "seeds": payload.get("seeds", [0, 1]),
+                "repeats": payload.get("repeats", 5),
+                "time": payload.get("time", True),
+                "baselines": payload.get("baselines", True),
+            }
+        )
         out["run"] = run
         if "error" in run:
             out["task_run"] = "failed"
@@ -94,7 +105,9 @@ def _run_whole_program(payload: dict[str, Any], suite: Any, task: Any, answer: A
         else:
             out["task_run"] = "passed" if run.get("correct") else "failed"
             if not run.get("baseline_correct", True):
-                out["task_problem"] = f"the native baseline disagrees with the reference: {run.get('baseline_mismatch')}"
+                out["task_problem"] = (
+                    f"the native baseline disagrees with the reference: {run.get('baseline_mismatch')}"
+                )
             if not run.get("correct"):
                 out["error"] = run.get("candidate_mismatch")
     return run
@@ -116,9 +129,20 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     start = time.perf_counter()
     dace.Config.set("default_build_folder", value=payload["build_root"])
     suite, task = payload["suite"], find_task(payload["suite"], payload["task"])
-    out: dict[str, Any] = {"compile": "not run", "verify": "not run", "bench": "not run", "task_run": "not run",
-                           "compiled": False, "correct": False, "speedup": None, "speedup_native": None,
-                           "strongest": None, "speed_of_light": None, "skipped": None, "checks": []}
+    out: dict[str, Any] = {
+        "compile": "not run",
+        "verify": "not run",
+        "bench": "not run",
+        "task_run": "not run",
+        "compiled": False,
+        "correct": False,
+        "speedup": None,
+        "speedup_native": None,
+        "strongest": None,
+        "speed_of_light": None,
+        "skipped": None,
+        "checks": [],
+    }
     missing = missing_requirements(task)
     if missing:
         out["skipped"] = "needs " + "; ".join(missing)
@@ -145,9 +169,17 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     with warnings.catch_warnings():  # "not verified" and the like are recorded per attempt, not printed
         warnings.simplefilter("ignore")
         reports, _ = check_answer(answer, ctx, settings)  # as an expansion checks it (environments resolved)
-    out["checks"] = [{"checker": r.checker, "stage": r.stage, "status": r.status,
-                      "seconds": round(r.seconds, 4), "diagnostics": r.diagnostics[-2000:],
-                      **{k: r.details[k] for k in BENCH_KEYS if k in r.details}} for r in reports]
+    out["checks"] = [
+        {
+            "checker": r.checker,
+            "stage": r.stage,
+            "status": r.status,
+            "seconds": round(r.seconds, 4),
+            "diagnostics": r.diagnostics[-2000:],
+            **{k: r.details[k] for k in BENCH_KEYS if k in r.details},
+        }
+        for r in reports
+    ]
     for stage in ("compile", "verify", "bench"):
         out[stage] = _stage_status(reports, stage)
     skip = _machine_missing(reports, out)
@@ -171,18 +203,26 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     if run.get("speedup") is not None:
         out["speedup_source"] = "task run (the whole program vs each baseline, same child, interleaved)"
         out.update(speedups(run))
-        out["speed_of_light"] = attempt_speed_of_light(ctx, task, run["candidate_seconds"], run.get("threads"), out,
-                                                       settings.speed_of_light)
+        out["speed_of_light"] = attempt_speed_of_light(
+            ctx, task, run["candidate_seconds"], run.get("threads"), out, settings.speed_of_light
+        )
     elif node_speedup is not None:
         out["speedup_source"] = "bench stage (the node vs its baselines)"
         out.update(_node_figures(reports))
-        out["speed_of_light"] = next((r.details.get("speed_of_light") for r in reports
-                                      if r.stage == "bench" and r.details.get("speed_of_light")), None)
+        out["speed_of_light"] = next(
+            (
+                r.details.get("speed_of_light")
+                for r in reports
+                if r.stage == "bench" and r.details.get("speed_of_light")
+            ),
+            None,
+        )
     return finish_verdict(out, start)
 
 
-def attempt_speed_of_light(ctx: Any, task: Any, seconds: float | None, threads: int | None,
-                           out: dict[str, Any], setting: str = "on") -> dict[str, Any] | None:
+def attempt_speed_of_light(
+    ctx: Any, task: Any, seconds: float | None, threads: int | None, out: dict[str, Any], setting: str = "on"
+) -> dict[str, Any] | None:
     """The task run's time against this machine's roofline: the node's work at the task's sizes.
 
     None (with ``out["speed_of_light_missing"]`` saying why) when the roofline cannot be had
@@ -209,8 +249,17 @@ def attempt_speed_of_light(ctx: Any, task: Any, seconds: float | None, threads: 
 
 
 #: The bench stage's figures copied into an attempt's check records.
-BENCH_KEYS = ("speedup", "native", "strongest", "speedup_strongest", "speedup_native", "baselines",
-              "baselines_left_out", "speed_of_light", "speed_of_light_level")
+BENCH_KEYS = (
+    "speedup",
+    "native",
+    "strongest",
+    "speedup_strongest",
+    "speedup_native",
+    "baselines",
+    "baselines_left_out",
+    "speed_of_light",
+    "speed_of_light_level",
+)
 
 
 def _machine_missing(reports: list[Any], out: dict[str, Any]) -> str | None:
@@ -233,10 +282,15 @@ def speedups(run: dict[str, Any]) -> dict[str, Any]:
     native = run.get("native_label") or "native"
     times = {native: run["baseline_seconds"], **(run.get("baselines_seconds") or {})}
     comparison = compare_times(run["candidate_seconds"], times, native).as_dict()
-    return {"speedup": comparison["speedup_strongest"], "speedup_native": comparison["speedup_native"],
-            "strongest": comparison["strongest"], "native_baseline": native,
-            "baseline_seconds": comparison["baselines"], "candidate_seconds": run["candidate_seconds"],
-            "baselines_left_out": run.get("baselines_left_out") or {}}
+    return {
+        "speedup": comparison["speedup_strongest"],
+        "speedup_native": comparison["speedup_native"],
+        "strongest": comparison["strongest"],
+        "native_baseline": native,
+        "baseline_seconds": comparison["baselines"],
+        "candidate_seconds": run["candidate_seconds"],
+        "baselines_left_out": run.get("baselines_left_out") or {},
+    }
 
 
 def _node_figures(reports: list[Any]) -> dict[str, Any]:
@@ -244,10 +298,15 @@ def _node_figures(reports: list[Any]) -> dict[str, Any]:
         d = report.details
         if report.stage == "bench" and isinstance(d.get("speedup"), (int, float)):
             strongest = d.get("speedup_strongest", d["speedup"])
-            return {"speedup": strongest, "speedup_native": d["speedup"],
-                    "strongest": d.get("strongest") or d.get("native"), "native_baseline": d.get("native"),
-                    "baseline_seconds": d.get("baselines") or {}, "candidate_seconds": d.get("candidate_median"),
-                    "baselines_left_out": d.get("baselines_left_out") or {}}
+            return {
+                "speedup": strongest,
+                "speedup_native": d["speedup"],
+                "strongest": d.get("strongest") or d.get("native"),
+                "native_baseline": d.get("native"),
+                "baseline_seconds": d.get("baselines") or {},
+                "candidate_seconds": d.get("candidate_median"),
+                "baselines_left_out": d.get("baselines_left_out") or {},
+            }
     return {}
 
 

@@ -70,8 +70,9 @@ def selected_tasks(plan: EvaluationPlan) -> list[Task]:
         known = {t.id for t in tasks}
         unknown = [t for t in plan.tasks if t not in known]
         if unknown:
-            raise SettingsError(f"--tasks names unknown task(s) {unknown} of suite {plan.suite!r}; "
-                                f"tasks: {', '.join(sorted(known))}")
+            raise SettingsError(
+                f"--tasks names unknown task(s) {unknown} of suite {plan.suite!r}; tasks: {', '.join(sorted(known))}"
+            )
         tasks = [t for t in tasks if t.id in plan.tasks]
     return tasks
 
@@ -95,8 +96,11 @@ def load_results(out: Path) -> dict[str, Any]:
 
 def _usage(sample: dict[str, Any]) -> dict[str, Any]:
     usage = sample.get("usage") or {}
-    return {"input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens"),
-            "cost_usd": usage.get("cost_usd")}
+    return {
+        "input_tokens": usage.get("input_tokens"),
+        "output_tokens": usage.get("output_tokens"),
+        "cost_usd": usage.get("cost_usd"),
+    }
 
 
 def _answer_text(sample: dict[str, Any]) -> str:
@@ -131,8 +135,13 @@ class LiveAsker:
         ctx = node_context(state.sdfg, state, node, self.settings)
         prompt = render_prompt(ctx, self.settings)
         reply = ask_for_node(self.provider, self.client, request_for(prompt.system, prompt.user, self.settings), ctx)
-        return {"text": reply.text, "provider": self.provider.name, "model": reply.model or self.settings.model,
-                "usage": reply.usage.as_dict(), "prompt_hash": prompt_hash(prompt.system, prompt.user)}
+        return {
+            "text": reply.text,
+            "provider": self.provider.name,
+            "model": reply.model or self.settings.model,
+            "usage": reply.usage.as_dict(),
+            "prompt_hash": prompt_hash(prompt.system, prompt.user),
+        }
 
 
 def _record(folder: Path, task: str, sample: dict[str, Any]) -> None:
@@ -167,13 +176,28 @@ def plan_attempts(plan: EvaluationPlan, done: set[str]) -> Iterator[tuple[dict[s
                     if plan.record:
                         _record(plan.record, task.id, {k: v for k, v in sample.items() if k != "prompt_hash"})
                 settings = {"target": config.target} if config.target else {}
-                record = {"id": aid, "configuration": config.label, "suite": plan.suite, "task": task.id,
-                          "sample": sample_index, "provider": sample.get("provider", config.provider),
-                          "model": sample.get("model", config.model), "target": config.target,
-                          "answer_text": _answer_text(sample), **_usage(sample)}
-                payload = {"suite": plan.suite, "task": task.id, "answer_text": record["answer_text"],
-                           "build_root": build_root, "settings": settings, "target": config.target,
-                           "repeats": plan.repeats, "want_prompt": plan.want_prompts}
+                record = {
+                    "id": aid,
+                    "configuration": config.label,
+                    "suite": plan.suite,
+                    "task": task.id,
+                    "sample": sample_index,
+                    "provider": sample.get("provider", config.provider),
+                    "model": sample.get("model", config.model),
+                    "target": config.target,
+                    "answer_text": _answer_text(sample),
+                    **_usage(sample),
+                }
+                payload = {
+                    "suite": plan.suite,
+                    "task": task.id,
+                    "answer_text": record["answer_text"],
+                    "build_root": build_root,
+                    "settings": settings,
+                    "target": config.target,
+                    "repeats": plan.repeats,
+                    "want_prompt": plan.want_prompts,
+                }
                 yield record, Job(aid, evaluate_attempt, payload, stage="bench", target=config.target)
 
 
@@ -199,8 +223,12 @@ def run_evaluation(plan: EvaluationPlan, progress: Callable[[dict[str, Any]], No
     if roofline is not None:
         data["roofline"] = roofline
     runs = data.setdefault("runs", [])
-    run_info = {"executor": plan.executor, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "attempts": len(jobs), "resumed_from": len(done)}
+    run_info = {
+        "executor": plan.executor,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "attempts": len(jobs),
+        "resumed_from": len(done),
+    }
     runs.append(run_info)
     start = time.perf_counter()
     if jobs:
@@ -213,7 +241,7 @@ def run_evaluation(plan: EvaluationPlan, progress: Callable[[dict[str, Any]], No
                 if progress:
                     progress(attempt)
     run_info["wall_seconds"] = time.perf_counter() - start
-    run_info["retried_attempts"] = sum(1 for a in data["attempts"][len(done):] if a.get("retries"))
+    run_info["retried_attempts"] = sum(1 for a in data["attempts"][len(done) :] if a.get("retries"))
     write_results(plan.out, data)
     return data
 
@@ -243,10 +271,20 @@ def _finish(record: dict[str, Any], result: JobResult) -> dict[str, Any]:
     attempt = dict(record)
     attempt.update(worker=result.worker, retries=result.retries, lost_workers=result.lost_workers)
     if result.error is not None:
-        attempt.update(compile="not run", verify="not run", bench="not run", task_run="not run", compiled=False,
-                       correct=False, speedup=None, speedup_native=None, strongest=None, speed_of_light=None,
-                       skipped=None,
-                       error=f"the job failed: {result.error}")
+        attempt.update(
+            compile="not run",
+            verify="not run",
+            bench="not run",
+            task_run="not run",
+            compiled=False,
+            correct=False,
+            speedup=None,
+            speedup_native=None,
+            strongest=None,
+            speed_of_light=None,
+            skipped=None,
+            error=f"the job failed: {result.error}",
+        )
         attempt["verdict"] = f"not judged: {attempt['error'][:200]}"
         return attempt
     attempt.update(result.value or {})

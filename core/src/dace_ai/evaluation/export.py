@@ -54,12 +54,26 @@ def export_jsonl(data: dict[str, Any], path: Path, weights: dict[str, float]) ->
     for a in data["attempts"]:
         if a.get("skipped"):
             continue
-        lines.append(json.dumps({
-            "id": a["id"], "configuration": a["configuration"], "task": a["task"], "sample": a["sample"],
-            "prompt_hash": a.get("prompt_hash"), "prompt": a.get("prompt"), "answer": a["answer_text"],
-            "compile": bool(a["compiled"]), "correct": bool(a["correct"]), "speedup": a.get("speedup"),
-            "strongest": a.get("strongest"), "speedup_native": a.get("speedup_native"),
-            "verdict": a.get("verdict"), "reward": reward(a, weights)}))
+        lines.append(
+            json.dumps(
+                {
+                    "id": a["id"],
+                    "configuration": a["configuration"],
+                    "task": a["task"],
+                    "sample": a["sample"],
+                    "prompt_hash": a.get("prompt_hash"),
+                    "prompt": a.get("prompt"),
+                    "answer": a["answer_text"],
+                    "compile": bool(a["compiled"]),
+                    "correct": bool(a["correct"]),
+                    "speedup": a.get("speedup"),
+                    "strongest": a.get("strongest"),
+                    "speedup_native": a.get("speedup_native"),
+                    "verdict": a.get("verdict"),
+                    "reward": reward(a, weights),
+                }
+            )
+        )
     from dace_ai.storage.files import atomic_write
 
     atomic_write(Path(path), "\n".join(lines) + ("\n" if lines else ""))

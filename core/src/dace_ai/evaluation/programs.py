@@ -30,7 +30,9 @@ def _find(sdfg: Any, task: Task) -> tuple[Any, Any] | None:
     for node, parent in sdfg.all_nodes_recursive():
         if not isinstance(node, nodes.LibraryNode):
             continue
-        if (task.kind == "library" and type(node).__name__ == task.node) or (task.kind == "ai" and node.name == task.node):
+        if (task.kind == "library" and type(node).__name__ == task.node) or (
+            task.kind == "ai" and node.name == task.node
+        ):
             return node, parent
     return None
 
@@ -51,8 +53,11 @@ def program_sdfg(suite: str, task: Task, name: str) -> tuple[Any, Any, Any]:
 
                 node.implementation = CHARGE.implementation  # 'ai', or 'dace-ai' when DaCe's own library keeps 'ai'
             return sdfg, state, node
-        others = [(n, p) for n, p in sdfg.all_nodes_recursive()
-                  if isinstance(n, nodes.LibraryNode) and type(n).__name__ != task.node]
+        others = [
+            (n, p)
+            for n, p in sdfg.all_nodes_recursive()
+            if isinstance(n, nodes.LibraryNode) and type(n).__name__ != task.node
+        ]
         if not others:
             break
         node, state = others[0]
@@ -114,6 +119,8 @@ def compare(task: Task, got: dict[str, np.ndarray], expected: dict[str, np.ndarr
             index = tuple(int(i) for i in np.argwhere(bad)[0])
             with np.errstate(invalid="ignore"):
                 err = np.nanmax(np.abs(have - want)) if np.isfinite(have).all() else float("nan")
-            return (f"output {name!r}: {int(bad.sum())} of {bad.size} elements wrong; first at {list(index)}: "
-                    f"expected {want[index]!r}, got {have[index]!r}; max error {err!r}")
+            return (
+                f"output {name!r}: {int(bad.sum())} of {bad.size} elements wrong; first at {list(index)}: "
+                f"expected {want[index]!r}, got {have[index]!r}; max error {err!r}"
+            )
     return None

@@ -108,23 +108,58 @@ def _opt(value: float | None, fmt: str) -> str:
     return "n/a" if value is None else fmt.format(value)
 
 
-SUMMARY_COLUMNS = ("configuration", "attempts", "skipped", "compile rate", "correct rate",
-                   "fast_0 (strongest)", "fast_1 (strongest)", "fast_2 (strongest)", "geomean vs strongest",
-                   "fast_1 (native)", "geomean vs native", "geomean SOL", "tokens / correct", "cost / correct (USD)",
-                   "retried")
+SUMMARY_COLUMNS = (
+    "configuration",
+    "attempts",
+    "skipped",
+    "compile rate",
+    "correct rate",
+    "fast_0 (strongest)",
+    "fast_1 (strongest)",
+    "fast_2 (strongest)",
+    "geomean vs strongest",
+    "fast_1 (native)",
+    "geomean vs native",
+    "geomean SOL",
+    "tokens / correct",
+    "cost / correct (USD)",
+    "retried",
+)
 
 
 def summary_row(s: dict[str, Any]) -> list[str]:
-    return [s["configuration"], str(s["attempts"]), str(s["skipped"]), _pct(s["compile_rate"]),
-            _pct(s["correct_rate"]), _pct(s["fast_0"]), _pct(s["fast_1"]), _pct(s["fast_2"]),
-            _opt(s["geomean_speedup"], "{:.2f}x"), _pct(s["fast_1_native"]),
-            _opt(s["geomean_speedup_native"], "{:.2f}x"),
-            "n/a" if s.get("geomean_sol") is None else _pct(s["geomean_sol"]),
-            _opt(s["tokens_per_correct"], "{:.0f}"), _opt(s["cost_per_correct"], "{:.4f}"), str(s["retried"])]
+    return [
+        s["configuration"],
+        str(s["attempts"]),
+        str(s["skipped"]),
+        _pct(s["compile_rate"]),
+        _pct(s["correct_rate"]),
+        _pct(s["fast_0"]),
+        _pct(s["fast_1"]),
+        _pct(s["fast_2"]),
+        _opt(s["geomean_speedup"], "{:.2f}x"),
+        _pct(s["fast_1_native"]),
+        _opt(s["geomean_speedup_native"], "{:.2f}x"),
+        "n/a" if s.get("geomean_sol") is None else _pct(s["geomean_sol"]),
+        _opt(s["tokens_per_correct"], "{:.0f}"),
+        _opt(s["cost_per_correct"], "{:.4f}"),
+        str(s["retried"]),
+    ]
 
 
-TASK_COLUMNS = ("task", "sample", "compile", "verify", "bench", "task run", "correct", "vs strongest",
-                "vs native", "SOL", "verdict")
+TASK_COLUMNS = (
+    "task",
+    "sample",
+    "compile",
+    "verify",
+    "bench",
+    "task run",
+    "correct",
+    "vs strongest",
+    "vs native",
+    "SOL",
+    "verdict",
+)
 
 
 def _named(value: float | None, baseline: str | None) -> str:
@@ -151,9 +186,19 @@ def task_row(a: dict[str, Any]) -> list[str]:
     correct = bool(a["correct"]) and not a.get("skipped")
     strongest = _named(a.get("speedup"), a.get("strongest")) if correct else "-"
     native = _named(a.get("speedup_native"), a.get("native_baseline")) if correct else "-"
-    return [a["task"], str(a["sample"]), a["compile"], a["verify"], a["bench"], task_run.split(":")[0],
-            "skipped" if a.get("skipped") else "yes" if correct else "no", strongest, native, sol_text(a),
-            " ".join(notes.split()).replace("|", "/")[:240]]
+    return [
+        a["task"],
+        str(a["sample"]),
+        a["compile"],
+        a["verify"],
+        a["bench"],
+        task_run.split(":")[0],
+        "skipped" if a.get("skipped") else "yes" if correct else "no",
+        strongest,
+        native,
+        sol_text(a),
+        " ".join(notes.split()).replace("|", "/")[:240],
+    ]
 
 
 def _table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -165,17 +210,26 @@ def _table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def render_markdown(data: dict[str, Any]) -> str:
     attempts = data["attempts"]
     configurations = sorted({a["configuration"] for a in attempts})
-    parts = [f"# dace-ai bench: suite `{data.get('suite', '?')}`", "",
-             ("Speedup: baseline time / candidate time (medians, same inputs, interleaved samples, same threads, "
-              "in one sandboxed child). Every figure names its baseline. *vs strongest*: against the fastest "
-              "baseline timed on this machine (the native expansion, DaCe's installed library implementations "
-              "such as OpenBLAS, and the task's NumPy reference); fast_p (KernelBench's convention) uses it. "
-              "*vs native*: against the node's own native expansion (DaCe pure) or the task's native program. "
-              "One verdict per attempt: an attempt any stage refused (including the anti-deception rules) is "
-              "not correct and has no speedup. Rates are over attempts not skipped; a task whose library, "
-              "compiler or target is missing here is skipped with its reason."), "", "## Summary", "",
-             _table(SUMMARY_COLUMNS, [summary_row(summary(attempts, c)) for c in configurations]), "",
-             roofline_words(data.get("roofline"))]
+    parts = [
+        f"# dace-ai bench: suite `{data.get('suite', '?')}`",
+        "",
+        (
+            "Speedup: baseline time / candidate time (medians, same inputs, interleaved samples, same threads, "
+            "in one sandboxed child). Every figure names its baseline. *vs strongest*: against the fastest "
+            "baseline timed on this machine (the native expansion, DaCe's installed library implementations "
+            "such as OpenBLAS, and the task's NumPy reference); fast_p (KernelBench's convention) uses it. "
+            "*vs native*: against the node's own native expansion (DaCe pure) or the task's native program. "
+            "One verdict per attempt: an attempt any stage refused (including the anti-deception rules) is "
+            "not correct and has no speedup. Rates are over attempts not skipped; a task whose library, "
+            "compiler or target is missing here is skipped with its reason."
+        ),
+        "",
+        "## Summary",
+        "",
+        _table(SUMMARY_COLUMNS, [summary_row(summary(attempts, c)) for c in configurations]),
+        "",
+        roofline_words(data.get("roofline")),
+    ]
     skipped = sorted({(a["task"], str(a["skipped"])) for a in attempts if a.get("skipped")})
     parts += ["", "## Skipped", ""]
     parts += [f"- `{task}`: {reason}" for task, reason in skipped] or ["No task was skipped."]
@@ -183,13 +237,17 @@ def render_markdown(data: dict[str, Any]) -> str:
     parts += ["", "## Workers", ""]
     if retried:
         lost = sorted({w for a in retried for w in a.get("lost_workers", [])})
-        parts.append(f"{len(retried)} attempt(s) lost their worker ({', '.join(lost)}) and were run again "
-                     f"elsewhere; no attempt was lost: every planned attempt has a result.")
+        parts.append(
+            f"{len(retried)} attempt(s) lost their worker ({', '.join(lost)}) and were run again "
+            f"elsewhere; no attempt was lost: every planned attempt has a result."
+        )
     else:
         parts.append("No worker was lost.")
     for c in configurations:
-        rows = [task_row(a) for a in sorted((a for a in attempts if a["configuration"] == c),
-                                            key=lambda a: (a["task"], a["sample"]))]
+        rows = [
+            task_row(a)
+            for a in sorted((a for a in attempts if a["configuration"] == c), key=lambda a: (a["task"], a["sample"]))
+        ]
         parts += ["", f"## {c}", "", _table(TASK_COLUMNS, rows)]
     return "\n".join(parts) + "\n"
 
@@ -199,13 +257,15 @@ def roofline_words(roofline: dict[str, Any] | None) -> str:
     if not roofline:
         return "*SOL*: not measured (this machine's roofline could not be measured; see `dace-ai targets --roofline`)."
     peaks = roofline["peak_gflops"]
-    return (f"*SOL* (speed of light): the ideal time of the node's work (its flops at peak, or its bytes at the "
-            f"bandwidth of the memory levels they fit in, whichever is longer) / the measured time, with the "
-            f"threads the run used; *geomean SOL* over the correct attempts with a figure. This machine "
-            f"({roofline.get('cpu', '?')}, measured {roofline.get('measured_at', '?')}): peak float32 "
-            f"{peaks['float32']:.0f} GFLOP/s, float64 {peaks['float64']:.0f} GFLOP/s, memory "
-            f"{roofline['bandwidth_gbs']:.1f} GB/s with {roofline['threads']} threads. A node without known flops "
-            f"is judged by its bytes alone (memory).")
+    return (
+        f"*SOL* (speed of light): the ideal time of the node's work (its flops at peak, or its bytes at the "
+        f"bandwidth of the memory levels they fit in, whichever is longer) / the measured time, with the "
+        f"threads the run used; *geomean SOL* over the correct attempts with a figure. This machine "
+        f"({roofline.get('cpu', '?')}, measured {roofline.get('measured_at', '?')}): peak float32 "
+        f"{peaks['float32']:.0f} GFLOP/s, float64 {peaks['float64']:.0f} GFLOP/s, memory "
+        f"{roofline['bandwidth_gbs']:.1f} GB/s with {roofline['threads']} threads. A node without known flops "
+        f"is judged by its bytes alone (memory)."
+    )
 
 
 def render_png(data: dict[str, Any], path: Path) -> Path:
@@ -241,9 +301,14 @@ def render_png(data: dict[str, Any], path: Path) -> Path:
     ps = [top * i / 200 for i in range(201)]
     for c in configurations:
         mine = scored(attempts, c)
-        line, = right.plot(ps, [fast_p(mine, p) for p in ps], label=f"{c} vs strongest")
-        right.plot(ps, [fast_p(mine, p, "speedup_native") for p in ps], linestyle="--", color=line.get_color(),
-                   label=f"{c} vs native")
+        (line,) = right.plot(ps, [fast_p(mine, p) for p in ps], label=f"{c} vs strongest")
+        right.plot(
+            ps,
+            [fast_p(mine, p, "speedup_native") for p in ps],
+            linestyle="--",
+            color=line.get_color(),
+            label=f"{c} vs native",
+        )
     right.set_xscale("symlog", linthresh=1.0)
     right.set_xlabel("p (speedup threshold)")
     right.set_ylabel("fast_p")
@@ -256,8 +321,9 @@ def render_png(data: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def roofline_points(attempts: Sequence[dict[str, Any]], configuration: str, x_floor: float,
-                    roof_at_floor: float) -> list[tuple[str, float, float, bool]]:
+def roofline_points(
+    attempts: Sequence[dict[str, Any]], configuration: str, x_floor: float, roof_at_floor: float
+) -> list[tuple[str, float, float, bool]]:
     """(task, arithmetic intensity, GFLOP/s, has flops) of every correct attempt with a figure.
 
     An attempt without floating-point work is placed at ``x_floor`` at its fraction of the
@@ -291,19 +357,32 @@ def roofline_axes(ax: Any, data: dict[str, Any], configurations: Sequence[str]) 
     used = sorted({_sol(a)["threads"] for a in data["attempts"] if _sol(a)})
     threads = str(used[0]) if len(used) == 1 else str(roofline["threads"])
     peaks = (roofline.get("peak_gflops_by_threads") or {}).get(threads) or roofline["peak_gflops"]
-    bandwidth = ((roofline.get("bandwidth_gbs_by_threads") or {}).get(threads) or {}).get("memory") \
-        or roofline["bandwidth_gbs"]
+    bandwidth = ((roofline.get("bandwidth_gbs_by_threads") or {}).get(threads) or {}).get("memory") or roofline[
+        "bandwidth_gbs"
+    ]
     for dtype, style in (("float32", "-"), ("float64", "--")):
         peak = peaks[dtype]
-        ax.plot(xs, [min(peak, x * bandwidth) for x in xs], style, color="black", linewidth=1,
-                label=f"{dtype} peak {peak:.0f} GFLOP/s, memory {bandwidth:.1f} GB/s, {threads} thread(s)")
+        ax.plot(
+            xs,
+            [min(peak, x * bandwidth) for x in xs],
+            style,
+            color="black",
+            linewidth=1,
+            label=f"{dtype} peak {peak:.0f} GFLOP/s, memory {bandwidth:.1f} GB/s, {threads} thread(s)",
+        )
     for c in configurations:
         points = roofline_points(data["attempts"], c, x_floor, x_floor * bandwidth)
         for with_flops, marker in ((True, "o"), (False, "x")):
             chosen = [p for p in points if p[3] == with_flops]
             if chosen:
-                ax.scatter([p[1] for p in chosen], [p[2] for p in chosen], marker=marker, s=18, alpha=0.7,
-                           label=f"{c}" + ("" if with_flops else " (no flops: at its fraction of the roof)"))
+                ax.scatter(
+                    [p[1] for p in chosen],
+                    [p[2] for p in chosen],
+                    marker=marker,
+                    s=18,
+                    alpha=0.7,
+                    label=f"{c}" + ("" if with_flops else " (no flops: at its fraction of the roof)"),
+                )
         for task, x, y, _ in points:
             ax.annotate(task, (x, y), fontsize=6, alpha=0.7)
     ax.set_xscale("log")

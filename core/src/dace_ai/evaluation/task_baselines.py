@@ -36,8 +36,9 @@ def native_label(suite: str, task: Any) -> str:
     return found.label if found is not None else NATIVE_PROGRAM
 
 
-def task_baseline_sides(suite: str, task: Any, digest: str, arguments: dict[str, Any],
-                        build: Callable[[Any], dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def task_baseline_sides(
+    suite: str, task: Any, digest: str, arguments: dict[str, Any], build: Callable[[Any], dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """(the bench section's extra sides for one task, baselines left out with their reason).
 
     ``build(sdfg)`` builds a program once per name without loading it (the task run's
@@ -75,8 +76,18 @@ def task_baseline_sides(suite: str, task: Any, digest: str, arguments: dict[str,
             sides.append({"label": baseline.label, "kind": "program", "program": spec, "name": baseline.name})
     reference = suite_member(suite, task.reference)
     arrays = {name: list(value.shape) for name, value in arguments.items() if isinstance(value, np.ndarray)}
-    scalars = {name: (value.item() if hasattr(value, "item") else value)
-               for name, value in arguments.items() if not isinstance(value, np.ndarray)}
-    sides.append({"label": NUMPY, "kind": "python", "function": f"{reference.__module__}:{reference.__qualname__}",
-                  "arrays": arrays, "scalars": {**scalars, **dict(task.sizes)}})
+    scalars = {
+        name: (value.item() if hasattr(value, "item") else value)
+        for name, value in arguments.items()
+        if not isinstance(value, np.ndarray)
+    }
+    sides.append(
+        {
+            "label": NUMPY,
+            "kind": "python",
+            "function": f"{reference.__module__}:{reference.__qualname__}",
+            "arrays": arrays,
+            "scalars": {**scalars, **dict(task.sizes)},
+        }
+    )
     return sides, left_out

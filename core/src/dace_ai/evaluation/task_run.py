@@ -73,30 +73,63 @@ def _case(sdfg: Any, task: Any, seed: int, folder: Path) -> tuple[Case, dict[str
             values[name] = value.item() if hasattr(value, "item") else value
             continue
         output = name in task.outputs
-        containers.append({"name": name, "dtype": value.dtype.str, "input": True, "output": output,
-                           "elements": int(value.size)})
-        connectors.append({"name": name, "container": name, "direction": "out" if output else "in", "offset": 0,
-                           "shape": [int(value.size)], "strides": [1], "wcr": None})
+        containers.append(
+            {"name": name, "dtype": value.dtype.str, "input": True, "output": output, "elements": int(value.size)}
+        )
+        connectors.append(
+            {
+                "name": name,
+                "container": name,
+                "direction": "out" if output else "in",
+                "offset": 0,
+                "shape": [int(value.size)],
+                "strides": [1],
+                "wcr": None,
+            }
+        )
         path = folder / f"input-{seed}-{name}.npy"
         np.save(path, np.ascontiguousarray(value).reshape(-1), allow_pickle=False)
         inputs[name] = str(path)
-    case = {"seed": seed, "sizes": dict(task.sizes), "values": values, "containers": containers,
-            "connectors": connectors, "rtol": {}, "inputs": inputs, "judge": False, "id": seed}
+    case = {
+        "seed": seed,
+        "sizes": dict(task.sizes),
+        "values": values,
+        "containers": containers,
+        "connectors": connectors,
+        "rtol": {},
+        "inputs": inputs,
+        "judge": False,
+        "id": seed,
+    }
     return case, args
 
 
 def _child_failure(outcome: Any, wall_seconds: float) -> str:
     """Who (the native baseline, the candidate, a baseline) made the child stop, and how, in words."""
-    who = {"reference": "the native baseline", "candidate": "the candidate",
-           "baseline": f"the baseline {outcome.phase.get('label', '?')}"}.get(outcome.who, "the child")
-    how = {"timeout": f"timed out after {wall_seconds:.0f} s (wall)", "cpu_time": "ran out of CPU time",
-           "memory": "ran out of memory",
-           "crashed": f"died of {outcome.signal}"}.get(outcome.status, "could not run")
+    who = {
+        "reference": "the native baseline",
+        "candidate": "the candidate",
+        "baseline": f"the baseline {outcome.phase.get('label', '?')}",
+    }.get(outcome.who, "the child")
+    how = {
+        "timeout": f"timed out after {wall_seconds:.0f} s (wall)",
+        "cpu_time": "ran out of CPU time",
+        "memory": "ran out of memory",
+        "crashed": f"died of {outcome.signal}",
+    }.get(outcome.status, "could not run")
     return f"{who}'s process {how}"
 
 
-def _judge_outputs(task: Any, reference: Any, cases: Sequence[Any], arguments: Sequence[Any], outputs: Path,
-                   sides: list[dict[str, Any]], timed_baselines: bool, result: dict[str, Any]) -> None:
+def _judge_outputs(
+    task: Any,
+    reference: Any,
+    cases: Sequence[Any],
+    arguments: Sequence[Any],
+    outputs: Path,
+    sides: list[dict[str, Any]],
+    timed_baselines: bool,
+    result: dict[str, Any],
+) -> None:
     """Compare what the child saved (the native baseline's and the candidate's outputs per case, and
     the timed baselines' on the first) with the task's Python reference, run here on the same
     arguments; records ``correct``, ``baseline_correct`` and the mismatches, and leaves out of the
@@ -105,11 +138,12 @@ def _judge_outputs(task: Any, reference: Any, cases: Sequence[Any], arguments: S
 
     result["correct"], result["baseline_correct"] = True, True
     for case, args in zip(cases, arguments):
-        expected = reference(**{k: (v.copy() if hasattr(v, "copy") else v) for k, v in args.items()},
-                             **task.sizes)
+        expected = reference(**{k: (v.copy() if hasattr(v, "copy") else v) for k, v in args.items()}, **task.sizes)
         for which, side in (("baseline", "reference"), ("candidate", "candidate")):
-            got = {name: np.load(outputs / f"{case['id']}-{side}-{name}.npy").reshape(args[name].shape)
-                   for name in task.outputs}
+            got = {
+                name: np.load(outputs / f"{case['id']}-{side}-{name}.npy").reshape(args[name].shape)
+                for name in task.outputs
+            }
             problem = compare(task, got, expected)
             if problem is not None:
                 result["correct" if which == "candidate" else "baseline_correct"] = False
@@ -123,7 +157,8 @@ def _judge_outputs(task: Any, reference: Any, cases: Sequence[Any], arguments: S
                 problem = compare(task, got, expected)
                 if problem is not None:
                     result.setdefault("baselines_left_out", {})[side["name"]] = (
-                        f"its outputs differ from the reference: {problem}"[:300])
+                        f"its outputs differ from the reference: {problem}"[:300]
+                    )
 
 
 def _timing_figures(bench: dict[str, Any], sides: list[dict[str, Any]], left_out: dict[str, str]) -> dict[str, Any]:
@@ -131,14 +166,21 @@ def _timing_figures(bench: dict[str, Any], sides: list[dict[str, Any]], left_out
     outputs were wrong are not timed against."""
     base_times, cand_times = bench["native"], bench["candidate"]
     tb, tc = statistics.median(base_times), statistics.median(cand_times)
-    figures: dict[str, Any] = dict(baseline_seconds=tb, candidate_seconds=tc, speedup=tb / tc if tc > 0 else None,
-                                   baseline_spread=[min(base_times), max(base_times)],
-                                   candidate_spread=[min(cand_times), max(cand_times)], repeats=len(cand_times),
-                                   calls_per_sample=[bench["batch"].get("native"), bench["batch"].get("candidate")])
+    figures: dict[str, Any] = dict(
+        baseline_seconds=tb,
+        candidate_seconds=tc,
+        speedup=tb / tc if tc > 0 else None,
+        baseline_spread=[min(base_times), max(base_times)],
+        candidate_spread=[min(cand_times), max(cand_times)],
+        repeats=len(cand_times),
+        calls_per_sample=[bench["batch"].get("native"), bench["batch"].get("candidate")],
+    )
     wrong = {side["label"] for side in sides if side.get("name") in left_out}
-    figures["baselines_seconds"] = {label: statistics.median(times)
-                                    for label, times in (bench.get("baselines") or {}).items()
-                                    if times and label not in wrong}
+    figures["baselines_seconds"] = {
+        label: statistics.median(times)
+        for label, times in (bench.get("baselines") or {}).items()
+        if times and label not in wrong
+    }
     return figures
 
 
@@ -192,8 +234,14 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
         cases, arguments = zip(*(_case(sdfg, task, seed, folder) for seed in seeds)) if seeds else ((), ())
         outputs = folder / "outputs"
         outputs.mkdir()
-        job: ChildJob = {"mode": "verify", "candidate": candidate, "reference": baseline,
-                         "cases": list(cases), "save_outputs": str(outputs), "bench": None}
+        job: ChildJob = {
+            "mode": "verify",
+            "candidate": candidate,
+            "reference": baseline,
+            "cases": list(cases),
+            "save_outputs": str(outputs),
+            "bench": None,
+        }
         sides: list[dict[str, Any]] = []
         if timed and cases:
             bench_case = {**cases[0], "id": "timed"}
@@ -202,21 +250,34 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
 
                 result["native_label"] = native_label(suite, task)
                 sides, result["baselines_left_out"] = task_baseline_sides(
-                    suite, task, digest, arguments[0], lambda program: _built(program, build_root))
-            job["bench"] = {"cases": [bench_case], "time": True, "repeats": int(spec.get("repeats", 5)),
-                            "lock": str(ai_folder("ai-check") / "bench.lock"), "bytes": None,
-                            "baselines": [{k: v for k, v in side.items() if k != "name"} for side in sides]}
+                    suite, task, digest, arguments[0], lambda program: _built(program, build_root)
+                )
+            job["bench"] = {
+                "cases": [bench_case],
+                "time": True,
+                "repeats": int(spec.get("repeats", 5)),
+                "lock": str(ai_folder("ai-check") / "bench.lock"),
+                "bytes": None,
+                "baselines": [{k: v for k, v in side.items() if k != "name"} for side in sides],
+            }
         limits = SandboxLimits(cpu_seconds=CPU_SECONDS, wall_seconds=wall_seconds, memory_bytes=MEMORY_BYTES)
         threads = int(os.environ.get("OMP_NUM_THREADS", "1") or 1)  # single-threaded unless the user says
         job["threads"] = threads
         outcome = run_child(job, folder / "run", limits, threads=threads)
         if outcome.status != "finished":
             return {**result, "error": _child_failure(outcome, wall_seconds), "stderr": outcome.output[-2000:]}
-        _judge_outputs(task, suite_member(suite, task.reference), cases, arguments, outputs, sides,
-                       job["bench"] is not None, result)
+        _judge_outputs(
+            task,
+            suite_member(suite, task.reference),
+            cases,
+            arguments,
+            outputs,
+            sides,
+            job["bench"] is not None,
+            result,
+        )
         bench = (outcome.result or {}).get("bench") or {}
     if not result["correct"] or not timed or not bench.get("candidate"):
         return result
-    result.update(_timing_figures(bench, sides, result.get("baselines_left_out") or {}),
-                  threads=threads)
+    result.update(_timing_figures(bench, sides, result.get("baselines_left_out") or {}), threads=threads)
     return result

@@ -89,8 +89,9 @@ def find_task(suite: str, task_id: str) -> Task:
     for task in load_suite(suite):
         if task.id == task_id:
             return task
-    raise SettingsError(f"bench suite {suite!r} has no task {task_id!r}; tasks: "
-                        + ", ".join(t.id for t in load_suite(suite)))
+    raise SettingsError(
+        f"bench suite {suite!r} has no task {task_id!r}; tasks: " + ", ".join(t.id for t in load_suite(suite))
+    )
 
 
 def suite_member(suite: str, attribute: str) -> Any:
@@ -138,5 +139,5 @@ def recorded_answers(folder: Path, task_id: str) -> list[dict[str, Any]]:
         raise SettingsError(f"recorded answers {path}: not JSON ({exc})") from None
     samples = data.get("samples") if isinstance(data, dict) else None
     if not isinstance(samples, list) or not samples:
-        raise SettingsError(f"recorded answers {path}: expected {{\"samples\": [...]}} with at least one sample")
+        raise SettingsError(f'recorded answers {path}: expected {{"samples": [...]}} with at least one sample')
     return samples

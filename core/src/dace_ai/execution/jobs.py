@@ -136,5 +136,8 @@ def run_job(job: Job) -> dict[str, Any]:
     try:
         return {"value": job.function(job.payload), "error": None, "worker": worker_name()}
     except Exception as exc:  # noqa: BLE001 - a failed job is data, the run goes on
-        return {"value": None, "error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}",
-                "worker": worker_name()}
+        return {
+            "value": None,
+            "error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}",
+            "worker": worker_name(),
+        }

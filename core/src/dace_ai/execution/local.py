@@ -55,8 +55,9 @@ class LocalRunner:
                 self._pool.shutdown(wait=False, cancel_futures=True)
                 self._pool = None
             if self._pool is None:
-                self._pool = ProcessPoolExecutor(max_workers=self.workers,
-                                                 mp_context=multiprocessing.get_context("spawn"))
+                self._pool = ProcessPoolExecutor(
+                    max_workers=self.workers, mp_context=multiprocessing.get_context("spawn")
+                )
             return self._pool
 
     def _current(self) -> ProcessPoolExecutor:
@@ -157,8 +158,14 @@ def run_jobs(jobs: Iterable[Job], executor: str = "local", options: ExecutorOpti
 
 @hookimpl
 def dace_ai_executors():
-    yield Executor(name="local", factory=LocalRunner,
-                   description="a pool of worker processes on this machine (one per core by default)")
-    yield Executor(name="threads", factory=ThreadRunner,
-                   description="threads of this process (the checks' own sandboxed children run the code); "
-                               "the default of generate and optimize")
+    yield Executor(
+        name="local",
+        factory=LocalRunner,
+        description="a pool of worker processes on this machine (one per core by default)",
+    )
+    yield Executor(
+        name="threads",
+        factory=ThreadRunner,
+        description="threads of this process (the checks' own sandboxed children run the code); "
+        "the default of generate and optimize",
+    )

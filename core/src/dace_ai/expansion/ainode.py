@@ -42,8 +42,10 @@ def _connectors(spec: ConnectorSpec, what: str, node_name: str) -> dict[str, Any
     if spec is None:
         return {}
     if isinstance(spec, str):
-        raise AIUsageError(f"AINode {node_name!r}: {what} must be a set or dict of connector names, "
-                           f"got the string {spec!r} (write {{{spec!r}}})")
+        raise AIUsageError(
+            f"AINode {node_name!r}: {what} must be a set or dict of connector names, "
+            f"got the string {spec!r} (write {{{spec!r}}})"
+        )
     result = dict(spec) if isinstance(spec, Mapping) else dict.fromkeys(spec)
     for name in result:
         if not isinstance(name, str) or not name.isidentifier():
@@ -56,8 +58,10 @@ def _flops_text(node_name: str, flops: Any) -> str:
     if flops is None or (isinstance(flops, str) and not flops.strip()):
         return ""
     if isinstance(flops, bool) or not isinstance(flops, (str, int, float)) and not hasattr(flops, "free_symbols"):
-        raise AIUsageError(f"AINode {node_name!r}: flops must be an expression of the node's symbols such as "
-                           f"'2*N', got {type(flops).__name__}")
+        raise AIUsageError(
+            f"AINode {node_name!r}: flops must be an expression of the node's symbols such as "
+            f"'2*N', got {type(flops).__name__}"
+        )
     from dace_ai.compat import symbolic
 
     text = str(flops).strip()
@@ -82,16 +86,28 @@ class AINode(nodes.LibraryNode):
     implementations: dict[str, Any] = {}
     default_implementation = IMPLEMENTATION
 
-    description = properties.Property(dtype=str, default="",
-                                      desc="What the node computes, in natural language")
-    reference = properties.Property(dtype=str, default="",
-                                    desc="Key of the NumPy reference function registered in this process")
-    flops = properties.Property(dtype=str, default="",
-                                desc="Floating-point operations of one call, an expression of the node's symbols "
-                                     "(e.g. '2*N'); without it the node is judged as memory-bound only")
+    description = properties.Property(dtype=str, default="", desc="What the node computes, in natural language")
+    reference = properties.Property(
+        dtype=str, default="", desc="Key of the NumPy reference function registered in this process"
+    )
+    flops = properties.Property(
+        dtype=str,
+        default="",
+        desc="Floating-point operations of one call, an expression of the node's symbols "
+        "(e.g. '2*N'); without it the node is judged as memory-bound only",
+    )
 
-    def __init__(self, name: str, description: str = "", *args: Any, inputs: ConnectorSpec = None,
-                 outputs: ConnectorSpec = None, reference: Any = None, flops: Any = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        name: str,
+        description: str = "",
+        *args: Any,
+        inputs: ConnectorSpec = None,
+        outputs: ConnectorSpec = None,
+        reference: Any = None,
+        flops: Any = None,
+        **kwargs: Any,
+    ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise AIUsageError(f"AINode: name must be a non-empty string, got {name!r}")
         if not isinstance(description, str):
@@ -102,8 +118,9 @@ class AINode(nodes.LibraryNode):
         if clash:
             raise AIUsageError(f"AINode {name!r}: connector(s) {clash} are both inputs and outputs")
         if reference is not None and not callable(reference):
-            raise AIUsageError(f"AINode {name!r}: reference must be a NumPy function of the inputs, "
-                               f"got {type(reference).__name__}")
+            raise AIUsageError(
+                f"AINode {name!r}: reference must be a NumPy function of the inputs, got {type(reference).__name__}"
+            )
         work = _flops_text(name, flops)
         super().__init__(name, *args, inputs=ins, outputs=outs, **kwargs)
         self.description = description

@@ -17,8 +17,9 @@ from dace_ai.providers.api import ProviderReply, ProviderRequest, answering_for
 from dace_ai.storage.cache import AnswerCache, cache_key
 
 
-def ask_for_node(provider: Any, client: Any, request: ProviderRequest, ctx: NodeContext, *,
-                 cache_can_answer: bool = False) -> ProviderReply:
+def ask_for_node(
+    provider: Any, client: Any, request: ProviderRequest, ctx: NodeContext, *, cache_can_answer: bool = False
+) -> ProviderReply:
     """Ask ``provider`` on behalf of node ``ctx`` (providers may name files after it).
 
     ``cache_can_answer``: a missing answer will be served from the cache, so a provider
@@ -68,15 +69,25 @@ class AnswerSource:
         if self._client is None:
             self._client = make_client(self.provider, self.settings)
         try:
-            return (ask_for_node(self.provider, self._client, request, ctx, cache_can_answer=hit is not None),
-                    self.provider.name, key)
+            return (
+                ask_for_node(self.provider, self._client, request, ctx, cache_can_answer=hit is not None),
+                self.provider.name,
+                key,
+            )
         except MissingAnswer:
             if hit is None:
                 raise
             return ProviderReply.from_record(hit.record), "cache", key  # the response file is gone, its answer is not
 
-    def keep(self, key: str, reply: ProviderReply, source: str, reports: Sequence[Any] = (),
-             level: str = "", checked: dict[str, Any] | None = None) -> None:
+    def keep(
+        self,
+        key: str,
+        reply: ProviderReply,
+        source: str,
+        reports: Sequence[Any] = (),
+        level: str = "",
+        checked: dict[str, Any] | None = None,
+    ) -> None:
         """Cache an answer that passed its checks, with those checks.
 
         Called only once the answer is accepted: a refused answer is never cached, so a
@@ -88,8 +99,11 @@ class AnswerSource:
             return
         if source != "cache":
             checks = [{"checker": r.checker, "status": r.status, "stage": r.stage} for r in reports]
-            self.cache.put(key, self.provider.name, reply.as_record(),
-                           extra={"checks": checks, "verification": level,
-                                  **({"checked": checked} if checked else {})})
+            self.cache.put(
+                key,
+                self.provider.name,
+                reply.as_record(),
+                extra={"checks": checks, "verification": level, **({"checked": checked} if checked else {})},
+            )
         elif checked and not any(r.details.get("reused") for r in reports):
             self.cache.record_checks(key, checked, level)

@@ -40,9 +40,25 @@ from dace_ai.errors import DaceAIError
 from dace_ai.expansion.check_results import CheckOutcome, ReportModel, WarningModel
 
 #: Settings that configure the provider, not the checks: never sent to a worker.
-PROVIDER_SETTINGS = frozenset({"provider", "model", "base_url", "effort", "max_tokens", "timeout", "max_retries",
-                               "prompt_dir", "interactive", "max_concurrency", "extra_instructions",
-                               "executor", "executor_scheduler", "executor_workers", "node_concurrency"})
+PROVIDER_SETTINGS = frozenset(
+    {
+        "provider",
+        "model",
+        "base_url",
+        "effort",
+        "max_tokens",
+        "timeout",
+        "max_retries",
+        "prompt_dir",
+        "interactive",
+        "max_concurrency",
+        "extra_instructions",
+        "executor",
+        "executor_scheduler",
+        "executor_workers",
+        "node_concurrency",
+    }
+)
 
 
 class KeyInPayload(DaceAIError):
@@ -79,8 +95,11 @@ def check_settings(settings: Any) -> tuple[dict[str, Any], dict[str, str], dict[
     sources = {k: v for k, v in settings.sources.items() if k in values}
     declared = get_plugin_manager().declared_settings()
     # Settings of providers and executors (a batch queue, a job prologue) are not the checks' business.
-    plugin = {k: v for k, v in settings.plugin_values.items()
-              if k in declared and not isinstance(declared[k][1], (Provider, Executor)) and k not in PROVIDER_SETTINGS}
+    plugin = {
+        k: v
+        for k, v in settings.plugin_values.items()
+        if k in declared and not isinstance(declared[k][1], (Provider, Executor)) and k not in PROVIDER_SETTINGS
+    }
     return values, sources, plugin
 
 
@@ -90,9 +109,13 @@ def _node_fields(ctx: Any) -> dict[str, Any]:
         if f.name == "live":
             continue
         value = getattr(ctx, f.name)
-        out[f.name] = (dataclasses.asdict(value) if dataclasses.is_dataclass(value)
-                       else [dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v for v in value]
-                       if isinstance(value, list) else value)
+        out[f.name] = (
+            dataclasses.asdict(value)
+            if dataclasses.is_dataclass(value)
+            else [dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v for v in value]
+            if isinstance(value, list)
+            else value
+        )
     return json.loads(json.dumps(out))
 
 
@@ -106,13 +129,15 @@ def carrier_program(ctx: Any) -> str:
     node, live_sdfg = live.get("node"), live.get("sdfg")
     if node is None or live_sdfg is None:
         raise LookupError(f"node {ctx.name!r}: no live node to send (context collected without its SDFG)")
+
     def place(state: Any) -> Any:
         placed = copy.deepcopy(node)
         state.add_node(placed)
         return placed
 
-    sdfg = one_node_program(f"ai_job_{_safe(ctx.name)}", ctx, place,
-                            lambda conn: copy.deepcopy(live_sdfg.arrays[conn.container]))
+    sdfg = one_node_program(
+        f"ai_job_{_safe(ctx.name)}", ctx, place, lambda conn: copy.deepcopy(live_sdfg.arrays[conn.container])
+    )
     return json.dumps(sdfg.to_json())
 
 
@@ -135,9 +160,16 @@ def _pickled_reference(ctx: Any) -> str | None:
     return base64.b64encode(pickler.dumps(function)).decode()
 
 
-def make_payload(job_id: str, answer: Any, ctx: Any, settings: Any, environments: set[str],
-                 compile_only: str | None = None, program: str | None = None,
-                 in_process: bool = False) -> CheckPayload:
+def make_payload(
+    job_id: str,
+    answer: Any,
+    ctx: Any,
+    settings: Any,
+    environments: set[str],
+    compile_only: str | None = None,
+    program: str | None = None,
+    in_process: bool = False,
+) -> CheckPayload:
     """The payload of one candidate's checks; raises :class:`KeyInPayload` if a credential would travel.
 
     ``in_process``: the job runs in this process and finds the node in the registry
@@ -146,11 +178,19 @@ def make_payload(job_id: str, answer: Any, ctx: Any, settings: Any, environments
     from dace_ai.storage.files import build_root
 
     values, sources, plugin = check_settings(settings)
-    payload = CheckPayload(job=job_id, answer=answer.model_dump(mode="json"), node=_node_fields(ctx),
-                           program="" if in_process else program if program is not None else carrier_program(ctx),
-                           settings=values, sources=sources, plugin_settings=plugin,
-                           environments=sorted(environments), build_root=str(build_root().resolve()),
-                           compile_only=compile_only, reference=None if in_process else _pickled_reference(ctx))
+    payload = CheckPayload(
+        job=job_id,
+        answer=answer.model_dump(mode="json"),
+        node=_node_fields(ctx),
+        program="" if in_process else program if program is not None else carrier_program(ctx),
+        settings=values,
+        sources=sources,
+        plugin_settings=plugin,
+        environments=sorted(environments),
+        build_root=str(build_root().resolve()),
+        compile_only=compile_only,
+        reference=None if in_process else _pickled_reference(ctx),
+    )
     assert_key_free(payload.model_dump_json())
     return payload
 
@@ -160,8 +200,10 @@ def assert_key_free(text: str) -> None:
     from dace_ai.errors import redact
 
     if redact(text) != text:
-        raise KeyInPayload("a check job would carry a credential (an API key or a base URL's user info); "
-                           "it was not sent. Report this as a bug of dace-ai.")
+        raise KeyInPayload(
+            "a check job would carry a credential (an API key or a base URL's user info); "
+            "it was not sent. Report this as a bug of dace-ai."
+        )
 
 
 # ----------------------------------------------------------------------------- same-process registry
@@ -267,11 +309,20 @@ def run_check_job(data: dict[str, Any]) -> dict[str, Any]:
             warnings.simplefilter("always")
             reports = check_candidate(answer, ctx, check_settings_, set(payload.environments), factory)
     if payload.compile_only:
-        reports.append(CheckReport("routing", "inconclusive", f"Not run: {payload.compile_only}.",
-                                   stage="verify", reason=payload.compile_only, details={"compile_only": True}))
+        reports.append(
+            CheckReport(
+                "routing",
+                "inconclusive",
+                f"Not run: {payload.compile_only}.",
+                stage="verify",
+                reason=payload.compile_only,
+                details={"compile_only": True},
+            )
+        )
     return CheckOutcome(
         reports=[ReportModel.model_validate(r.record()) for r in reports],
         warnings=[WarningModel(category=w.category.__name__, message=str(w.message)) for w in caught],
-        seconds=time.perf_counter() - started, check_seconds=sum(r.seconds for r in reports),
+        seconds=time.perf_counter() - started,
+        check_seconds=sum(r.seconds for r in reports),
         in_process=here is not None,
     ).model_dump(mode="json")

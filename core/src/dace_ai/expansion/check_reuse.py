@@ -54,16 +54,22 @@ def fingerprint(answer: Answer, ctx: NodeContext, settings: Any, environments: s
     payload = make_payload("", answer, ctx, settings, environments, in_process=True).model_dump(mode="json")
     for volatile in ("job", "sources"):  # a job's name; where each setting came from (not its value)
         payload.pop(volatile, None)
-    material = {"format": FORMAT, "payload": payload, "program": _program(ctx), "reference": _reference(ctx),
-                "checkers": _checkers(ctx, settings), "code": _package_digest(), "tools": _tools(ctx, settings),
-                "versions": _versions()}
+    material = {
+        "format": FORMAT,
+        "payload": payload,
+        "program": _program(ctx),
+        "reference": _reference(ctx),
+        "checkers": _checkers(ctx, settings),
+        "code": _package_digest(),
+        "tools": _tools(ctx, settings),
+        "versions": _versions(),
+    }
     return hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def record(fingerprint_: str, reports: list[CheckReport], level: str) -> dict[str, Any]:
     """What an accepted answer's cache entry keeps about its checks (``checked``)."""
-    return {"fingerprint": fingerprint_, "level": level,
-            "reports": [r.record() for r in reports]}
+    return {"fingerprint": fingerprint_, "level": level, "reports": [r.record() for r in reports]}
 
 
 def reuse(checked: Any, fingerprint_: str) -> list[CheckReport] | None:
@@ -106,9 +112,13 @@ def _reference(ctx: NodeContext) -> Any:
         return None
     code = getattr(function, "__code__", None)
     cells = [getattr(cell, "cell_contents", None) for cell in (getattr(function, "__closure__", None) or ())]
-    return {"name": getattr(function, "__qualname__", repr(function)), "code": _code_digest(code),
-            "defaults": repr(getattr(function, "__defaults__", None)),
-            "kwdefaults": repr(getattr(function, "__kwdefaults__", None)), "closure": repr(cells)}
+    return {
+        "name": getattr(function, "__qualname__", repr(function)),
+        "code": _code_digest(code),
+        "defaults": repr(getattr(function, "__defaults__", None)),
+        "kwdefaults": repr(getattr(function, "__kwdefaults__", None)),
+        "closure": repr(cells),
+    }
 
 
 def _code_digest(code: Any) -> str:
@@ -126,9 +136,17 @@ def _checkers(ctx: NodeContext, settings: Any) -> list[Any]:
     rows: list[Any] = [[r.checker, r.status] for r in missing]
     for checker in chosen:
         where = checker.provenance
-        rows.append([checker.name, checker.stage, checker.order, list(checker.tools),
-                     [where.plugin, where.distribution, where.version] if where is not None else None,
-                     _file_digest(_source_file(checker.check)), _file_digest(_source_file(checker.applies))])
+        rows.append(
+            [
+                checker.name,
+                checker.stage,
+                checker.order,
+                list(checker.tools),
+                [where.plugin, where.distribution, where.version] if where is not None else None,
+                _file_digest(_source_file(checker.check)),
+                _file_digest(_source_file(checker.applies)),
+            ]
+        )
     return rows
 
 

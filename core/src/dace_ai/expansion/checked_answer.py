@@ -48,8 +48,9 @@ class CheckedAnswer:
         return record(self.fingerprint, self.reports, level)
 
 
-def check_recorded(answer: Answer, ctx: NodeContext, settings: AISettings, recorded: dict[str, Any] | None = None,
-                   run: Any = None) -> CheckedAnswer:
+def check_recorded(
+    answer: Answer, ctx: NodeContext, settings: AISettings, recorded: dict[str, Any] | None = None, run: Any = None
+) -> CheckedAnswer:
     """:func:`check_answer`, reusing the ``recorded`` checks of a cached answer when nothing they depend on
     changed (:mod:`dace_ai.expansion.check_reuse`)."""
     digest = ""
@@ -67,8 +68,7 @@ def check_recorded(answer: Answer, ctx: NodeContext, settings: AISettings, recor
     return CheckedAnswer(answer, ctx, settings, reports, environments, fingerprint=digest)
 
 
-def check_answer(answer: Answer, ctx: NodeContext, settings: AISettings,
-                 run: Any = None) -> tuple[list[Any], set[str]]:
+def check_answer(answer: Answer, ctx: NodeContext, settings: AISettings, run: Any = None) -> tuple[list[Any], set[str]]:
     """The check reports of ``answer`` and, when it passed, the environment class paths it resolved to.
 
     Refused environment requests go back to the model like a failed check. ``run``
@@ -100,4 +100,3 @@ def answer_environments(answer: Answer, ctx: NodeContext) -> Any:
     if not answer.environments and not answer.use_environments:
         return Resolution()
     return resolve_environments(answer, ctx)
-

@@ -60,7 +60,9 @@ class DispatchStats:
         return 1.0 - self.check_seconds / self.round_trip_seconds if self.round_trip_seconds else 0.0
 
 
-def executor_options(settings: Any, executor: str | None, options: ExecutorOptions | None) -> tuple[str, ExecutorOptions]:
+def executor_options(
+    settings: Any, executor: str | None, options: ExecutorOptions | None
+) -> tuple[str, ExecutorOptions]:
     """The executor's name and options: arguments first, then the settings, then the default.
 
     The options carry the settings, so an executor reads its own (a batch queue, a walltime).
@@ -69,8 +71,10 @@ def executor_options(settings: Any, executor: str | None, options: ExecutorOptio
 
     name = executor or getattr(settings, "executor", None) or DEFAULT_EXECUTOR
     if options is None:
-        options = ExecutorOptions(workers=getattr(settings, "executor_workers", None) or None,
-                                  scheduler=getattr(settings, "executor_scheduler", None) or None)
+        options = ExecutorOptions(
+            workers=getattr(settings, "executor_workers", None) or None,
+            scheduler=getattr(settings, "executor_scheduler", None) or None,
+        )
     return name, dataclasses.replace(options, settings=settings)
 
 
@@ -170,8 +174,10 @@ class CheckDispatcher:
             except ExecutorUnavailable:
                 raise
             except Exception as exc:  # noqa: BLE001 - the executor itself broke (e.g. its scheduler went away)
-                raise ExecutorUnavailable(f"executor {self.name!r} stopped running jobs: {type(exc).__name__}: "
-                                          f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
+                raise ExecutorUnavailable(
+                    f"executor {self.name!r} stopped running jobs: {type(exc).__name__}: "
+                    f"{str(exc).splitlines()[0] if str(exc) else ''}"
+                ) from None
             finally:
                 forget_live(job_id)
             round_trip = time.perf_counter() - started
@@ -189,19 +195,29 @@ class CheckDispatcher:
         from dace_ai.plugins.manager import get_plugin_manager
 
         where = f"worker {result.worker}" if result.worker else f"executor {self.name!r}"
-        lost = f" after losing {len(result.lost_workers)} worker(s): {', '.join(result.lost_workers)}" \
-            if result.lost_workers else ""
+        lost = (
+            f" after losing {len(result.lost_workers)} worker(s): {', '.join(result.lost_workers)}"
+            if result.lost_workers
+            else ""
+        )
         if result.error is not None:
-            raise CheckJobFailed(f"node {ctx.name!r}: the check job failed on {where}{lost}: "
-                                 f"{result.error.strip().splitlines()[0] if result.error.strip() else 'no reason'}")
-        outcome, problem = read_outcome(result.value, checks_on=bool(settings.compile_check),
-                                        known_checkers=set(get_plugin_manager().checkers()))
+            raise CheckJobFailed(
+                f"node {ctx.name!r}: the check job failed on {where}{lost}: "
+                f"{result.error.strip().splitlines()[0] if result.error.strip() else 'no reason'}"
+            )
+        outcome, problem = read_outcome(
+            result.value, checks_on=bool(settings.compile_check), known_checkers=set(get_plugin_manager().checkers())
+        )
         if outcome is None:
             raise CheckJobFailed(f"node {ctx.name!r}: {where} returned a result that is not believed: {problem}")
         reemit_warnings(outcome)
         reports = to_reports(outcome)
-        note = {"executor": self.name, "worker": result.worker, "retries": result.retries,
-                "lost_workers": list(result.lost_workers)}
+        note = {
+            "executor": self.name,
+            "worker": result.worker,
+            "retries": result.retries,
+            "lost_workers": list(result.lost_workers),
+        }
         if compile_only:
             note["routed"] = compile_only
         for report in reports:

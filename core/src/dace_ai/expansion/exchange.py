@@ -55,8 +55,9 @@ def _manual_settings(settings: Any, directory: str | Path | None) -> AISettings:
     return base.model_copy(update=update)
 
 
-def generate_prompts(sdfg: Any, directory: str | Path | None = None, settings: Any = None, *,
-                     expand_others: bool = True) -> list[PromptFile]:
+def generate_prompts(
+    sdfg: Any, directory: str | Path | None = None, settings: Any = None, *, expand_others: bool = True
+) -> list[PromptFile]:
     """Write ``<node>_<hash>_prompt.md`` for every node that would expand with 'ai' (nested SDFGs too).
 
     With ``expand_others`` (default) a copy of the SDFG has its other library nodes
@@ -99,9 +100,11 @@ class FailedAnswer:
     session: Path
 
     def __str__(self) -> str:
-        return (f"answer for {self.node!r} failed check(s) {', '.join(self.checks)}: {self.first_error}\n"
-                f"  repair prompt: {self.prompt}\n  save the repaired answer as {self.response} "
-                f"(session: {self.session})")
+        return (
+            f"answer for {self.node!r} failed check(s) {', '.join(self.checks)}: {self.first_error}\n"
+            f"  repair prompt: {self.prompt}\n  save the repaired answer as {self.response} "
+            f"(session: {self.session})"
+        )
 
 
 @dataclass
@@ -122,8 +125,9 @@ class ResponseReport:
         return "\n".join(lines)
 
 
-def read_prompt_responses(sdfg: Any, directory: str | Path | None = None, settings: Any = None, *,
-                          expand_others: bool = True) -> ResponseReport:
+def read_prompt_responses(
+    sdfg: Any, directory: str | Path | None = None, settings: Any = None, *, expand_others: bool = True
+) -> ResponseReport:
     """Expand every pending node whose response file exists; report the others.
 
     Answers are checked like any answer (and cached under the provider ``manual``);
@@ -153,16 +157,24 @@ def read_prompt_responses(sdfg: Any, directory: str | Path | None = None, settin
                 report.expanded.append(name)
                 report.verification[name] = tasklet_level(tasklet)
             except MissingAnswer as exc:
-                files = PromptFile(name, nsdfg.name, exc.prompt_path,  # type: ignore[attr-defined]
-                                   exc.response_path)  # type: ignore[attr-defined]
+                files = PromptFile(
+                    name,
+                    nsdfg.name,
+                    exc.prompt_path,  # type: ignore[attr-defined]
+                    exc.response_path,
+                )  # type: ignore[attr-defined]
                 failure = _failed_round(session, rounds_before, files)
                 if failure is not None:
                     report.failed.append(failure)
                 else:
                     report.missing.append(files)
     if report.failed or report.missing:
-        warnings.warn(f"dace_ai.read_prompt_responses: {len(report.failed)} answer(s) failed their checks and "
-                      f"{len(report.missing)} node(s) have no answer yet:\n{report}", ExchangeWarning, stacklevel=2)
+        warnings.warn(
+            f"dace_ai.read_prompt_responses: {len(report.failed)} answer(s) failed their checks and "
+            f"{len(report.missing)} node(s) have no answer yet:\n{report}",
+            ExchangeWarning,
+            stacklevel=2,
+        )
     return report
 
 
@@ -185,8 +197,14 @@ def _failed_round(session: Any, rounds_before: int, files: PromptFile) -> Failed
         except OSError:
             log = ""
         first = first_error(log) or first
-    return FailedAnswer(files.node, [str(r.get("checker")) for r in failed] or ["?"], first, files.prompt,
-                        files.response, session.folder)
+    return FailedAnswer(
+        files.node,
+        [str(r.get("checker")) for r in failed] or ["?"],
+        first,
+        files.prompt,
+        files.response,
+        session.folder,
+    )
 
 
 def first_error(log: str) -> str:

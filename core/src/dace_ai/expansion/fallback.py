@@ -33,8 +33,12 @@ def expand_natively_or_raise(sdfg: Any, state: Any, node: Any, settings: AISetti
     native = fallback_implementation(node)
     if not falls_back_natively(settings.on_failure, native is not None):
         if settings.on_failure == "native" and native is None:
-            raise CheckFailed(f"{error} (on_failure=native, but {type(node).__name__} {node.name!r} has no native "
-                              "implementation to fall back to)", node=error.node, session=error.session) from None
+            raise CheckFailed(
+                f"{error} (on_failure=native, but {type(node).__name__} {node.name!r} has no native "
+                "implementation to fall back to)",
+                node=error.node,
+                session=error.session,
+            ) from None
         raise error
     compat.expand_with(sdfg, state, node, native)
     if error.session:
@@ -43,8 +47,12 @@ def expand_natively_or_raise(sdfg: Any, state: Any, node: Any, settings: AISetti
         from dace_ai.storage.sessions import Session
 
         Session(Path(error.session)).record_fallback(native, str(error).splitlines()[0])
-    warnings.warn(f"dace-ai: node {node.name!r} ({type(node).__name__}) in SDFG {sdfg.name!r}: no answer passed its "
-                  f"checks, so it was expanded natively with implementation {native!r} "
-                  f"(session: {error.session or 'none'}). Set on_failure=error to stop instead. "
-                  f"Reason: {str(error).splitlines()[0]}", NativeFallbackWarning, stacklevel=4)
+    warnings.warn(
+        f"dace-ai: node {node.name!r} ({type(node).__name__}) in SDFG {sdfg.name!r}: no answer passed its "
+        f"checks, so it was expanded natively with implementation {native!r} "
+        f"(session: {error.session or 'none'}). Set on_failure=error to stop instead. "
+        f"Reason: {str(error).splitlines()[0]}",
+        NativeFallbackWarning,
+        stacklevel=4,
+    )
     return native

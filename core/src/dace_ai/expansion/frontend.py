@@ -39,9 +39,19 @@ class AICallError(compat.syntax_error_class(), AIUsageError):  # type: ignore[mi
         compat.syntax_error_class().__init__(self, visitor, None, "dace_ai.ai: " + message)
 
 
-def ai(description: str, *inputs: Any, out: Any = None, shape: Any = None, dtype: Any = None,
-       storage: Any = None, name: str | None = None, schedule: Any = None, reference: Any = None,
-       flops: Any = None, **named: Any) -> Any:
+def ai(
+    description: str,
+    *inputs: Any,
+    out: Any = None,
+    shape: Any = None,
+    dtype: Any = None,
+    storage: Any = None,
+    name: str | None = None,
+    schedule: Any = None,
+    reference: Any = None,
+    flops: Any = None,
+    **named: Any,
+) -> Any:
     """Add a node, described in natural language, whose code a language model writes.
 
     Only meaningful inside ``@dace.program``: the frontend replaces the call by an
@@ -63,8 +73,10 @@ def ai(description: str, *inputs: Any, out: Any = None, shape: Any = None, dtype
     :param named: Containers read through ``_<keyword>``.
     :return: The output container (a tuple of them for several ``out`` containers).
     """
-    raise AIUsageError("dace_ai.ai(...) only works inside a @dace.program, where it becomes a node of the "
-                       "program; to build an SDFG by hand use dace_ai.AINode")
+    raise AIUsageError(
+        "dace_ai.ai(...) only works inside a @dace.program, where it becomes a node of the "
+        "program; to build an SDFG by hand use dace_ai.AINode"
+    )
 
 
 def _is_string(value: Any) -> bool:
@@ -73,11 +85,13 @@ def _is_string(value: Any) -> bool:
 
 def _description(pv: Any, sdfg: Any, description: Any) -> str:
     if type(description) is str and description in sdfg.arrays:
-        raise AICallError(pv, f"the first argument must be a description string, but the container "
-                              f"{description!r} was given")
+        raise AICallError(
+            pv, f"the first argument must be a description string, but the container {description!r} was given"
+        )
     if not _is_string(description):
-        raise AICallError(pv, f"the first argument must be a description string, got "
-                              f"{type(description).__name__} {description!r:.60}")
+        raise AICallError(
+            pv, f"the first argument must be a description string, got {type(description).__name__} {description!r:.60}"
+        )
     text = str(description).strip()
     if not text:
         raise AICallError(pv, "the description is empty; say what the node computes")
@@ -90,9 +104,12 @@ def _container(pv: Any, sdfg: Any, value: Any, what: str) -> str:
     if type(value) is str and value in sdfg.arrays:
         return value
     if isinstance(value, (Number, compat.string_literal_class())) or symbolic.issymbolic(value):
-        raise AICallError(pv, f"{what} is a constant or a symbol ({value!s:.60}); only data containers can be "
-                              "connected (symbols are visible to the code by name, constants belong in the "
-                              "description)")
+        raise AICallError(
+            pv,
+            f"{what} is a constant or a symbol ({value!s:.60}); only data containers can be "
+            "connected (symbols are visible to the code by name, constants belong in the "
+            "description)",
+        )
     raise AICallError(pv, f"{what} ({value!s:.60}) is not a data container of this program")
 
 
@@ -101,8 +118,11 @@ def _inputs(pv: Any, sdfg: Any, inputs: Sequence[Any], named: dict[str, Any]) ->
     for keyword, value in named.items():
         connector = f"_{keyword}"
         if connector in connectors:
-            raise AICallError(pv, f"keyword input {keyword!r} maps to connector {connector!r}, which a positional "
-                                  "input already uses; choose another keyword")
+            raise AICallError(
+                pv,
+                f"keyword input {keyword!r} maps to connector {connector!r}, which a positional "
+                "input already uses; choose another keyword",
+            )
         connectors[connector] = _container(pv, sdfg, value, f"input {keyword!r}")
     return connectors
 
@@ -114,9 +134,12 @@ def _outputs(pv: Any, sdfg: Any, out: Any) -> dict[str, str]:
     containers = [_container(pv, sdfg, value, f"output {i}") for i, value in enumerate(names)]
     read_only = [c for c in containers if c in getattr(pv, "inputs", {}) and c not in getattr(pv, "outputs", {})]
     if read_only:
-        raise AICallError(pv, "'out' got a slice that the frontend passes here as a read-only copy, so the result "
-                              "would be lost; assign the result instead, e.g. "
-                              "C[i:i+8, j:j+8] = dace_ai.ai(..., shape=(8, 8))")
+        raise AICallError(
+            pv,
+            "'out' got a slice that the frontend passes here as a read-only copy, so the result "
+            "would be lost; assign the result instead, e.g. "
+            "C[i:i+8, j:j+8] = dace_ai.ai(..., shape=(8, 8))",
+        )
     if len(set(containers)) != len(containers):
         raise AICallError(pv, f"'out' names the same container twice: {containers}")
     if len(containers) == 1 and not isinstance(out, (list, tuple)):
@@ -162,8 +185,11 @@ def _node_name(pv: Any, sdfg: Any, name: Any) -> str:
             candidate, index = f"{base}_{index}", index + 1
         return candidate
     if not _is_string(name) or (type(name) is str and name in sdfg.arrays):
-        raise AICallError(pv, f"'name' must be a string literal (the node's label), got {name!s:.60}; "
-                              f"'name' is reserved, like {', '.join(_CONFIG_KEYWORDS)}")
+        raise AICallError(
+            pv,
+            f"'name' must be a string literal (the node's label), got {name!s:.60}; "
+            f"'name' is reserved, like {', '.join(_CONFIG_KEYWORDS)}",
+        )
     text = str(name).strip()
     if not text.isidentifier():
         raise AICallError(pv, f"'name' {text!r} must be an identifier (it names files and sessions)")
@@ -172,9 +198,22 @@ def _node_name(pv: Any, sdfg: Any, name: Any) -> str:
     return text
 
 
-def _replacement(pv: Any, sdfg: Any, state: Any, description: Any = None, *inputs: Any, out: Any = None,
-                 shape: Any = None, dtype: Any = None, storage: Any = None, name: Any = None,
-                 schedule: Any = None, reference: Any = None, flops: Any = None, **named: Any) -> Any:
+def _replacement(
+    pv: Any,
+    sdfg: Any,
+    state: Any,
+    description: Any = None,
+    *inputs: Any,
+    out: Any = None,
+    shape: Any = None,
+    dtype: Any = None,
+    storage: Any = None,
+    name: Any = None,
+    schedule: Any = None,
+    reference: Any = None,
+    flops: Any = None,
+    **named: Any,
+) -> Any:
     """Frontend replacement: add an AINode and its memlets; return the written container(s)."""
     from dace import Memlet
 
@@ -186,29 +225,47 @@ def _replacement(pv: Any, sdfg: Any, state: Any, description: Any = None, *input
     else:
         given = [k for k, v in (("shape", shape), ("dtype", dtype), ("storage", storage)) if v is not None]
         if given:
-            raise AICallError(pv, f"{', '.join(repr(g) for g in given)} describe a new output and cannot be "
-                                  "combined with 'out', which writes an existing container")
+            raise AICallError(
+                pv,
+                f"{', '.join(repr(g) for g in given)} describe a new output and cannot be "
+                "combined with 'out', which writes an existing container",
+            )
         out_conns = _outputs(pv, sdfg, out)
     if reference is not None and not callable(reference):
-        hint = (" (a lambda written inside the program becomes program text; define the function outside "
-                "the program and pass its name)" if "lambda" in str(reference) else "")
+        hint = (
+            " (a lambda written inside the program becomes program text; define the function outside "
+            "the program and pass its name)"
+            if "lambda" in str(reference)
+            else ""
+        )
         raise AICallError(pv, f"'reference' must be a NumPy function of the inputs, got {reference!s:.60}{hint}")
     if flops is not None and type(flops) is str and flops in sdfg.arrays:
-        raise AICallError(pv, f"'flops' names the container {flops!r}; give the floating-point operations of one "
-                              "call as an expression of the program's symbols, e.g. flops=\"2*N\"")
+        raise AICallError(
+            pv,
+            f"'flops' names the container {flops!r}; give the floating-point operations of one "
+            'call as an expression of the program\'s symbols, e.g. flops="2*N"',
+        )
     try:
-        node = AINode(label, text, inputs=dict.fromkeys(in_conns), outputs=dict.fromkeys(out_conns),
-                      schedule=schedule, reference=reference,
-                      flops=str(flops) if flops is not None and _is_string(flops) else flops)
+        node = AINode(
+            label,
+            text,
+            inputs=dict.fromkeys(in_conns),
+            outputs=dict.fromkeys(out_conns),
+            schedule=schedule,
+            reference=reference,
+            flops=str(flops) if flops is not None and _is_string(flops) else flops,
+        )
     except AIUsageError as exc:
         raise AICallError(pv, str(exc)) from None
     state.add_node(node)
     for conn, container in in_conns.items():
-        state.add_edge(state.add_read(container), None, node, conn,
-                       Memlet.from_array(container, sdfg.arrays[container]))
+        state.add_edge(
+            state.add_read(container), None, node, conn, Memlet.from_array(container, sdfg.arrays[container])
+        )
     for conn, container in out_conns.items():
-        state.add_edge(node, conn, state.add_write(container), None,
-                       Memlet.from_array(container, sdfg.arrays[container]))
+        state.add_edge(
+            node, conn, state.add_write(container), None, Memlet.from_array(container, sdfg.arrays[container])
+        )
     written = tuple(out_conns.values())
     return written[0] if len(written) == 1 else written
 

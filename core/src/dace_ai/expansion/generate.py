@@ -113,34 +113,45 @@ class GenerateSummary:
         """Tokens and cost of the requests sent (each shared request counted once)."""
         sent = [n.usage for n in self.nodes if n.status == "generated" and not n.shared and n.usage]
         costs = [u.cost_usd for u in sent if u.cost_usd is not None]
-        return Usage(input_tokens=sum(u.input_tokens or 0 for u in sent),
-                     output_tokens=sum(u.output_tokens or 0 for u in sent),
-                     cost_usd=sum(costs) if costs else None)
+        return Usage(
+            input_tokens=sum(u.input_tokens or 0 for u in sent),
+            output_tokens=sum(u.output_tokens or 0 for u in sent),
+            cost_usd=sum(costs) if costs else None,
+        )
 
     def raise_for_failures(self) -> GenerateSummary:
         """Raise a :class:`ProviderError` listing every failed node; return self otherwise."""
         if self.failures:
             lines = "\n".join(f"  - node {n.name!r} (state {n.state!r}): {n.error}" for n in self.failures)
-            raise ProviderError(f"dace_ai.generate: {self.failed} of {len(self.nodes)} node(s) failed "
-                                f"(provider {self.provider!r}); nothing was cached for them:\n{lines}")
+            raise ProviderError(
+                f"dace_ai.generate: {self.failed} of {len(self.nodes)} node(s) failed "
+                f"(provider {self.provider!r}); nothing was cached for them:\n{lines}"
+            )
         return self
 
     def __str__(self) -> str:
         usage = self.usage
         cost = f", ${usage.cost_usd:.4f}" if usage.cost_usd is not None else ""
-        head = (f"{len(self.nodes)} node(s): {self.generated} generated, {self.cached} cached, {self.failed} failed; "
-                f"{self.requests} request(s) to {self.provider!r} in {self.seconds:.1f} s "
-                f"({usage.input_tokens} input / {usage.output_tokens} output tokens{cost})")
-        lines = [f"  - {n.name}: {n.verification if n.status != 'failed' else 'failed: ' + (n.error or '')}"
-                 .splitlines()[0] + _retried(n) for n in self.nodes]
+        head = (
+            f"{len(self.nodes)} node(s): {self.generated} generated, {self.cached} cached, {self.failed} failed; "
+            f"{self.requests} request(s) to {self.provider!r} in {self.seconds:.1f} s "
+            f"({usage.input_tokens} input / {usage.output_tokens} output tokens{cost})"
+        )
+        lines = [
+            f"  - {n.name}: {n.verification if n.status != 'failed' else 'failed: ' + (n.error or '')}".splitlines()[0]
+            + _retried(n)
+            for n in self.nodes
+        ]
         return "\n".join([head, *lines])
 
 
 def _retried(node: NodeResult) -> str:
     if not node.retries:
         return ""
-    return (f" (checks restarted {node.retries} time(s) after losing {', '.join(node.lost_workers) or 'a worker'}; "
-            f"finished on {node.worker})")
+    return (
+        f" (checks restarted {node.retries} time(s) after losing {', '.join(node.lost_workers) or 'a worker'}; "
+        f"finished on {node.worker})"
+    )
 
 
 class GenerateWarning(DaceAIWarning):
@@ -155,10 +166,16 @@ def _warn_failures(summary: GenerateSummary, settings: Any) -> None:
     more = f"\n  ... and {summary.failed - 10} more" if summary.failed > 10 else ""
     hint = ""
     if settings.provider is None and summary.provider == "manual":
-        hint = ("\nNo provider is configured and none is usable (no SDK with an API key), so the manual exchange "
-                "was used: answer its prompt files, or set the provider (DACE_ai_provider) and its API key.")
-    warnings.warn(f"dace_ai.generate: {summary.failed} of {len(summary.nodes)} node(s) got no answer from "
-                  f"provider {summary.provider!r}:\n{lines}{more}{hint}", GenerateWarning, stacklevel=3)
+        hint = (
+            "\nNo provider is configured and none is usable (no SDK with an API key), so the manual exchange "
+            "was used: answer its prompt files, or set the provider (DACE_ai_provider) and its API key."
+        )
+    warnings.warn(
+        f"dace_ai.generate: {summary.failed} of {len(summary.nodes)} node(s) got no answer from "
+        f"provider {summary.provider!r}:\n{lines}{more}{hint}",
+        GenerateWarning,
+        stacklevel=3,
+    )
 
 
 @dataclass
@@ -171,8 +188,15 @@ class _Job:
     results: list[NodeResult]
 
 
-def generate(sdfg: Any, settings: Any = None, *, progress: bool | None = None, executor: str | None = None,
-             scheduler: str | None = None, workers: int | None = None) -> GenerateSummary:
+def generate(
+    sdfg: Any,
+    settings: Any = None,
+    *,
+    progress: bool | None = None,
+    executor: str | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+) -> GenerateSummary:
     """Ask the provider for every pending AI node of ``sdfg`` concurrently and cache the answers.
 
     ``settings``: an :class:`~dace_ai.config.settings.AISettings`, a dict of overrides, or
@@ -196,9 +220,11 @@ def generate(sdfg: Any, settings: Any = None, *, progress: bool | None = None, e
     started = time.perf_counter()
     settings = resolve(settings)
     if not settings.cache:
-        raise AIUsageError("dace_ai.generate fills the answer cache that the expansion reads, but the cache "
-                           f"setting is off (from {settings.source('cache')}); turn it on or let the "
-                           "expansion ask node by node")
+        raise AIUsageError(
+            "dace_ai.generate fills the answer cache that the expansion reads, but the cache "
+            f"setting is off (from {settings.source('cache')}); turn it on or let the "
+            "expansion ask node by node"
+        )
     provider = select_provider(settings)
     summary = GenerateSummary(provider.name)
     cache = AnswerCache()
@@ -225,8 +251,9 @@ def generate(sdfg: Any, settings: Any = None, *, progress: bool | None = None, e
             else:
                 jobs[key] = _Job(key, request, ctx, [result])
 
-    name, options = executor_options(settings, executor, ExecutorOptions(workers=workers, scheduler=scheduler)
-                                      if (workers or scheduler) else None)
+    name, options = executor_options(
+        settings, executor, ExecutorOptions(workers=workers, scheduler=scheduler) if (workers or scheduler) else None
+    )
     summary.executor = name
     bar = _Progress(len(summary.nodes), enabled=sys.stderr.isatty() if progress is None else progress)
     bar.advance(cached=summary.cached, failed=summary.failed)
@@ -242,8 +269,12 @@ def generate(sdfg: Any, settings: Any = None, *, progress: bool | None = None, e
                 # threads mostly wait on jobs, so there are enough of them to keep every worker busy.
                 threads = asking if dispatcher.in_process else max(1, min(len(jobs), asking + dispatcher.capacity()))
                 asks = threading.BoundedSemaphore(asking)
-                _run(jobs.values(), threads,
-                     lambda job: _answer(provider, client, job, cache, settings, dispatcher, asks), bar)
+                _run(
+                    jobs.values(),
+                    threads,
+                    lambda job: _answer(provider, client, job, cache, settings, dispatcher, asks),
+                    bar,
+                )
     finally:
         bar.close()
     summary.seconds = time.perf_counter() - started
@@ -263,8 +294,15 @@ class _Answered:
     ctx: Any = None
 
 
-def _answer(provider: Any, client: Any, job: _Job, cache: AnswerCache, settings: Any, dispatcher: Any,
-            asks: threading.BoundedSemaphore) -> _Answered:
+def _answer(
+    provider: Any,
+    client: Any,
+    job: _Job,
+    cache: AnswerCache,
+    settings: Any,
+    dispatcher: Any,
+    asks: threading.BoundedSemaphore,
+) -> _Answered:
     """Ask for one distinct request; cache the reply only when it is a valid answer that passes its checks."""
     from dace_ai.checking.stages import repair_message
     from dace_ai.checking.verdict import judge
@@ -276,8 +314,9 @@ def _answer(provider: Any, client: Any, job: _Job, cache: AnswerCache, settings:
     try:
         with asks:
             reply: ProviderReply = ask_for_node(provider, client, job.request, job.ctx)
-        answer = parse_answer(reply.text, origin=f"{provider.name} answer for node {job.ctx.name!r}",
-                              max_tokens=job.request.max_tokens)
+        answer = parse_answer(
+            reply.text, origin=f"{provider.name} answer for node {job.ctx.name!r}", max_tokens=job.request.max_tokens
+        )
         checked = check_recorded(answer, job.ctx, settings, run=dispatcher.check)
         reports = checked.reports
     except ExecutorUnavailable:
@@ -290,20 +329,39 @@ def _answer(provider: Any, client: Any, job: _Job, cache: AnswerCache, settings:
     verdict = judge(reports, settings)
     if verdict.repairable:
         first = repair_message(reports).split("\n\n", 2)[1:2]
-        return _Answered("failed", "refused by its checks, nothing cached (the expansion asks again with the "
-                         "diagnostics): " + (first[0].splitlines()[0] if first else ""), reply.usage, "", where)
+        return _Answered(
+            "failed",
+            "refused by its checks, nothing cached (the expansion asks again with the "
+            "diagnostics): " + (first[0].splitlines()[0] if first else ""),
+            reply.usage,
+            "",
+            where,
+        )
     if not verdict.accepted:
         return _Answered("failed", f"refused: {verdict.reason}; nothing cached", reply.usage, "", where)
     checks = [{"checker": r.checker, "status": r.status, "stage": r.stage} for r in reports]
-    cache.put(job.key, provider.name, reply.as_record(),
-              extra={"node": job.ctx.name, "via": "dace_ai.generate", "checks": checks, "verification": verdict.level,
-                     **({"checked": recorded} if (recorded := checked.record(verdict.level)) else {})})
+    cache.put(
+        job.key,
+        provider.name,
+        reply.as_record(),
+        extra={
+            "node": job.ctx.name,
+            "via": "dace_ai.generate",
+            "checks": checks,
+            "verification": verdict.level,
+            **({"checked": recorded} if (recorded := checked.record(verdict.level)) else {}),
+        },
+    )
     return _Answered("generated", None, reply.usage, verdict.level, where, verdict, job.ctx)
 
 
 def _run(jobs: Any, workers: int, work: Callable[[_Job], _Answered], bar: _Progress) -> None:
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dace-ai-generate",
-                              initializer=compat.use_config, initargs=(compat.config_snapshot(),))
+    pool = ThreadPoolExecutor(
+        max_workers=workers,
+        thread_name_prefix="dace-ai-generate",
+        initializer=compat.use_config,
+        initargs=(compat.config_snapshot(),),
+    )
     started: dict[Future, tuple[_Job, float]] = {}
     try:
         for job in jobs:
@@ -315,16 +373,22 @@ def _run(jobs: Any, workers: int, work: Callable[[_Job], _Answered], bar: _Progr
                 job, t0 = started[future]
                 out = future.result()
                 for result in job.results:
-                    result.status, result.error, result.usage, result.verification = (out.status, out.error,
-                                                                                        out.usage, out.level)
+                    result.status, result.error, result.usage, result.verification = (
+                        out.status,
+                        out.error,
+                        out.usage,
+                        out.level,
+                    )
                     result.worker = str(out.job.get("worker", "")) if out.job.get("executor") != "threads" else ""
                     result.retries = int(out.job.get("retries", 0))
                     result.lost_workers = list(out.job.get("lost_workers", []))
                     result.seconds = time.perf_counter() - t0
                 if out.verdict is not None:  # said here, in the calling thread, where warning filters apply
                     out.verdict.warn(out.ctx, stacklevel=3)
-                bar.advance(done=len(job.results) if out.status == "generated" else 0,
-                            failed=len(job.results) if out.status == "failed" else 0)
+                bar.advance(
+                    done=len(job.results) if out.status == "generated" else 0,
+                    failed=len(job.results) if out.status == "failed" else 0,
+                )
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
@@ -350,8 +414,9 @@ class _Progress:
 
     def _header(self) -> None:
         c = self.counts
-        self.board.header = (f"{sum(c.values())}/{self.total} nodes: {c['done']} done, {c['failed']} failed, "
-                             f"{c['cached']} cached")
+        self.board.header = (
+            f"{sum(c.values())}/{self.total} nodes: {c['done']} done, {c['failed']} failed, {c['cached']} cached"
+        )
 
     def advance(self, done: int = 0, failed: int = 0, cached: int = 0) -> None:
         self.counts["done"] += done

@@ -84,11 +84,19 @@ class JobBoard:
 
         counts = self.counts()
         total = Counts(*(sum(getattr(c, f) for c in counts.values()) for f in ("done", "running", "queued", "failed")))
-        title = f"{self.title}: {total.done} check job(s) done, {total.running} running, {total.queued} queued" + \
-            (f", {total.failed} without a result" if total.failed else "") + (f"\n{self.header}" if self.header else "")
+        title = (
+            f"{self.title}: {total.done} check job(s) done, {total.running} running, {total.queued} queued"
+            + (f", {total.failed} without a result" if total.failed else "")
+            + (f"\n{self.header}" if self.header else "")
+        )
         table = Table(expand=False)
-        for column, style in (("node", ""), ("done", "green"), ("running", "yellow"), ("queued", "cyan"),
-                              ("no result", "red")):
+        for column, style in (
+            ("node", ""),
+            ("done", "green"),
+            ("running", "yellow"),
+            ("queued", "cyan"),
+            ("no result", "red"),
+        ):
             table.add_column(column, style=style, justify="left" if column == "node" else "right")
         # Nodes with work in flight first, then the finished ones.
         ordered = sorted(counts.items(), key=lambda item: (item[1].running + item[1].queued) == 0)
@@ -96,9 +104,13 @@ class JobBoard:
             table.add_row(node, str(c.done), str(c.running), str(c.queued), str(c.failed or ""))
         if len(ordered) > MAX_ROWS:
             rest = [c for _, c in ordered[MAX_ROWS:]]
-            table.add_row(f"... {len(rest)} more node(s)", str(sum(c.done for c in rest)),
-                          str(sum(c.running for c in rest)), str(sum(c.queued for c in rest)),
-                          str(sum(c.failed for c in rest) or ""))
+            table.add_row(
+                f"... {len(rest)} more node(s)",
+                str(sum(c.done for c in rest)),
+                str(sum(c.running for c in rest)),
+                str(sum(c.queued for c in rest)),
+                str(sum(c.failed for c in rest) or ""),
+            )
         return Group(Text(title), table) if counts else Text(title)
 
     def __enter__(self) -> JobBoard:  # noqa: PYI034

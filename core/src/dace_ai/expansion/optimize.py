@@ -126,10 +126,19 @@ class _Changes:
         self._summaries.clear()
 
 
-def optimize(sdfg: Any, node: Any = None, *, samples: int = 4, rounds: int = 2,
-             sizes: dict[str, int] | None = None, settings: Any = None, executor: str | None = None,
-             scheduler: str | None = None, workers: int | None = None,
-             progress: bool | None = None) -> OptimizeReport:
+def optimize(
+    sdfg: Any,
+    node: Any = None,
+    *,
+    samples: int = 4,
+    rounds: int = 2,
+    sizes: dict[str, int] | None = None,
+    settings: Any = None,
+    executor: str | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: bool | None = None,
+) -> OptimizeReport:
     """Ask for ``samples`` candidates per node, keep the fastest correct one, refine ``rounds`` times.
 
     ``node``: a node name (label) or a library node object; None for every pending AI
@@ -168,29 +177,48 @@ def optimize(sdfg: Any, node: Any = None, *, samples: int = 4, rounds: int = 2,
     report.expanded = expand_nodes_leading_to_ai(sdfg)
     targets = _targets(sdfg, node)
     answers = AnswerSource(provider, settings)
-    name, options = executor_options(settings, executor, ExecutorOptions(workers=workers, scheduler=scheduler)
-                                      if (workers or scheduler) else None)
+    name, options = executor_options(
+        settings, executor, ExecutorOptions(workers=workers, scheduler=scheduler) if (workers or scheduler) else None
+    )
     report.executor = name
     changes = _Changes()
     gate = base.min_speedup if base.bench == "gate" else None
     asks = threading.BoundedSemaphore(1 if provider.offline else max(1, settings.max_concurrency))
     with expansion_pass():  # every node's context from one collection, before any node changes
-        work = [_NodeWork(nsdfg, state, libnode, node_context(nsdfg, state, libnode, settings))
-                for nsdfg, state, libnode in targets]
+        work = [
+            _NodeWork(nsdfg, state, libnode, node_context(nsdfg, state, libnode, settings))
+            for nsdfg, state, libnode in targets
+        ]
     try:
         with CheckDispatcher(name, options) as dispatcher:
             report.stats = dispatcher.stats
-            board = JobBoard("dace-ai optimize", enabled=sys.stderr.isatty() if progress is None else progress,
-                             running=dispatcher.running)
+            board = JobBoard(
+                "dace-ai optimize",
+                enabled=sys.stderr.isatty() if progress is None else progress,
+                running=dispatcher.running,
+            )
             dispatcher.board = board
             with board:
-                outcomes = _run_nodes(work, _nodes_at_once(settings, dispatcher, len(work)),
-                                      lambda w: _optimize_node(w, settings, provider, answers, samples, rounds,
-                                                               dispatcher, asks))
+                outcomes = _run_nodes(
+                    work,
+                    _nodes_at_once(settings, dispatcher, len(work)),
+                    lambda w: _optimize_node(w, settings, provider, answers, samples, rounds, dispatcher, asks),
+                )
             for item, (result, best, session) in zip(work, outcomes):  # placed in the nodes' order
                 if session is not None:
-                    _apply(result, best, item.sdfg, item.state, item.node, item.ctx, gate, provider.name, session,
-                           changes, settings.on_failure)
+                    _apply(
+                        result,
+                        best,
+                        item.sdfg,
+                        item.state,
+                        item.node,
+                        item.ctx,
+                        gate,
+                        provider.name,
+                        session,
+                        changes,
+                        settings.on_failure,
+                    )
                 report.nodes.append(result)
     except BaseException:
         changes.undo()
@@ -244,8 +272,10 @@ def _targets(sdfg: Any, node: Any) -> list[tuple[Any, Any, Any]]:
     chosen = [item for item in pending if item[2] is node or (isinstance(node, str) and str(item[2].label) == node)]
     if not chosen:
         names = ", ".join(sorted(str(n.label) for _, _, n in pending)) or "none"
-        raise AIUsageError(f"dace_ai.optimize: no pending AI node {getattr(node, 'label', node)!r} in SDFG "
-                           f"{sdfg.name!r}; pending AI nodes: {names}")
+        raise AIUsageError(
+            f"dace_ai.optimize: no pending AI node {getattr(node, 'label', node)!r} in SDFG "
+            f"{sdfg.name!r}; pending AI nodes: {names}"
+        )
     return chosen
 
 
@@ -255,8 +285,16 @@ def _pinned(sdfg_name: str, key: str) -> bool:
     return bool(open_session(sdfg_name, key).summary().get("pinned"))
 
 
-def _optimize_node(work: _NodeWork, settings: Any, provider: Any, answers: Any, samples: int, rounds: int,
-                   dispatcher: Any, asks: threading.BoundedSemaphore) -> tuple[NodeOptimization, Any, Any]:
+def _optimize_node(
+    work: _NodeWork,
+    settings: Any,
+    provider: Any,
+    answers: Any,
+    samples: int,
+    rounds: int,
+    dispatcher: Any,
+    asks: threading.BoundedSemaphore,
+) -> tuple[NodeOptimization, Any, Any]:
     """The node's candidates, round after round: (its result, the best attempt, its session or None if skipped)."""
     from dace_ai.prompt.render import render_prompt
     from dace_ai.storage.sessions import open_session
@@ -302,8 +340,10 @@ def _near_speed_of_light(best: _Attempt | None, target: float, left: int) -> str
     c, fraction = best.candidate, best.candidate.sol_fraction
     if fraction is None or fraction < target:
         return ""
-    return (f"stopped after round {c.round}: r{c.round}s{c.sample} reached {100 * fraction:.0f}% of speed of light "
-            f"(target_sol {target:g}); {left} refinement round(s) skipped")
+    return (
+        f"stopped after round {c.round}: r{c.round}s{c.sample} reached {100 * fraction:.0f}% of speed of light "
+        f"(target_sol {target:g}); {left} refinement round(s) skipped"
+    )
 
 
 def _best(attempts: list[_Attempt]) -> _Attempt | None:
@@ -318,8 +358,18 @@ def _best(attempts: list[_Attempt]) -> _Attempt | None:
 class _Runner:
     """Asks for one round's candidates concurrently and checks each as soon as it arrives."""
 
-    def __init__(self, ctx: Any, settings: Any, provider: Any, answers: Any, session: Any, node_json: Any,
-                 prompt: Any, dispatcher: Any, asks: threading.BoundedSemaphore) -> None:
+    def __init__(
+        self,
+        ctx: Any,
+        settings: Any,
+        provider: Any,
+        answers: Any,
+        session: Any,
+        node_json: Any,
+        prompt: Any,
+        dispatcher: Any,
+        asks: threading.BoundedSemaphore,
+    ) -> None:
         self.ctx, self.settings, self.provider, self.answers = ctx, settings, provider, answers
         self.session, self.node_json, self.prompt = session, node_json, prompt
         self.dispatcher = dispatcher
@@ -338,13 +388,20 @@ class _Runner:
         local = self.settings.check_concurrency or (os.cpu_count() or 1)
         check_workers = max(1, min(local if self.dispatcher.in_process else self.dispatcher.capacity(), samples))
         config = (compat.use_config, (compat.config_snapshot(),))  # DaCe 2 keeps its configuration per thread
-        with ThreadPoolExecutor(ask_workers, "dace-ai-optimize-ask", *config) as asks, \
-                ThreadPoolExecutor(check_workers, "dace-ai-optimize-check", *config) as checks:
+        with (
+            ThreadPoolExecutor(ask_workers, "dace-ai-optimize-ask", *config) as asks,
+            ThreadPoolExecutor(check_workers, "dace-ai-optimize-check", *config) as checks,
+        ):
             futures: list[Future] = []
             for attempt in attempts:
                 asked = asks.submit(self._ask, attempt)
-                asked.add_done_callback(lambda f, a=attempt: futures.append(checks.submit(self._check, a))
-                                        if f.exception() is None and a.answer is not None else None)
+                asked.add_done_callback(
+                    lambda f, a=attempt: (
+                        futures.append(checks.submit(self._check, a))
+                        if f.exception() is None and a.answer is not None
+                        else None
+                    )
+                )
             asks.shutdown(wait=True)
             for future in futures:
                 future.result()
@@ -384,8 +441,9 @@ class _Runner:
         c = attempt.candidate
         started = time.perf_counter()
         try:
-            reports, attempt.environments = check_answer(attempt.answer, self.ctx, self.settings,
-                                                         run=self.dispatcher.check)
+            reports, attempt.environments = check_answer(
+                attempt.answer, self.ctx, self.settings, run=self.dispatcher.check
+            )
             attempt.reports = reports
         except ExecutorUnavailable:
             raise  # the run ends
@@ -398,15 +456,22 @@ class _Runner:
         c.check_seconds = time.perf_counter() - started
         note = job_note(reports)
         if note and note.get("executor") != "threads":
-            c.worker, c.retries, c.lost_workers = str(note.get("worker", "")), int(note.get("retries", 0)), \
-                list(note.get("lost_workers", []))
+            c.worker, c.retries, c.lost_workers = (
+                str(note.get("worker", "")),
+                int(note.get("retries", 0)),
+                list(note.get("lost_workers", [])),
+            )
         fig = bench_figures(reports)
         attempt.figures = fig
         sol = TimeEvidence.from_reports(reports).speed_of_light
         c.speed_of_light = dict(sol) if sol else None
         if fig:
             c.speedup, c.speedup_range = fig.get("speedup"), fig.get("speedup_range")
-            c.native, c.strongest, c.speedup_strongest = fig.get("native"), fig.get("strongest"), fig.get("speedup_strongest")
+            c.native, c.strongest, c.speedup_strongest = (
+                fig.get("native"),
+                fig.get("strongest"),
+                fig.get("speedup_strongest"),
+            )
             c.seconds_per_call, c.native_seconds_per_call = fig.get("candidate_median"), fig.get("native_median")
         verdict = attempt.verdict = judge(reports, self.settings)
         if verdict.failed:
@@ -428,19 +493,28 @@ class _Runner:
         record["optimize"] = {"round": attempt.candidate.round, "sample": attempt.candidate.sample}
         with self._record_lock:
             rnd = self.session.record_round(
-                node=node_record(self.ctx), system=request.system,
-                messages=[(m.role, m.content) for m in request.messages], request=record,
+                node=node_record(self.ctx),
+                system=request.system,
+                messages=[(m.role, m.content) for m in request.messages],
+                request=record,
                 reply_text=attempt.reply.text if attempt.reply else None,
                 answer=attempt.answer.model_dump(mode="json") if attempt.answer is not None else None,
-                reports=attempt.reports or [], status=status, error=error, source=attempt.candidate.source,
-                node_json=self.node_json, level=attempt.verdict.reached if attempt.verdict else "")
+                reports=attempt.reports or [],
+                status=status,
+                error=error,
+                source=attempt.candidate.source,
+                node_json=self.node_json,
+                level=attempt.verdict.reached if attempt.verdict else "",
+            )
         attempt.candidate.session_round = rnd.number
 
 
 def _approach(rnd: int, sample: int, samples: int) -> str:
     approach = APPROACHES[(sample + rnd) % len(APPROACHES)]
-    return (f"\n\nThis is candidate {sample + 1} of {samples} written independently for the same node; "
-            f"the fastest correct one will be kept. Take a distinct approach: {approach}.\n")
+    return (
+        f"\n\nThis is candidate {sample + 1} of {samples} written independently for the same node; "
+        f"the fastest correct one will be kept. Take a distinct approach: {approach}.\n"
+    )
 
 
 def _refinement_history(best: _Attempt, attempts: list[_Attempt], ctx: Any) -> list[Message]:
@@ -448,10 +522,12 @@ def _refinement_history(best: _Attempt, attempts: list[_Attempt], ctx: Any) -> l
     c = best.candidate
     if c.speedup is not None:
         low, high = c.speedup_range or (c.speedup, c.speedup)
-        timing = (f"It runs in {format_seconds(c.seconds_per_call)} per call against "
-                  f"{format_seconds(c.native_seconds_per_call)} for the native expansion: speedup {c.speedup:.2f}x "
-                  f"(range {low:.2f}-{high:.2f} over {len((best.figures or {}).get('candidate_seconds') or [])} "
-                  f"timed runs, sizes {_sizes((best.figures or {}).get('sizes'))}).")
+        timing = (
+            f"It runs in {format_seconds(c.seconds_per_call)} per call against "
+            f"{format_seconds(c.native_seconds_per_call)} for the native expansion: speedup {c.speedup:.2f}x "
+            f"(range {low:.2f}-{high:.2f} over {len((best.figures or {}).get('candidate_seconds') or [])} "
+            f"timed runs, sizes {_sizes((best.figures or {}).get('sizes'))})."
+        )
     elif c.seconds_per_call is not None:
         timing = f"It runs in {format_seconds(c.seconds_per_call)} per call (no native expansion to compare)."
     else:
@@ -460,18 +536,26 @@ def _refinement_history(best: _Attempt, attempts: list[_Attempt], ctx: Any) -> l
     refused = [a.candidate for a in attempts if a.candidate.status != "passed"]
     if refused:
         lines.append("Other candidates were refused:")
-        lines += [f"- candidate r{r.round}s{r.sample} ({r.stage or r.status}): {_first_lines(r.reason)}"
-                  for r in refused]
-    others = [a.candidate for a in attempts if a.candidate.status == "passed" and a is not best
-              and a.candidate.seconds_per_call]
+        lines += [
+            f"- candidate r{r.round}s{r.sample} ({r.stage or r.status}): {_first_lines(r.reason)}" for r in refused
+        ]
+    others = [
+        a.candidate
+        for a in attempts
+        if a.candidate.status == "passed" and a is not best and a.candidate.seconds_per_call
+    ]
     if others:
-        lines.append("Slower correct candidates: " + ", ".join(
-            f"r{o.round}s{o.sample} {format_seconds(o.seconds_per_call)}" for o in others))
+        lines.append(
+            "Slower correct candidates: "
+            + ", ".join(f"r{o.round}s{o.sample} {format_seconds(o.seconds_per_call)}" for o in others)
+        )
     time_section = where_the_time_goes(best.reports or []).strip()
     if time_section:
         lines += ["", time_section, ""]
-    lines.append("Write a faster version that computes exactly the same results. Answer with the complete "
-                 "answer in the same JSON format.")
+    lines.append(
+        "Write a faster version that computes exactly the same results. Answer with the complete "
+        "answer in the same JSON format."
+    )
     return [Message("assistant", best.reply.text if best.reply else ""), Message("user", "\n".join(lines))]
 
 
@@ -481,10 +565,15 @@ def _retry_history(attempts: list[_Attempt]) -> list[Message]:
     if not with_reply:
         return []
     lines = ["None of the candidates passed the checks:"]
-    lines += [f"- candidate r{a.candidate.round}s{a.candidate.sample} ({a.candidate.stage}): "
-              f"{_first_lines(a.candidate.reason)}" for a in attempts]
-    lines.append("Write a correct answer (the one above is the first candidate). Answer with the complete answer "
-                 "in the same JSON format.")
+    lines += [
+        f"- candidate r{a.candidate.round}s{a.candidate.sample} ({a.candidate.stage}): "
+        f"{_first_lines(a.candidate.reason)}"
+        for a in attempts
+    ]
+    lines.append(
+        "Write a correct answer (the one above is the first candidate). Answer with the complete answer "
+        "in the same JSON format."
+    )
     return [Message("assistant", with_reply[-1].reply.text), Message("user", "\n".join(lines))]
 
 
@@ -497,8 +586,19 @@ def _sizes(sizes: Any) -> str:
     return ", ".join(f"{k}={v}" for k, v in (sizes or {}).items()) or "default"
 
 
-def _apply(result: NodeOptimization, best: _Attempt | None, sdfg: Any, state: Any, node: Any, ctx: Any,
-           gate: float | None, provider: str, session: Any, changes: _Changes, on_failure: str | None = None) -> None:
+def _apply(
+    result: NodeOptimization,
+    best: _Attempt | None,
+    sdfg: Any,
+    state: Any,
+    node: Any,
+    ctx: Any,
+    gate: float | None,
+    provider: str,
+    session: Any,
+    changes: _Changes,
+    on_failure: str | None = None,
+) -> None:
     """Place the winner's tasklet, or keep the native expansion (gate, or nothing passed and ``on_failure`` allows)."""
     from dace_ai.checking.verdict import falls_back_natively
     from dace_ai.expansion.fallback import fallback_implementation
@@ -521,26 +621,42 @@ def _apply(result: NodeOptimization, best: _Attempt | None, sdfg: Any, state: An
         for other in result.candidates:
             if other.status == "passed":
                 other.status, other.stage = "refused", "bench"
-                other.reason = (f"speedup {other.speedup:.2f}x over the native expansion is below min_speedup "
-                                f"{gate:.2f} (bench=gate)" if other.speedup is not None else "not timed (bench=gate)")
+                other.reason = (
+                    f"speedup {other.speedup:.2f}x over the native expansion is below min_speedup "
+                    f"{gate:.2f} (bench=gate)"
+                    if other.speedup is not None
+                    else "not timed (bench=gate)"
+                )
         changes.set_implementation(node, native)
         result.outcome = "native kept"
-        result.reason = (f"every candidate was slower than required: best {c.speedup:.2f}x < min_speedup {gate:.2f}; "
-                         f"node set to {native!r}")
+        result.reason = (
+            f"every candidate was slower than required: best {c.speedup:.2f}x < min_speedup {gate:.2f}; "
+            f"node set to {native!r}"
+        )
         changes.summarize(session, result, None)
         return
     c.winner = True
     for other in result.candidates:
         if other.status == "passed" and other is not c and other.seconds_per_call and c.seconds_per_call:
-            other.reason = (f"slower than the winner r{c.round}s{c.sample}: {format_seconds(other.seconds_per_call)} "
-                            f"vs {format_seconds(c.seconds_per_call)} per call")
+            other.reason = (
+                f"slower than the winner r{c.round}s{c.sample}: {format_seconds(other.seconds_per_call)} "
+                f"vs {format_seconds(c.seconds_per_call)} per call"
+            )
     environments = best.environments or set()
-    provenance = Provenance.from_fields({
-        "node": ctx.name, "provider": provider, "model": (best.reply.model if best.reply else "") or "",
-        "source": c.source, "cache_key": getattr(best, "key", "")[:16],
-        "session": f"ai-sessions/{session.folder.name}/round-{c.session_round}",
-        "bench": bench_provenance(best.figures), "sol": sol_provenance(best.figures),
-        "optimize": f"r{c.round}s{c.sample}", "verification": c.verification})
+    provenance = Provenance.from_fields(
+        {
+            "node": ctx.name,
+            "provider": provider,
+            "model": (best.reply.model if best.reply else "") or "",
+            "source": c.source,
+            "cache_key": getattr(best, "key", "")[:16],
+            "session": f"ai-sessions/{session.folder.name}/round-{c.session_round}",
+            "bench": bench_provenance(best.figures),
+            "sol": sol_provenance(best.figures),
+            "optimize": f"r{c.round}s{c.sample}",
+            "verification": c.verification,
+        }
+    )
     changes.place(state, node, make_tasklet(node, best.answer, ctx, provenance, environments))
     if best.verdict is not None:  # the winner is used: never silently while one of its checks could not decide
         best.verdict.warn(ctx, session.folder, stacklevel=4)
@@ -551,6 +667,5 @@ def _apply(result: NodeOptimization, best: _Attempt | None, sdfg: Any, state: An
 def _summarize(session: Any, result: NodeOptimization, current: int | None) -> None:
     from dataclasses import asdict
 
-    summary = {"outcome": result.outcome, "reason": result.reason,
-               "candidates": [asdict(c) for c in result.candidates]}
+    summary = {"outcome": result.outcome, "reason": result.reason, "candidates": [asdict(c) for c in result.candidates]}
     session.update_summary(optimize=summary, **({"current": current} if current is not None else {}))

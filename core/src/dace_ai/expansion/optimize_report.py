@@ -44,7 +44,6 @@ class Candidate:
     retries: int = 0  #: times its check job was started again after its worker was lost
     lost_workers: list[str] = field(default_factory=list)
 
-
     @property
     def sol_fraction(self) -> float | None:
         """The fraction of the machine's speed of light reached, when the roofline was measured."""
@@ -113,24 +112,32 @@ class NodeOptimization:
         return best.speedup_text()
 
     def __str__(self) -> str:
-        refused = "; ".join(f"r{c.round}s{c.sample} {c.stage or c.status}: {_short(c.reason)}"
-                            for c in self.candidates if c.reason and not c.winner)
+        refused = "; ".join(
+            f"r{c.round}s{c.sample} {c.stage or c.status}: {_short(c.reason)}"
+            for c in self.candidates
+            if c.reason and not c.winner
+        )
         win = self.winner
         chosen = f"winner r{win.round}s{win.sample} {self.speedup_text()}" if win else "no winner"
         if win and win.sol_text():
             chosen += f", {win.sol_text()}"
-        restarted = ", ".join(f"r{c.round}s{c.sample} ({c.retries}x, lost {', '.join(c.lost_workers) or 'a worker'})"
-                              for c in self.candidates if c.retries)
-        return (f"{self.name} ({self.node_type}): {self.outcome}{' - ' + self.reason if self.reason else ''}; "
-                f"{len(self.candidates)} candidate(s), {len(self.refused)} refused; {chosen}"
-                + (f"; {self.stopped_early}" if self.stopped_early else "")
-                + (f"; refused: {refused}" if refused else "")
-                + (f"; checks restarted after a lost worker: {restarted}" if restarted else ""))
+        restarted = ", ".join(
+            f"r{c.round}s{c.sample} ({c.retries}x, lost {', '.join(c.lost_workers) or 'a worker'})"
+            for c in self.candidates
+            if c.retries
+        )
+        return (
+            f"{self.name} ({self.node_type}): {self.outcome}{' - ' + self.reason if self.reason else ''}; "
+            f"{len(self.candidates)} candidate(s), {len(self.refused)} refused; {chosen}"
+            + (f"; {self.stopped_early}" if self.stopped_early else "")
+            + (f"; refused: {refused}" if refused else "")
+            + (f"; checks restarted after a lost worker: {restarted}" if restarted else "")
+        )
 
 
 def _short(text: str, limit: int = 140) -> str:
     line = " ".join(text.split())
-    return line if len(line) <= limit else line[:limit - 3] + "..."
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 @dataclass
@@ -165,8 +172,12 @@ class OptimizeReport:
         return data
 
     def __str__(self) -> str:
-        lines = [(f"dace_ai.optimize: {len(self.nodes)} node(s), {self.samples} sample(s) x {1 + self.rounds} "
-                  f"round(s), provider {self.provider!r}, {self.seconds:.1f} s")]
+        lines = [
+            (
+                f"dace_ai.optimize: {len(self.nodes)} node(s), {self.samples} sample(s) x {1 + self.rounds} "
+                f"round(s), provider {self.provider!r}, {self.seconds:.1f} s"
+            )
+        ]
         lines += [f"  {node}" for node in self.nodes]
         return "\n".join(lines)
 
@@ -175,20 +186,41 @@ class OptimizeReport:
         from rich.table import Table
 
         table = Table(title=f"dace_ai.optimize ({self.provider}, {self.samples} samples, {self.rounds} rounds)")
-        for column in ("node", "cand.", "status", "speedup vs strongest; vs native", "speed of light", "time/call",
-                       "why refused", "tokens"):
+        for column in (
+            "node",
+            "cand.",
+            "status",
+            "speedup vs strongest; vs native",
+            "speed of light",
+            "time/call",
+            "why refused",
+            "tokens",
+        ):
             table.add_column(column)
         for node in self.nodes:
-            table.add_row(f"[bold]{node.name}[/] ({node.node_type})", "", node.outcome, node.speedup_text(),
-                          node.winner.sol_text() if node.winner else "", "",
-                          node.reason, f"{node.input_tokens}/{node.output_tokens}"
-                          + (f" ${node.cost_usd:.4f}" if node.cost_usd is not None else ""))
+            table.add_row(
+                f"[bold]{node.name}[/] ({node.node_type})",
+                "",
+                node.outcome,
+                node.speedup_text(),
+                node.winner.sol_text() if node.winner else "",
+                "",
+                node.reason,
+                f"{node.input_tokens}/{node.output_tokens}"
+                + (f" ${node.cost_usd:.4f}" if node.cost_usd is not None else ""),
+            )
             for c in node.candidates:
                 speed = c.speedup_text()
-                table.add_row("", f"r{c.round}s{c.sample}" + (" *" if c.winner else ""),
-                              c.status if not c.stage or c.status == "passed" else f"{c.status} ({c.stage})",
-                              speed, c.sol_text(), format_seconds(c.seconds_per_call) if c.seconds_per_call else "",
-                              _short(c.reason, 90), f"{c.input_tokens}/{c.output_tokens}")
+                table.add_row(
+                    "",
+                    f"r{c.round}s{c.sample}" + (" *" if c.winner else ""),
+                    c.status if not c.stage or c.status == "passed" else f"{c.status} ({c.stage})",
+                    speed,
+                    c.sol_text(),
+                    format_seconds(c.seconds_per_call) if c.seconds_per_call else "",
+                    _short(c.reason, 90),
+                    f"{c.input_tokens}/{c.output_tokens}",
+                )
         return table
 
     def print(self, console: Any = None) -> None:

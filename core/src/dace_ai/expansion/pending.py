@@ -36,8 +36,11 @@ def expand_other_nodes(sdfg: Any) -> int:
 
     count = 0
     while True:
-        others = [(parent, node) for node, parent in sdfg.all_nodes_recursive()
-                  if isinstance(node, nodes.LibraryNode) and compat.resolved_implementation(node) != IMPLEMENTATION]
+        others = [
+            (parent, node)
+            for node, parent in sdfg.all_nodes_recursive()
+            if isinstance(node, nodes.LibraryNode) and compat.resolved_implementation(node) != IMPLEMENTATION
+        ]
         if not others:
             return count
         for state, node in others:
@@ -68,8 +71,11 @@ def expand_nodes_leading_to_ai(sdfg: Any) -> int:
 def _other_library_nodes(sdfg: Any) -> list[tuple[Any, Any]]:
     from dace.sdfg import nodes
 
-    return [(node, parent) for node, parent in sdfg.all_nodes_recursive()
-            if isinstance(node, nodes.LibraryNode) and compat.resolved_implementation(node) != IMPLEMENTATION]
+    return [
+        (node, parent)
+        for node, parent in sdfg.all_nodes_recursive()
+        if isinstance(node, nodes.LibraryNode) and compat.resolved_implementation(node) != IMPLEMENTATION
+    ]
 
 
 def _leads_to_ai(sdfg: Any, node: Any) -> bool:

@@ -51,8 +51,7 @@ class Outcome:
     reports: list[Any] = field(default_factory=list)
 
 
-def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None,
-          node_json: Any = None) -> Outcome:
+def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None, node_json: Any = None) -> Outcome:
     """Ask (or replay) until an answer passes its checks; raise when it cannot.
 
     ``supplied`` is an answer text to use for the first round instead of asking
@@ -86,13 +85,27 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
         record = request_record(provider.name, request, key)
         conversation = [(m.role, m.content) for m in request.messages]
         try:
-            answer = parse_answer(reply.text, origin=f"{source} answer for node {ctx.name!r} (session {session.folder})",
-                                  max_tokens=request.max_tokens)
+            answer = parse_answer(
+                reply.text,
+                origin=f"{source} answer for node {ctx.name!r} (session {session.folder})",
+                max_tokens=request.max_tokens,
+            )
         except AnswerError as exc:
-            session.record_round(node=node_record(ctx), system=request.system, messages=conversation,
-                                 request=record, reply_text=reply.text, answer=None, reports=[], status="error",
-                                 error=str(exc), source=source, node_json=node_json, usage=reply.usage,
-                                 started=started)
+            session.record_round(
+                node=node_record(ctx),
+                system=request.system,
+                messages=conversation,
+                request=record,
+                reply_text=reply.text,
+                answer=None,
+                reports=[],
+                status="error",
+                error=str(exc),
+                source=source,
+                node_json=node_json,
+                usage=reply.usage,
+                started=started,
+            )
             raise
         checked = check_recorded(answer, ctx, settings, answers.recorded_checks(key, source))
         reports, environments = checked.reports, checked.environments
@@ -102,30 +115,53 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
         verdict = judge(reports, settings)
         if not verdict.accepted:
             environments = set()
-        rnd = session.record_round(node=node_record(ctx), system=request.system, messages=conversation,
-                                   request=record, reply_text=reply.text, answer=answer.model_dump(mode="json"),
-                                   reports=reports, status="accepted" if verdict.accepted else "rejected",
-                                   source=source, node_json=node_json, usage=reply.usage, started=started,
-                                   reason="expansion" if attempt == 0 else "repair", level=verdict.reached,
-                                   extra={"checks_reused": True} if checked.reused else None)
+        rnd = session.record_round(
+            node=node_record(ctx),
+            system=request.system,
+            messages=conversation,
+            request=record,
+            reply_text=reply.text,
+            answer=answer.model_dump(mode="json"),
+            reports=reports,
+            status="accepted" if verdict.accepted else "rejected",
+            source=source,
+            node_json=node_json,
+            usage=reply.usage,
+            started=started,
+            reason="expansion" if attempt == 0 else "repair",
+            level=verdict.reached,
+            extra={"checks_reused": True} if checked.reused else None,
+        )
         if verdict.accepted:
             answers.keep(key, reply, source, reports, verdict.level, checked.record(verdict.level))
             verdict.warn(ctx, session.folder, stacklevel=2)
-            return Outcome(answer, reply, provider.name, key, source, str(session.folder), rnd.number, environments,
-                           verdict.level, reports)
+            return Outcome(
+                answer,
+                reply,
+                provider.name,
+                key,
+                source,
+                str(session.folder),
+                rnd.number,
+                environments,
+                verdict.level,
+                reports,
+            )
         if not verdict.repairable:  # no repair round can fix a check that cannot decide
             raise inconclusive_error(ctx, list(verdict.inconclusive), session.folder)
         history += [Message("assistant", reply.text), Message("user", repair_message(reports))]
     error = failure_error(ctx, reports, attempts - 1, session.folder)
     if verdict.too_slow:
-        raise NativeKept(f"node {ctx.name!r}: every candidate was slower than the native expansion "
-                         f"(bench=gate, min_speedup {settings.min_speedup}); keeping the native expansion. {error}",
-                         node=ctx.name, session=str(session.folder))
+        raise NativeKept(
+            f"node {ctx.name!r}: every candidate was slower than the native expansion "
+            f"(bench=gate, min_speedup {settings.min_speedup}); keeping the native expansion. {error}",
+            node=ctx.name,
+            session=str(session.folder),
+        )
     raise error
 
 
-def generate_tasklet(sdfg: Any, state: Any, node: Any, settings: Any = None, *,
-                     supplied: str | None = None) -> Any:
+def generate_tasklet(sdfg: Any, state: Any, node: Any, settings: Any = None, *, supplied: str | None = None) -> Any:
     """The tasklet for ``node`` (not yet placed in the SDFG)."""
     from dace_ai.expansion.tasklet import make_tasklet
 
@@ -136,12 +172,22 @@ def generate_tasklet(sdfg: Any, state: Any, node: Any, settings: Any = None, *,
     except Exception:
         node_json = None
     outcome = solve(ctx, settings, supplied=supplied, node_json=node_json)
-    provenance = accepted_provenance(ctx.name, outcome.provider, outcome.reply, outcome.source, outcome.key,
-                                     Path(outcome.session).name, outcome.round, outcome.reports, outcome.level)
+    provenance = accepted_provenance(
+        ctx.name,
+        outcome.provider,
+        outcome.reply,
+        outcome.source,
+        outcome.key,
+        Path(outcome.session).name,
+        outcome.round,
+        outcome.reports,
+        outcome.level,
+    )
     from dace_ai.storage.sessions import Session
 
-    Session(Path(outcome.session)).update_round(outcome.round, provenance=provenance.pairs(),
-                                                environments=sorted(outcome.environments))
+    Session(Path(outcome.session)).update_round(
+        outcome.round, provenance=provenance.pairs(), environments=sorted(outcome.environments)
+    )
     return make_tasklet(node, outcome.answer, ctx, provenance, outcome.environments)
 
 

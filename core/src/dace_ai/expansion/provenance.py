@@ -135,8 +135,7 @@ class Provenance:
 def bench_figures(reports: list[Any]) -> dict[str, Any] | None:
     """The bench checker's figures among ``reports`` (None when nothing was timed)."""
     for report in reports:
-        if report.stage == "bench" and ("speedup" in report.details
-                                        or "candidate_median" in report.details):
+        if report.stage == "bench" and ("speedup" in report.details or "candidate_median" in report.details):
             return report.details
     return None
 
@@ -158,8 +157,17 @@ def sol_provenance(figures: dict[str, Any] | None) -> str:
     return provenance_field((figures or {}).get("speed_of_light"))
 
 
-def accepted_provenance(node: str, provider: str, reply: ProviderReply, source: str, key: str, session_id: str,
-                        round_number: int, reports: Sequence[Any], level: str) -> Provenance:
+def accepted_provenance(
+    node: str,
+    provider: str,
+    reply: ProviderReply,
+    source: str,
+    key: str,
+    session_id: str,
+    round_number: int,
+    reports: Sequence[Any],
+    level: str,
+) -> Provenance:
     """The first line of a tasklet holding an accepted answer: where it came from, what its checks measured and
     the level they reached (:class:`Provenance`).
 
@@ -167,10 +175,19 @@ def accepted_provenance(node: str, provider: str, reply: ProviderReply, source: 
     tasklet never carries the level or the figures of code it no longer holds.
     """
     figures = bench_figures(list(reports))
-    return Provenance.from_fields({
-        "node": node, "provider": provider, "model": reply.model or "", "source": source, "cache_key": key[:16],
-        "session": f"ai-sessions/{session_id}/round-{round_number}", "bench": bench_provenance(figures),
-        "sol": sol_provenance(figures), "verification": level})
+    return Provenance.from_fields(
+        {
+            "node": node,
+            "provider": provider,
+            "model": reply.model or "",
+            "source": source,
+            "cache_key": key[:16],
+            "session": f"ai-sessions/{session_id}/round-{round_number}",
+            "bench": bench_provenance(figures),
+            "sol": sol_provenance(figures),
+            "verification": level,
+        }
+    )
 
 
 def _one_word(value: str) -> str:

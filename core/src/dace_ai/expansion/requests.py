@@ -44,8 +44,9 @@ def request_for(system: str, user: str, settings: AISettings, history: Sequence[
     )
 
 
-def build_request(node_ctx: NodeContext, settings: AISettings | None = None,
-                  history: Sequence[Any] = ()) -> ProviderRequest:
+def build_request(
+    node_ctx: NodeContext, settings: AISettings | None = None, history: Sequence[Any] = ()
+) -> ProviderRequest:
     """The request for a node: system prompt, the rendered prompt, then ``history``.
 
     ``history`` holds the previous assistant answers and repair messages
@@ -62,11 +63,25 @@ def request_record(provider: str, request: ProviderRequest, key: str) -> dict[st
     """What a session records about a request (never a key; credentials in the base URL redacted)."""
     from dace_ai.errors import redact
 
-    return {"provider": provider, "model": request.model, "effort": request.effort, "max_tokens": request.max_tokens,
-            "base_url": redact(request.base_url), "schema_name": request.schema_name, "cache_key": key}
+    return {
+        "provider": provider,
+        "model": request.model,
+        "effort": request.effort,
+        "max_tokens": request.max_tokens,
+        "base_url": redact(request.base_url),
+        "schema_name": request.schema_name,
+        "cache_key": key,
+    }
 
 
 def node_record(ctx: NodeContext) -> dict[str, Any]:
     """What a session records about the node a request was for."""
-    return {"key": ctx.key, "name": ctx.name, "type": ctx.node_type, "library": ctx.library, "sdfg": ctx.sdfg_name,
-            "state": ctx.state_label, "target": ctx.target.name}
+    return {
+        "key": ctx.key,
+        "name": ctx.name,
+        "type": ctx.node_type,
+        "library": ctx.library,
+        "sdfg": ctx.sdfg_name,
+        "state": ctx.state_label,
+        "target": ctx.target.name,
+    }

@@ -56,9 +56,13 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
     session: Session = g.session  # type: ignore[assignment]
     conversation = session.conversation(g.round) if g.round is not None else None
     if conversation is None:
-        raise CheckFailed(f"{g.describe()}: the recorded conversation of round {g.round} cannot be read "
-                          f"(messages.json and answer.txt in {session.round_folder(g.round or 0)}), so it cannot "
-                          "be continued", node=g.name, session=str(session.folder))
+        raise CheckFailed(
+            f"{g.describe()}: the recorded conversation of round {g.round} cannot be read "
+            f"(messages.json and answer.txt in {session.round_folder(g.round or 0)}), so it cannot "
+            "be continued",
+            node=g.name,
+            session=str(session.folder),
+        )
     system, messages = conversation
     provider = select_provider(settings)
     ctx = _checked_context(g, session, settings)
@@ -72,28 +76,42 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
         request = request_for(system, messages[0][1], settings, history)
         reply, source, key = answers.reply(request, ctx)
         common: dict[str, Any] = {
-            "node": node, "system": request.system, "messages": [(m.role, m.content) for m in request.messages],
+            "node": node,
+            "system": request.system,
+            "messages": [(m.role, m.content) for m in request.messages],
             "request": {**request_record(provider.name, request, key), "reason": revision.reason},
-            "reply_text": reply.text, "source": source, "usage": reply.usage, "started": started,
+            "reply_text": reply.text,
+            "source": source,
+            "usage": reply.usage,
+            "started": started,
             "reason": revision.reason if attempt == 0 else "repair",
             "feedback": revision.feedback if attempt == 0 else "",
-            "extra": {"parent": g.round, "edited_by_hand": revision.edited_by_hand}}
+            "extra": {"parent": g.round, "edited_by_hand": revision.edited_by_hand},
+        }
         try:
-            answer = parse_answer(reply.text, origin=f"{source} answer revising {g.name!r} ({revision.reason})",
-                                  max_tokens=request.max_tokens)
+            answer = parse_answer(
+                reply.text,
+                origin=f"{source} answer revising {g.name!r} ({revision.reason})",
+                max_tokens=request.max_tokens,
+            )
         except AnswerError as exc:
             session.record_round(answer=None, reports=[], status="error", error=str(exc), **common)
             raise
         reports, environments = check_answer(answer, ctx, settings)
         verdict = judge(reports, settings)
-        rnd = session.record_round(answer=answer.model_dump(mode="json"), reports=reports,
-                                   status="accepted" if verdict.accepted else "rejected", level=verdict.reached,
-                                   **common)
+        rnd = session.record_round(
+            answer=answer.model_dump(mode="json"),
+            reports=reports,
+            status="accepted" if verdict.accepted else "rejected",
+            level=verdict.reached,
+            **common,
+        )
         if verdict.accepted:
             answers.keep(key, reply, source, reports, verdict.level)  # only an answer that passed is cached
             verdict.warn(ctx, session.folder, stacklevel=3)
-            fields = accepted_provenance(g.name, provider.name, reply, source, key, session.id,
-                                         rnd.number, reports, verdict.level)
+            fields = accepted_provenance(
+                g.name, provider.name, reply, source, key, session.id, rnd.number, reports, verdict.level
+            )
             session.update_round(rnd.number, provenance=fields.pairs(), environments=sorted(environments))
             from dace_ai.expansion.tasklet import update_tasklet
 

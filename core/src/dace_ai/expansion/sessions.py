@@ -60,8 +60,11 @@ def generated_tasklets(sdfg: Any) -> list[Generated]:
     """Every tasklet of ``sdfg`` (nested SDFGs included) that dace-ai generated."""
     from dace.sdfg import nodes
 
-    return [of_tasklet(parent, node) for node, parent in sdfg.all_nodes_recursive()
-            if isinstance(node, nodes.Tasklet) and provenance(node) is not None]
+    return [
+        of_tasklet(parent, node)
+        for node, parent in sdfg.all_nodes_recursive()
+        if isinstance(node, nodes.Tasklet) and provenance(node) is not None
+    ]
 
 
 def of_tasklet(state: Any, tasklet: Any) -> Generated:
@@ -87,23 +90,31 @@ def select(sdfg: Any, name: Any = None) -> Generated:
     if name is None:
         if len(candidates) == 1:
             return candidates[0]
-        raise AIUsageError(f"SDFG {sdfg.name!r} has {len(candidates)} generated tasklets, so name one; "
-                           f"candidates: {listing}")
+        raise AIUsageError(
+            f"SDFG {sdfg.name!r} has {len(candidates)} generated tasklets, so name one; candidates: {listing}"
+        )
     if isinstance(name, nodes.Node):
         chosen = [g for g in candidates if g.tasklet is name]
         if not chosen:
-            raise AIUsageError(f"tasklet {getattr(name, 'label', name)!r} is not a generated tasklet of SDFG "
-                               f"{sdfg.name!r}; candidates: {listing}")
+            raise AIUsageError(
+                f"tasklet {getattr(name, 'label', name)!r} is not a generated tasklet of SDFG "
+                f"{sdfg.name!r}; candidates: {listing}"
+            )
         return chosen[0]
     text = str(name)
-    for matches in ([g for g in candidates if g.name == text], [g for g in candidates if g.tasklet.label == text],
-                    [g for g in candidates if g.session_id == text]):
+    for matches in (
+        [g for g in candidates if g.name == text],
+        [g for g in candidates if g.tasklet.label == text],
+        [g for g in candidates if g.session_id == text],
+    ):
         if len(matches) == 1:
             return matches[0]
         if len(matches) > 1:
-            raise AIUsageError(f"{text!r} names {len(matches)} generated tasklets of SDFG {sdfg.name!r}; "
-                               f"pass a session id or the tasklet object instead: "
-                               f"{'; '.join(g.describe() for g in matches)}")
+            raise AIUsageError(
+                f"{text!r} names {len(matches)} generated tasklets of SDFG {sdfg.name!r}; "
+                f"pass a session id or the tasklet object instead: "
+                f"{'; '.join(g.describe() for g in matches)}"
+            )
     raise AIUsageError(f"SDFG {sdfg.name!r} has no generated tasklet named {text!r}; candidates: {listing}")
 
 
@@ -127,9 +138,13 @@ def hand_edits(tasklet: Any, session: Session | None, number: int | None) -> tup
 
 def hand_edit_note(code: str, code_global: str | None) -> str:
     """The words telling the model that the code it revises is the hand-edited one."""
-    parts = [("The code of this tasklet was edited by hand after your last answer. The edited version below is "
-              "what the program contains now: revise it (not your previous answer), keeping the hand edits "
-              f"unless told otherwise.\n\n`code`:\n```cpp\n{code.rstrip()}\n```")]
+    parts = [
+        (
+            "The code of this tasklet was edited by hand after your last answer. The edited version below is "
+            "what the program contains now: revise it (not your previous answer), keeping the hand edits "
+            f"unless told otherwise.\n\n`code`:\n```cpp\n{code.rstrip()}\n```"
+        )
+    ]
     if code_global is not None:
         parts.append(f"`code_global`:\n```cpp\n{code_global.rstrip()}\n```")
     return "\n\n".join(parts)
@@ -157,12 +172,23 @@ def _row(g: Generated) -> dict[str, Any]:
     entry = next((r for r in summary["rounds"] if r["number"] == g.round), {})
     level = g.fields.get("verification") or entry.get("verification") or ""
     tokens, cost = _totals(summary["rounds"])
-    return {"name": g.name, "label": g.tasklet.label, "state": g.state.label, "sdfg": g.sdfg.name,
-            "session": g.session_id, "round": g.round, "rounds": len(summary["rounds"]),
-            "pinned": is_pinned(g.tasklet), "edited": _edited(g),
-            "verification": level, "tokens": tokens, "cost_usd": cost,
-            "provider": g.fields.get("provider", ""), "model": g.fields.get("model", ""),
-            "folder": str(g.session.folder) if g.session is not None else None}
+    return {
+        "name": g.name,
+        "label": g.tasklet.label,
+        "state": g.state.label,
+        "sdfg": g.sdfg.name,
+        "session": g.session_id,
+        "round": g.round,
+        "rounds": len(summary["rounds"]),
+        "pinned": is_pinned(g.tasklet),
+        "edited": _edited(g),
+        "verification": level,
+        "tokens": tokens,
+        "cost_usd": cost,
+        "provider": g.fields.get("provider", ""),
+        "model": g.fields.get("model", ""),
+        "folder": str(g.session.folder) if g.session is not None else None,
+    }
 
 
 def sessions(sdfg: Any) -> list[dict[str, Any]]:
@@ -178,10 +204,17 @@ def show(sdfg: Any, name: Any = None) -> dict[str, Any]:
     def text(block: Any) -> str:
         return getattr(block, "as_string", "") or ""
 
-    return {**_row(g), "code": body(g.tasklet), "code_global": text(g.tasklet.code_global),
-            "code_init": text(g.tasklet.code_init), "code_exit": text(g.tasklet.code_exit),
-            "notes": (answer or {}).get("notes", ""), "answer": answer, "provenance": g.fields,
-            "events": g.session.summary().get("events", []) if g.session is not None else []}
+    return {
+        **_row(g),
+        "code": body(g.tasklet),
+        "code_global": text(g.tasklet.code_global),
+        "code_init": text(g.tasklet.code_init),
+        "code_exit": text(g.tasklet.code_exit),
+        "notes": (answer or {}).get("notes", ""),
+        "answer": answer,
+        "provenance": g.fields,
+        "events": g.session.summary().get("events", []) if g.session is not None else [],
+    }
 
 
 def history(sdfg: Any, name: Any = None) -> list[dict[str, Any]]:
@@ -190,8 +223,14 @@ def history(sdfg: Any, name: Any = None) -> list[dict[str, Any]]:
     rounds = []
     for entry in g.session.summary()["rounds"]:  # type: ignore[union-attr]
         answer = g.session.answer(entry["number"]) or {}  # type: ignore[union-attr]
-        rounds.append({**entry, "in_use": entry["number"] == g.round, "code": answer.get("code"),
-                       "folder": str(g.session.round_folder(entry["number"]))})  # type: ignore[union-attr]
+        rounds.append(
+            {
+                **entry,
+                "in_use": entry["number"] == g.round,
+                "code": answer.get("code"),
+                "folder": str(g.session.round_folder(entry["number"])),
+            }
+        )  # type: ignore[union-attr]
     return rounds
 
 
@@ -199,15 +238,18 @@ def _with_session(g: Generated) -> Generated:
     if g.session is None:
         from dace_ai.storage.files import build_root
 
-        raise AIUsageError(f"the session of {g.describe()} is not under the build folder root {build_root()}: "
-                           "run where the SDFG was generated, or set DaCe's default_build_folder to that root")
+        raise AIUsageError(
+            f"the session of {g.describe()} is not under the build folder root {build_root()}: "
+            "run where the SDFG was generated, or set DaCe's default_build_folder to that root"
+        )
     return g
 
 
 def _refuse_pinned(g: Generated, what: str) -> None:
     if is_pinned(g.tasklet):
-        raise AIUsageError(f"{g.describe()} is pinned, so {what} leaves it alone; unpin it first "
-                           "(dace_ai.unpin or `dace-ai unpin`)")
+        raise AIUsageError(
+            f"{g.describe()} is pinned, so {what} leaves it alone; unpin it first (dace_ai.unpin or `dace-ai unpin`)"
+        )
 
 
 # ---------------------------------------------------------------------------------------- changing
@@ -255,8 +297,7 @@ def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings
     edited_code, edited_global = hand_edits(g.tasklet, session, g.round)
     edited = edited_code is not None
     message = refine_message(feedback, edited_code, edited_global, _time_section(session, g.round, edited))
-    return revise(sdfg, g, Revision(message, "refine", feedback=feedback, edited_by_hand=edited),
-                  resolve(settings))
+    return revise(sdfg, g, Revision(message, "refine", feedback=feedback, edited_by_hand=edited), resolve(settings))
 
 
 def rollback(sdfg: Any, name: Any = None, round: int | None = None) -> Any:
@@ -277,16 +318,20 @@ def rollback(sdfg: Any, name: Any = None, round: int | None = None) -> Any:
         raise AIUsageError(f"round {round} of {g.describe()} {why}; accepted rounds: {accepted}")
     data = session.answer(round)
     if data is None:
-        raise AIUsageError(f"round {round} of {g.describe()} has no readable answer.json in "
-                           f"{session.round_folder(round)}")
+        raise AIUsageError(
+            f"round {round} of {g.describe()} has no readable answer.json in {session.round_folder(round)}"
+        )
     answer = Answer.model_validate(data)
     stored = entry.get("provenance")
     if isinstance(stored, (list, dict)):
         fields = Provenance.from_fields(stored)
     else:
-        fields = Provenance(node=g.name, source=str(entry.get("source") or ""),
-                            cache_key=str(entry.get("cache_key") or "")[:16],
-                            verification=str(entry.get("verification") or ""))
+        fields = Provenance(
+            node=g.name,
+            source=str(entry.get("source") or ""),
+            cache_key=str(entry.get("cache_key") or "")[:16],
+            verification=str(entry.get("verification") or ""),
+        )
     fields = fields.replace(session=f"ai-sessions/{session.id}/round-{round}")
     environments = set(entry.get("environments") or ())
     update_tasklet(g.tasklet, answer, fields, environments)

@@ -48,13 +48,17 @@ class Charge:
 
     def describe(self) -> str:
         if not self.builtin:
-            return (f"dace-ai implements 'ai' (DaCe {compat.DACE_VERSION} has no AI library of its own)")
+            return f"dace-ai implements 'ai' (DaCe {compat.DACE_VERSION} has no AI library of its own)"
         if self.mode == "take":
-            return (f"dace-ai implements DaCe {compat.DACE_VERSION}'s AI library: 'ai', dace.ai, "
-                    f"dace.libraries.ai functions (builtin=take from {self.source}; "
-                    "set DACE_ai_builtin=keep to leave DaCe's library alone)")
-        return (f"DaCe {compat.DACE_VERSION}'s own AI library implements 'ai' and dace.ai (builtin=keep from "
-                f"{self.source}); dace-ai is the '{OWN_NAME}' implementation and dace_ai.ai")
+            return (
+                f"dace-ai implements DaCe {compat.DACE_VERSION}'s AI library: 'ai', dace.ai, "
+                f"dace.libraries.ai functions (builtin=take from {self.source}; "
+                "set DACE_ai_builtin=keep to leave DaCe's library alone)"
+            )
+        return (
+            f"DaCe {compat.DACE_VERSION}'s own AI library implements 'ai' and dace.ai (builtin=keep from "
+            f"{self.source}); dace-ai is the '{OWN_NAME}' implementation and dace_ai.ai"
+        )
 
 
 def _resolve() -> Charge:
@@ -118,5 +122,7 @@ def _delegate(module: str, name: str) -> Any:
 
     delegate.__name__ = delegate.__qualname__ = name
     delegate.__module__ = module
-    delegate.__doc__ = f"dace-ai's :func:`{module}.{name}` (standing in for DaCe's own; see dace_ai.expansion.takeover)."
+    delegate.__doc__ = (
+        f"dace-ai's :func:`{module}.{name}` (standing in for DaCe's own; see dace_ai.expansion.takeover)."
+    )
     return delegate

@@ -33,9 +33,16 @@ def _typeclasses() -> dict[str, dtypes.typeclass]:
         table.setdefault(tc.ctype, tc)
         table.setdefault(qualified, tc)
         table.setdefault(qualified.removeprefix("dace::"), tc)
-    for alias, tc in {"int": dace.int32, "long long": dace.int64, "unsigned int": dace.uint32,
-                      "long": dace.int64, "char": dace.int8, "unsigned char": dace.uint8,
-                      "short": dace.int16, "unsigned short": dace.uint16}.items():
+    for alias, tc in {
+        "int": dace.int32,
+        "long long": dace.int64,
+        "unsigned int": dace.uint32,
+        "long": dace.int64,
+        "char": dace.int8,
+        "unsigned char": dace.uint8,
+        "short": dace.int16,
+        "unsigned short": dace.uint16,
+    }.items():
         table.setdefault(alias, tc)
     return table
 
@@ -58,9 +65,13 @@ def provenance_comment(provenance: Provenance | dict[str, Any] | None) -> str:
     return provenance.to_comment()
 
 
-def make_tasklet(node: nodes.LibraryNode, answer: Answer, ctx: NodeContext,
-                 provenance: Provenance | dict[str, Any] | None = None,
-                 environments: set[str] | None = None) -> nodes.Tasklet:
+def make_tasklet(
+    node: nodes.LibraryNode,
+    answer: Answer,
+    ctx: NodeContext,
+    provenance: Provenance | dict[str, Any] | None = None,
+    environments: set[str] | None = None,
+) -> nodes.Tasklet:
     """The tasklet for ``answer``, with ``node``'s connectors typed as in ``ctx``."""
     inputs: dict[str, Any] = dict(node.in_connectors)
     outputs: dict[str, Any] = dict(node.out_connectors)
@@ -114,8 +125,12 @@ def place_tasklet(state: Any, node: nodes.LibraryNode, tasklet: nodes.Tasklet) -
     return tasklet
 
 
-def update_tasklet(tasklet: nodes.Tasklet, answer: Answer, provenance: Provenance | dict[str, Any],
-                   environments: set[str] | None = None) -> nodes.Tasklet:
+def update_tasklet(
+    tasklet: nodes.Tasklet,
+    answer: Answer,
+    provenance: Provenance | dict[str, Any],
+    environments: set[str] | None = None,
+) -> nodes.Tasklet:
     """Give an existing generated tasklet the code of ``answer`` (refine, rollback); edges and connectors stay."""
     language = _LANGUAGES[answer.language]
     tasklet.code = dace.properties.CodeBlock(provenance_comment(provenance) + answer.code, language)

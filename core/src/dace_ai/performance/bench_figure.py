@@ -38,16 +38,20 @@ def roofline_for(setting: str) -> tuple[Any, str]:
         return None, "setting speed_of_light is off"
     if setting == "stored":
         found = cached_roofline()
-        return (found, "") if found is not None else \
-            (None, "no roofline measured for this machine yet (dace-ai targets --roofline measures it)")
+        return (
+            (found, "")
+            if found is not None
+            else (None, "no roofline measured for this machine yet (dace-ai targets --roofline measures it)")
+        )
     try:
         return machine_roofline(), ""
     except RooflineError as exc:
         return None, str(exc)
 
 
-def bench_speed_of_light(node: Any, setting: str, seconds: float | None, values: Any,
-                         threads: int | None) -> BenchSpeedOfLight:
+def bench_speed_of_light(
+    node: Any, setting: str, seconds: float | None, values: Any, threads: int | None
+) -> BenchSpeedOfLight:
     """The speed of light of one call of ``node`` (a NodeContext) taking ``seconds`` at symbol ``values``
     (the sizes, plus enclosing map parameters) with ``threads`` threads, under the ``speed_of_light`` setting."""
     from dace_ai.performance.speed_of_light import from_roofline
@@ -67,5 +71,6 @@ def bench_speed_of_light(node: Any, setting: str, seconds: float | None, values:
         return BenchSpeedOfLight(None, reason=f"the node's work is not known at the bench sizes ({exc})")
     threads = int(threads or roofline.threads)
     figure, level = from_roofline(roofline, flops, nbytes, seconds, work.dtype, threads)
-    return BenchSpeedOfLight(figure, level, {"flops": work.flops, "bytes": work.bytes, "source": work.source,
-                                             "note": work.note})
+    return BenchSpeedOfLight(
+        figure, level, {"flops": work.flops, "bytes": work.bytes, "source": work.source, "note": work.note}
+    )

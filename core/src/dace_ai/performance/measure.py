@@ -94,8 +94,10 @@ def plan_levels(caches: list[tuple[str, int, int]], available: int | None) -> li
 
     Each thread streams its own share, half of what its cache instance holds per CPU.
     """
-    levels = [Level(name, size, sharing, max(4096, min(size // (2 * sharing), MAX_CACHE_SHARE)))
-              for name, size, sharing in caches]
+    levels = [
+        Level(name, size, sharing, max(4096, min(size // (2 * sharing), MAX_CACHE_SHARE)))
+        for name, size, sharing in caches
+    ]
     last = max([size for _, size, _ in caches] or [0])
     memory = max(MIN_MEMORY_BYTES, LLC_FACTOR * last)
     memory = min(memory, MAX_MEMORY_BYTES, *([available // MEMORY_SHARE] if available else []))
@@ -120,25 +122,36 @@ def build(compiler: list[str], flags: list[str], folder: Path) -> Path:
     except subprocess.TimeoutExpired:
         raise RooflineError(f"cannot measure the roofline: compiling took over {TIMEOUT_SECONDS:g} s") from None
     if done.returncode != 0:
-        raise RooflineError("cannot measure the roofline: the microbenchmark does not compile with "
-                            f"{' '.join(command)}:\n{(done.stderr or done.stdout).strip()[-2000:]}")
+        raise RooflineError(
+            "cannot measure the roofline: the microbenchmark does not compile with "
+            f"{' '.join(command)}:\n{(done.stderr or done.stdout).strip()[-2000:]}"
+        )
     return binary
 
 
 def run(binary: Path, threads: list[int], levels: list[Level]) -> dict[str, Any]:
     """Run the built microbenchmark in a child (its JSON), with :data:`TIMEOUT_SECONDS` of wall time."""
     sizes = ",".join(_size(lv) for lv in levels)
-    env = {**os.environ, "OMP_PROC_BIND": os.environ.get("OMP_PROC_BIND", "spread"),
-           "OMP_WAIT_POLICY": "passive"}
+    env = {**os.environ, "OMP_PROC_BIND": os.environ.get("OMP_PROC_BIND", "spread"), "OMP_WAIT_POLICY": "passive"}
     try:
-        done = subprocess.run([str(binary), ",".join(map(str, threads)), str(FMA_SECONDS), sizes],
-                              capture_output=True, text=True, timeout=TIMEOUT_SECONDS, env=env, check=False)
+        done = subprocess.run(
+            [str(binary), ",".join(map(str, threads)), str(FMA_SECONDS), sizes],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_SECONDS,
+            env=env,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
-        raise RooflineError(f"cannot measure the roofline: the microbenchmark ran over {TIMEOUT_SECONDS:g} s "
-                            "(is the machine overloaded?)") from None
+        raise RooflineError(
+            f"cannot measure the roofline: the microbenchmark ran over {TIMEOUT_SECONDS:g} s "
+            "(is the machine overloaded?)"
+        ) from None
     if done.returncode != 0:
-        raise RooflineError(f"cannot measure the roofline: the microbenchmark exited with status {done.returncode}: "
-                            f"{(done.stderr or done.stdout).strip()[-500:]}")
+        raise RooflineError(
+            f"cannot measure the roofline: the microbenchmark exited with status {done.returncode}: "
+            f"{(done.stderr or done.stdout).strip()[-500:]}"
+        )
     try:
         return json.loads(done.stdout)
     except json.JSONDecodeError as exc:
@@ -159,8 +172,7 @@ def _one_core_at_least_its_share(peaks: dict[int, dict[str, float]]) -> None:
             peaks[1][dtype] = max(peaks[1].get(dtype, 0.0), value / t)
 
 
-def measure(folder: Path, key: str, compiler: list[str], flags: list[str], all_threads: int,
-            cpu: str) -> Roofline:
+def measure(folder: Path, key: str, compiler: list[str], flags: list[str], all_threads: int, cpu: str) -> Roofline:
     """Build and run the microbenchmark for 1 thread and ``all_threads``; the :class:`Roofline` it measured."""
     started = time.perf_counter()
     levels = plan_levels(cache_levels(), available_memory())
@@ -173,8 +185,17 @@ def measure(folder: Path, key: str, compiler: list[str], flags: list[str], all_t
         streams = raw["stream"][str(t)]
         bandwidth[t] = {lv.name: max(float(v) for v in streams[_size(lv)].values()) for lv in levels}
     _one_core_at_least_its_share(peaks)
-    return Roofline(threads=max(threads), peak_gflops=peaks, bandwidth_gbs=bandwidth, levels=tuple(levels),
-                    measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    seconds=round(time.perf_counter() - started, 3), compiler=" ".join(compiler),
-                    flags=tuple(flags), cpu=cpu, key=key, vector_bytes=int(raw.get("vector_bytes", 0)),
-                    kernels={"fma_chains": raw.get("chains"), "stream": raw["stream"]})
+    return Roofline(
+        threads=max(threads),
+        peak_gflops=peaks,
+        bandwidth_gbs=bandwidth,
+        levels=tuple(levels),
+        measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        seconds=round(time.perf_counter() - started, 3),
+        compiler=" ".join(compiler),
+        flags=tuple(flags),
+        cpu=cpu,
+        key=key,
+        vector_bytes=int(raw.get("vector_bytes", 0)),
+        kernels={"fma_chains": raw.get("chains"), "stream": raw["stream"]},
+    )

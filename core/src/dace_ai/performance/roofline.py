@@ -106,8 +106,10 @@ class Roofline:
     def _level_rates(self, threads: int) -> dict[str, float]:
         """GB/s of each level at ``threads``, each at least that of every slower level."""
         names = [lv.name for lv in self.levels]
-        raw = {name: _at({t: v[name] for t, v in self.bandwidth_gbs.items() if name in v}, threads) or 0.0
-               for name in names}
+        raw = {
+            name: _at({t: v[name] for t, v in self.bandwidth_gbs.items() if name in v}, threads) or 0.0
+            for name in names
+        }
         rates, best = {}, 0.0
         for name in reversed(names):
             best = max(best, raw[name])
@@ -136,15 +138,24 @@ class Roofline:
         try:
             if int(data.get("format", 0)) != FORMAT:
                 raise ValueError(f"format {data.get('format')!r}, expected {FORMAT}")
-            return cls(threads=int(data["threads"]),
-                       peak_gflops={int(t): {k: float(x) for k, x in v.items()}
-                                    for t, v in data["peak_gflops_by_threads"].items()},
-                       bandwidth_gbs={int(t): {k: float(x) for k, x in v.items()}
-                                      for t, v in data["bandwidth_gbs_by_threads"].items()},
-                       levels=tuple(Level(**lv) for lv in data["levels"]), measured_at=str(data["measured_at"]),
-                       seconds=float(data["seconds"]), compiler=str(data["compiler"]),
-                       flags=tuple(data["flags"]), cpu=str(data["cpu"]), key=str(data["key"]),
-                       vector_bytes=int(data.get("vector_bytes", 0)), kernels=dict(data.get("kernels") or {}))
+            return cls(
+                threads=int(data["threads"]),
+                peak_gflops={
+                    int(t): {k: float(x) for k, x in v.items()} for t, v in data["peak_gflops_by_threads"].items()
+                },
+                bandwidth_gbs={
+                    int(t): {k: float(x) for k, x in v.items()} for t, v in data["bandwidth_gbs_by_threads"].items()
+                },
+                levels=tuple(Level(**lv) for lv in data["levels"]),
+                measured_at=str(data["measured_at"]),
+                seconds=float(data["seconds"]),
+                compiler=str(data["compiler"]),
+                flags=tuple(data["flags"]),
+                cpu=str(data["cpu"]),
+                key=str(data["key"]),
+                vector_bytes=int(data.get("vector_bytes", 0)),
+                kernels=dict(data.get("kernels") or {}),
+            )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a roofline record ({type(exc).__name__}: {exc})") from None
 

@@ -25,23 +25,37 @@ from typing import Any
 KEYS = ("gflops", "gbs", "bound", "fraction", "peak_gflops", "bandwidth_gbs", "flops", "bytes", "dtype", "threads")
 
 
-def figure(flops: float | None, nbytes: float, seconds: float, dtype: str, peak_gflops: float | None,
-           bandwidth_gbs: float, threads: int) -> dict[str, Any]:
+def figure(
+    flops: float | None,
+    nbytes: float,
+    seconds: float,
+    dtype: str,
+    peak_gflops: float | None,
+    bandwidth_gbs: float,
+    threads: int,
+) -> dict[str, Any]:
     """The speed-of-light figure of one call taking ``seconds`` (``ValueError`` for a non-positive time)."""
     if not seconds or seconds <= 0:
         raise ValueError(f"a speed-of-light figure needs a positive time per call, got {seconds!r}")
     compute = flops / (peak_gflops * 1e9) if flops and peak_gflops else 0.0
     memory = nbytes / (bandwidth_gbs * 1e9) if bandwidth_gbs else 0.0
-    return {"gflops": flops / seconds / 1e9 if flops is not None else None,
-            "gbs": nbytes / seconds / 1e9 if nbytes else None,
-            "bound": "compute" if compute > memory else "memory",
-            "fraction": max(compute, memory) / seconds,
-            "peak_gflops": peak_gflops, "bandwidth_gbs": bandwidth_gbs,
-            "flops": flops, "bytes": nbytes, "dtype": dtype, "threads": int(threads)}
+    return {
+        "gflops": flops / seconds / 1e9 if flops is not None else None,
+        "gbs": nbytes / seconds / 1e9 if nbytes else None,
+        "bound": "compute" if compute > memory else "memory",
+        "fraction": max(compute, memory) / seconds,
+        "peak_gflops": peak_gflops,
+        "bandwidth_gbs": bandwidth_gbs,
+        "flops": flops,
+        "bytes": nbytes,
+        "dtype": dtype,
+        "threads": int(threads),
+    }
 
 
-def from_roofline(roofline: Any, flops: float | None, nbytes: float, seconds: float, dtype: str,
-                  threads: int) -> tuple[dict[str, Any], str]:
+def from_roofline(
+    roofline: Any, flops: float | None, nbytes: float, seconds: float, dtype: str, threads: int
+) -> tuple[dict[str, Any], str]:
     """(figure, memory level) against a :class:`~dace_ai.performance.roofline.Roofline` at ``threads``.
 
     The bandwidth is the best case of the levels holding the call's bytes (a bench small
@@ -77,8 +91,10 @@ def describe(sol: dict[str, Any]) -> str:
     else:
         limit = f"{_rate(sol['bandwidth_gbs'])} GB/s"
     threads = f"{sol['threads']} thread{'s' if sol['threads'] != 1 else ''}"
-    return f"{', '.join(achieved) or 'no work known'}: {bound}, {_percent(sol['fraction'])} of speed of light " \
-           f"({limit}, {threads})"
+    return (
+        f"{', '.join(achieved) or 'no work known'}: {bound}, {_percent(sol['fraction'])} of speed of light "
+        f"({limit}, {threads})"
+    )
 
 
 def provenance_field(sol: dict[str, Any] | None) -> str:

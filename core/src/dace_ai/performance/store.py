@@ -57,9 +57,17 @@ def machine_key(compiler: list[str], flags: list[str], threads: int) -> str:
     from dace_ai.targets.cpu import read_cpu
 
     cpu = read_cpu()
-    what = {"cpu": cpu.model, "machine": cpu.machine, "flags": sorted(cpu.flags), "caches": list(cpu.caches),
-            "threads": threads, "compiler": compiler_identity(compiler[0]), "argv": compiler, "build": flags,
-            "format": FORMAT}
+    what = {
+        "cpu": cpu.model,
+        "machine": cpu.machine,
+        "flags": sorted(cpu.flags),
+        "caches": list(cpu.caches),
+        "threads": threads,
+        "compiler": compiler_identity(compiler[0]),
+        "argv": compiler,
+        "build": flags,
+        "format": FORMAT,
+    }
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:20]
 
 

@@ -110,7 +110,7 @@ def _solve(ctx: Any) -> Any:
     if a is None or b is None or not a.shape:
         return None
     n = symbolic.parse(_shape(a)[0])
-    return 2 * n ** 3 / 3 + 2 * _size(b) * n
+    return 2 * n**3 / 3 + 2 * _size(b) * n
 
 
 def _inverse(ctx: Any) -> Any:
@@ -119,10 +119,21 @@ def _inverse(ctx: Any) -> Any:
 
 
 #: Floating-point operations of one call, by library node class name.
-FLOPS = {"Gemm": _gemm_like, "MatMul": _gemm_like, "BatchedMatMul": _gemm_like, "Gemv": _matrix_vector,
-         "Ger": _matrix_vector, "Dot": _vector, "Axpy": _vector, "Reduce": _reduce,
-         "Transpose": lambda ctx: 0, "TensorTranspose": lambda ctx: 0, "Cholesky": _cholesky, "Solve": _solve,
-         "Inv": _inverse}
+FLOPS = {
+    "Gemm": _gemm_like,
+    "MatMul": _gemm_like,
+    "BatchedMatMul": _gemm_like,
+    "Gemv": _matrix_vector,
+    "Ger": _matrix_vector,
+    "Dot": _vector,
+    "Axpy": _vector,
+    "Reduce": _reduce,
+    "Transpose": lambda ctx: 0,
+    "TensorTranspose": lambda ctx: 0,
+    "Cholesky": _cholesky,
+    "Solve": _solve,
+    "Inv": _inverse,
+}
 
 
 def _dtype(ctx: Any) -> str:

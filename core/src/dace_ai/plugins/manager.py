@@ -197,8 +197,9 @@ class PluginManager:
         self._plugin_objects[record.name] = plugin
         self._cache.clear()
 
-    def register(self, plugin: Any, name: str, *, distribution: str = "<registered at runtime>",
-                 version: str = "0") -> PluginRecord:
+    def register(
+        self, plugin: Any, name: str, *, distribution: str = "<registered at runtime>", version: str = "0"
+    ) -> PluginRecord:
         """Register a plugin object directly (tests, notebooks). Returns its record."""
         self.load()
         with self._lock:
@@ -276,12 +277,15 @@ class PluginManager:
                     result[name], replaced[name] = replacing[0], originals[0]
                     continue
                 if len(replacing) == 1 and not originals:
-                    there = ", ".join(sorted(n for n, rs in found.items() if any(not getattr(r, "replace", False)
-                                                                                  for r in rs)))
+                    there = ", ".join(
+                        sorted(n for n, rs in found.items() if any(not getattr(r, "replace", False) for r in rs))
+                    )
                     close = difflib.get_close_matches(name, there.split(", "), n=1)
                     hint = f" Did you mean {close[0]!r}?" if close else ""
-                    raise PluginError(f"PromptSection {name!r} from {replacing[0].origin} has replace=True but "
-                                      f"no section of that name is registered (sections: {there}).{hint}")
+                    raise PluginError(
+                        f"PromptSection {name!r} from {replacing[0].origin} has replace=True but "
+                        f"no section of that name is registered (sections: {there}).{hint}"
+                    )
             if len(regs) == 1:
                 result[name] = regs[0]
                 continue
@@ -335,8 +339,10 @@ class PluginManager:
             for reg in self._collect(hook_name).values():
                 for setting in reg.settings:
                     if setting.name in found and found[setting.name][0] != setting:
-                        raise PluginError(f"setting {setting.name!r} is declared differently by "
-                                          f"{found[setting.name][1].origin} and {reg.origin}")
+                        raise PluginError(
+                            f"setting {setting.name!r} is declared differently by "
+                            f"{found[setting.name][1].origin} and {reg.origin}"
+                        )
                     found.setdefault(setting.name, (setting, reg))
         return dict(sorted(found.items()))
 

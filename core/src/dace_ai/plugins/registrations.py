@@ -85,8 +85,9 @@ class Setting:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _SETTING_NAME.match(self.name):
-            raise ValueError(f"Setting {self.name!r}: a setting name is lower case letters, digits and '_', "
-                             "starting with a letter")
+            raise ValueError(
+                f"Setting {self.name!r}: a setting name is lower case letters, digits and '_', starting with a letter"
+            )
         if self.type not in _SETTING_TYPES:
             raise TypeError(f"Setting {self.name!r}: type must be one of str, int, float, bool, got {self.type!r}")
         object.__setattr__(self, "choices", tuple(self.choices))
@@ -130,8 +131,10 @@ class Registration:
         object.__setattr__(self, "tools", (self.tools,) if isinstance(self.tools, str) else tuple(self.tools))
         for setting in self.settings:
             if not isinstance(setting, Setting):
-                raise TypeError(f"{type(self).__name__}({self.name!r}): settings must be Setting objects, "
-                                f"got {type(setting).__name__}")
+                raise TypeError(
+                    f"{type(self).__name__}({self.name!r}): settings must be Setting objects, "
+                    f"got {type(setting).__name__}"
+                )
 
     def with_provenance(self, provenance: Provenance) -> Registration:
         return dataclasses.replace(self, provenance=provenance)
@@ -235,11 +238,16 @@ class VendorPeaks:
     source: str = ""
 
     def __post_init__(self) -> None:
-        bad = [f"{k}={v!r}" for k, v in dict(self.peak_gflops).items()
-               if not isinstance(k, str) or not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0]
+        bad = [
+            f"{k}={v!r}"
+            for k, v in dict(self.peak_gflops).items()
+            if not isinstance(k, str) or not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0
+        ]
         if bad or (self.bandwidth_gbs is not None and not self.bandwidth_gbs > 0):
-            raise ValueError(f"VendorPeaks: peaks must be positive numbers by element type name "
-                             f"({', '.join(bad) or f'bandwidth_gbs={self.bandwidth_gbs!r}'})")
+            raise ValueError(
+                f"VendorPeaks: peaks must be positive numbers by element type name "
+                f"({', '.join(bad) or f'bandwidth_gbs={self.bandwidth_gbs!r}'})"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -289,8 +297,10 @@ class Target(Registration):
         _require_callable(self, "detect", self.detect)
         _require_callable(self, "describe", self.describe)
         if self.peaks is not None and not isinstance(self.peaks, VendorPeaks) and not callable(self.peaks):
-            raise TypeError(f"Target({self.name!r}): field 'peaks' must be a VendorPeaks or a function of the "
-                            f"detection returning one, got {type(self.peaks).__name__}")
+            raise TypeError(
+                f"Target({self.name!r}): field 'peaks' must be a VendorPeaks or a function of the "
+                f"detection returning one, got {type(self.peaks).__name__}"
+            )
         object.__setattr__(self, "compiler", tuple(self.compiler))
         object.__setattr__(self, "checkers", tuple(self.checkers))
 
@@ -302,8 +312,9 @@ class Target(Registration):
         """The vendor's peaks for this machine (``TypeError`` naming the target when the function returns junk)."""
         peaks = self.peaks(detection) if callable(self.peaks) else self.peaks
         if peaks is not None and not isinstance(peaks, VendorPeaks):
-            raise TypeError(f"Target({self.name!r}): peaks() must return a VendorPeaks or None, "
-                            f"got {type(peaks).__name__}")
+            raise TypeError(
+                f"Target({self.name!r}): peaks() must return a VendorPeaks or None, got {type(peaks).__name__}"
+            )
         return peaks
 
 

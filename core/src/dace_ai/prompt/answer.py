@@ -49,23 +49,31 @@ class EnvironmentRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: Identifier = Field(description="Environment name (an identifier)")
-    generator: GeneratorName = Field("generic", description="Environment generator plugin to use (a library pack "
-                                                             "offered above, or 'generic')")
+    generator: GeneratorName = Field(
+        "generic", description="Environment generator plugin to use (a library pack offered above, or 'generic')"
+    )
     headers: list[Header] = Field(default_factory=list, max_length=MAX_ITEMS, description="Headers to include")
-    libraries: list[Library] = Field(default_factory=list, max_length=MAX_ITEMS,
-                                     description="Libraries to link, e.g. 'openblas'")
-    cmake_packages: list[CMakePackage] = Field(default_factory=list, max_length=MAX_ITEMS,
-                                               description="CMake packages to find")
-    compile_definitions: list[Definition] = Field(default_factory=list, max_length=MAX_ITEMS,
-                                                  description="Preprocessor definitions, NAME or NAME=value")
-    include_dirs: list[AbsolutePath] = Field(default_factory=list, max_length=MAX_ITEMS,
-                                             description="Extra include folders (absolute paths)")
-    compile_flags: list[CompileFlag] = Field(default_factory=list, max_length=MAX_ITEMS,
-                                             description="Compiler flags of the allowed forms")
-    link_flags: list[LinkFlag] = Field(default_factory=list, max_length=MAX_ITEMS,
-                                       description="Linker flags of the allowed forms (-l, -L, -Wl,-rpath)")
-    state_fields: list[StateField] = Field(default_factory=list, max_length=MAX_ITEMS,
-                                           description="C++ declarations added to the program state")
+    libraries: list[Library] = Field(
+        default_factory=list, max_length=MAX_ITEMS, description="Libraries to link, e.g. 'openblas'"
+    )
+    cmake_packages: list[CMakePackage] = Field(
+        default_factory=list, max_length=MAX_ITEMS, description="CMake packages to find"
+    )
+    compile_definitions: list[Definition] = Field(
+        default_factory=list, max_length=MAX_ITEMS, description="Preprocessor definitions, NAME or NAME=value"
+    )
+    include_dirs: list[AbsolutePath] = Field(
+        default_factory=list, max_length=MAX_ITEMS, description="Extra include folders (absolute paths)"
+    )
+    compile_flags: list[CompileFlag] = Field(
+        default_factory=list, max_length=MAX_ITEMS, description="Compiler flags of the allowed forms"
+    )
+    link_flags: list[LinkFlag] = Field(
+        default_factory=list, max_length=MAX_ITEMS, description="Linker flags of the allowed forms (-l, -L, -Wl,-rpath)"
+    )
+    state_fields: list[StateField] = Field(
+        default_factory=list, max_length=MAX_ITEMS, description="C++ declarations added to the program state"
+    )
     init_code: CppCode = Field("", description="C++ run once when the program starts")
     finalize_code: CppCode = Field("", description="C++ run once when the program ends")
 
@@ -134,8 +142,10 @@ def text_problem(value: str) -> str | None:
         return None
     if 0xD800 <= ord(bad.group()) <= 0xDFFF:
         return f"contains an unpaired surrogate U+{ord(bad.group()):04X} at offset {bad.start()} (not valid Unicode)"
-    return (f"contains the control character U+{ord(bad.group()):04X} at offset {bad.start()} "
-            "(only tab, newline and carriage return are allowed)")
+    return (
+        f"contains the control character U+{ord(bad.group()):04X} at offset {bad.start()} "
+        "(only tab, newline and carriage return are allowed)"
+    )
 
 
 def _text_problems(data: Any, where: str = "", depth: int = 0) -> list[str]:
@@ -182,8 +192,12 @@ def answer_json_schema() -> dict[str, Any]:
 
 
 #: DaCe 2.0's own response files (``dace.libraries.ai``) name environment fields after CMake's.
-_DACE_ENVIRONMENT_FIELDS = {"cmake_libraries": "libraries", "cmake_includes": "include_dirs",
-                            "cmake_compile_flags": "compile_flags", "cmake_link_flags": "link_flags"}
+_DACE_ENVIRONMENT_FIELDS = {
+    "cmake_libraries": "libraries",
+    "cmake_includes": "include_dirs",
+    "cmake_compile_flags": "compile_flags",
+    "cmake_link_flags": "link_flags",
+}
 
 
 def from_dace_spelling(data: dict[str, Any], origin: str = "answer") -> dict[str, Any]:
@@ -194,25 +208,32 @@ def from_dace_spelling(data: dict[str, Any], origin: str = "answer") -> dict[str
     counterpart here and are refused by name.
     """
     if data.get("language") == "Python":
-        raise AnswerError(f"{origin}: field 'language': Python tasklets are not supported; answer in C++ "
-                          "(\"language\": \"CPP\" or \"cpp\")")
+        raise AnswerError(
+            f"{origin}: field 'language': Python tasklets are not supported; answer in C++ "
+            '("language": "CPP" or "cpp")'
+        )
     if data.get("language") == "CPP":
         data = {**data, "language": "cpp"}
     environments = data.get("environments")
-    if isinstance(environments, list) and any(isinstance(e, dict) and (set(e) & {*_DACE_ENVIRONMENT_FIELDS,
-                                                                              "cmake_variables",
-                                                                              "cmake_minimum_version"})
-                                              for e in environments):
+    if isinstance(environments, list) and any(
+        isinstance(e, dict) and (set(e) & {*_DACE_ENVIRONMENT_FIELDS, "cmake_variables", "cmake_minimum_version"})
+        for e in environments
+    ):
         converted = []
         for index, env in enumerate(environments):
             if not isinstance(env, dict):
                 converted.append(env)
                 continue
             if env.get("cmake_variables"):
-                raise AnswerError(f"{origin}: field 'environments.{index}.cmake_variables': CMake variables are not "
-                                  "supported; use compile_definitions or cmake_packages")
-            env = {_DACE_ENVIRONMENT_FIELDS.get(k, k): v for k, v in env.items()
-                   if k not in ("cmake_variables", "cmake_minimum_version")}
+                raise AnswerError(
+                    f"{origin}: field 'environments.{index}.cmake_variables': CMake variables are not "
+                    "supported; use compile_definitions or cmake_packages"
+                )
+            env = {
+                _DACE_ENVIRONMENT_FIELDS.get(k, k): v
+                for k, v in env.items()
+                if k not in ("cmake_variables", "cmake_minimum_version")
+            }
             converted.append(env)
         data = {**data, "environments": converted}
     return data
@@ -233,8 +254,10 @@ def parse_answer(text: str, *, origin: str = "answer", max_tokens: int | None = 
         raise AnswerError(f"{origin}: the answer is {type(text).__name__}, not text; expected a JSON object")
     limit = max_answer_chars(max_tokens) if max_tokens is not None else None
     if limit is not None and len(text) > limit:
-        raise AnswerError(f"{origin}: the answer has {len(text)} characters, more than max_tokens={max_tokens} "
-                          f"allows ({limit}); it was refused unread (raise max_tokens if it is genuine)")
+        raise AnswerError(
+            f"{origin}: the answer has {len(text)} characters, more than max_tokens={max_tokens} "
+            f"allows ({limit}); it was refused unread (raise max_tokens if it is genuine)"
+        )
     if not text.strip():
         raise AnswerError(f"{origin}: the answer is empty; expected a JSON object with at least 'code'")
     stripped = text.strip()
@@ -250,8 +273,10 @@ def parse_answer(text: str, *, origin: str = "answer", max_tokens: int | None = 
         except json.JSONDecodeError as exc:
             last_error = exc
         except RecursionError:
-            raise AnswerError(f"{origin}: the JSON is nested {_nesting_depth(candidate)} levels deep; an answer "
-                              f"needs at most {MAX_DEPTH}") from None
+            raise AnswerError(
+                f"{origin}: the JSON is nested {_nesting_depth(candidate)} levels deep; an answer "
+                f"needs at most {MAX_DEPTH}"
+            ) from None
     else:
         detail = f" ({last_error.msg} at line {last_error.lineno} column {last_error.colno})" if last_error else ""
         raise AnswerError(f"{origin}: not JSON{detail}; expected a JSON object (optionally in a ```json block)")

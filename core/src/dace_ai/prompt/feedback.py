@@ -1,4 +1,4 @@
-""""Where the time goes": what was measured about a candidate, told to the model in the feedback.
+""" "Where the time goes": what was measured about a candidate, told to the model in the feedback.
 
 Agents that tune kernels with a model feed profiler counters back in the loop. On a CPU
 without counters to read, the equivalents are the bench stage's measured figures (time
@@ -52,8 +52,7 @@ class TimeEvidence:
             checker, stage, details = _fields(report)
             if not isinstance(details, Mapping):
                 continue
-            if figures is None and stage == "bench" and (
-                    "speedup" in details or "candidate_median" in details):
+            if figures is None and stage == "bench" and ("speedup" in details or "candidate_median" in details):
                 figures = details
             found = details.get("speed_of_light")
             if isinstance(found, Mapping) and (sol is None or checker == "bench"):
@@ -107,8 +106,11 @@ def render_figures(fig: Mapping[str, Any]) -> list[str]:
         return []
     sizes = ", ".join(f"{k}={v}" for k, v in (fig.get("sizes") or {}).items()) or "the default sizes"
     repeats = fig.get("repeats") or 0
-    runs = (f"median of {repeats} timed run{'s' if repeats != 1 else ''}" if fig.get("timed", True) and repeats
-            else "the checks' own run")
+    runs = (
+        f"median of {repeats} timed run{'s' if repeats != 1 else ''}"
+        if fig.get("timed", True) and repeats
+        else "the checks' own run"
+    )
     threads = f", {fig['threads']} threads" if fig.get("threads") else ""
     lines = [f"Measured at {sizes} ({runs}{threads}):", f"- your code: {format_seconds(candidate)} per call"]
     native = fig.get("native")
@@ -120,8 +122,14 @@ def render_figures(fig: Mapping[str, Any]) -> list[str]:
     for label, seconds in sorted(baselines.items(), key=lambda item: item[1]):
         if not seconds:
             continue
-        roles = [role for role, on in (("the native expansion", label == native or not native and len(baselines) == 1),
-                                       ("the strongest baseline", label == fig.get("strongest"))) if on]
+        roles = [
+            role
+            for role, on in (
+                ("the native expansion", label == native or not native and len(baselines) == 1),
+                ("the strongest baseline", label == fig.get("strongest")),
+            )
+            if on
+        ]
         role = f" ({', '.join(roles)})" if roles else ""
         ratio = f"your speedup {seconds / candidate:.2f}x"
         if label == native and fig.get("speedup_range"):
@@ -137,10 +145,13 @@ def render_speed_of_light(sol: Mapping[str, Any]) -> str:
     if not isinstance(fraction, int | float):
         return ""
     bound = sol.get("bound") or "memory"
-    work = [f"{_amount(sol.get('bytes'))} bytes moved" if sol.get("bytes") else "",
-            f"{_amount(sol.get('flops'))} flops" if sol.get("flops") else ""]
-    setting = ", ".join(x for x in (sol.get("dtype") or "", f"{sol['threads']} threads" if sol.get("threads") else "")
-                        if x)
+    work = [
+        f"{_amount(sol.get('bytes'))} bytes moved" if sol.get("bytes") else "",
+        f"{_amount(sol.get('flops'))} flops" if sol.get("flops") else "",
+    ]
+    setting = ", ".join(
+        x for x in (sol.get("dtype") or "", f"{sol['threads']} threads" if sol.get("threads") else "") if x
+    )
     head = f"Speed of light (this machine's measured roofline{', ' + setting if setting else ''}): "
     head += f"the node is {bound}-bound" + (f" ({', '.join(w for w in work if w)})" if any(work) else "")
     if bound == "compute" and sol.get("gflops") is not None and sol.get("peak_gflops"):
@@ -173,9 +184,11 @@ def where_the_time_goes(evidence: TimeEvidence | Iterable[Any]) -> str:
             parts.append(sol)
     if evidence.remarks:
         how = f" ({evidence.compiled_with}, the real build's flags)" if evidence.compiled_with else ""
-        parts.append(f"The compiler's vectoriser remarks on your loops{how}:\n"
-                     + "\n".join(f"- {line}" for line in evidence.remarks)
-                     + (f"\n\n{evidence.remarks_note}" if evidence.remarks_note else ""))
+        parts.append(
+            f"The compiler's vectoriser remarks on your loops{how}:\n"
+            + "\n".join(f"- {line}" for line in evidence.remarks)
+            + (f"\n\n{evidence.remarks_note}" if evidence.remarks_note else "")
+        )
     if len(parts) == 1:
         return ""
     return "\n\n".join(parts) + "\n"

@@ -69,8 +69,9 @@ class Prompt:
         return next((text for sec_name, text in self.sections if sec_name == name), None)
 
 
-def render_prompt(ctx: NodeContext, settings: AISettings | None = None, *,
-                  manager: PluginManager | None = None) -> Prompt:
+def render_prompt(
+    ctx: NodeContext, settings: AISettings | None = None, *, manager: PluginManager | None = None
+) -> Prompt:
     """The prompt for the node described by ``ctx``.
 
     A section whose ``render`` raises or returns something other than text or
@@ -84,13 +85,17 @@ def render_prompt(ctx: NodeContext, settings: AISettings | None = None, *,
         try:
             text = section.render(ctx)
         except Exception as exc:
-            raise PluginError(f"prompt section {section.name!r} from {section.origin} failed for node "
-                              f"{ctx.name!r}: {type(exc).__name__}: {exc}") from exc
+            raise PluginError(
+                f"prompt section {section.name!r} from {section.origin} failed for node "
+                f"{ctx.name!r}: {type(exc).__name__}: {exc}"
+            ) from exc
         if text is None:
             continue
         if not isinstance(text, str):
-            raise PluginError(f"prompt section {section.name!r} from {section.origin} returned "
-                              f"{type(text).__name__} for node {ctx.name!r}; expected str or None")
+            raise PluginError(
+                f"prompt section {section.name!r} from {section.origin} returned "
+                f"{type(text).__name__} for node {ctx.name!r}; expected str or None"
+            )
         text = text.strip()
         if text:
             parts.append((section.name, f"## {section.title}\n\n{text}" if section.title else text))

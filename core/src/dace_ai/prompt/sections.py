@@ -44,8 +44,12 @@ def render_node(ctx: NodeContext) -> str:
     if ctx.schedule:
         lines.append(f"Schedule: `{ctx.schedule}`")
     if ctx.doc:
-        lines += ["", "Documentation of the node type:", "", *("> " + line if line else ">"
-                                                                for line in ctx.doc.splitlines())]
+        lines += [
+            "",
+            "Documentation of the node type:",
+            "",
+            *("> " + line if line else ">" for line in ctx.doc.splitlines()),
+        ]
     if ctx.properties:
         lines += ["", "Properties:"]
         lines += [f"- `{name}` = `{value}`" for name, value in ctx.properties.items()]
@@ -63,9 +67,11 @@ def _connector_row(c: ConnectorInfo) -> str:
     shape = f"[{', '.join(c.shape)}]"
     strides = f"[{', '.join(c.strides)}]" if c.is_pointer else "-"
     container = f"[{', '.join(c.container_shape)}] / [{', '.join(c.container_strides)}]"
-    return (f"| `{c.name}` | {c.direction} | `{c.ctype}` ({kind}) | {_cell(where)} | `{_cell(c.subset)}` | "
-            f"{_cell(shape)} | {_cell(strides)} | {_cell(container)} | `{_cell(c.offset)}` | "
-            f"`{_cell(c.index_formula)}` |")
+    return (
+        f"| `{c.name}` | {c.direction} | `{c.ctype}` ({kind}) | {_cell(where)} | `{_cell(c.subset)}` | "
+        f"{_cell(shape)} | {_cell(strides)} | {_cell(container)} | `{_cell(c.offset)}` | "
+        f"`{_cell(c.index_formula)}` |"
+    )
 
 
 def render_connectors(ctx: NodeContext) -> str:
@@ -73,20 +79,26 @@ def render_connectors(ctx: NodeContext) -> str:
     if not ctx.connectors:
         return "The node has no connectors."
     lines = [
-        ("| connector | dir | C++ type | container (storage) | subset | view shape | view strides (elements) | "
-         "container shape / strides | offset in container | element (i0, i1, ...) |"),
+        (
+            "| connector | dir | C++ type | container (storage) | subset | view shape | view strides (elements) | "
+            "container shape / strides | offset in container | element (i0, i1, ...) |"
+        ),
         "|---|---|---|---|---|---|---|---|---|---|",
         *(_connector_row(c) for c in ctx.connectors),
         "",
-        ("Pointer connectors point at the first element of their subset (the offset column is that element's "
-         "index in the container); index them with the formula of the last column, where `i<d>` ranges over "
-         "dimension d of the view shape (dimensions of size 1 need no index). Value connectors are plain "
-         "variables: read inputs, assign outputs."),
+        (
+            "Pointer connectors point at the first element of their subset (the offset column is that element's "
+            "index in the container); index them with the formula of the last column, where `i<d>` ranges over "
+            "dimension d of the view shape (dimensions of size 1 need no index). Value connectors are plain "
+            "variables: read inputs, assign outputs."
+        ),
     ]
     for c in ctx.connectors:
         if c.wcr:
-            lines.append(f"- `{c.name}` is written with write-conflict resolution `{c.wcr}`: the value you write "
-                         "is combined with the container's value by that function.")
+            lines.append(
+                f"- `{c.name}` is written with write-conflict resolution `{c.wcr}`: the value you write "
+                "is combined with the container's value by that function."
+            )
         if c.volume.startswith("dynamic"):
             lines.append(f"- `{c.name}` is accessed a {c.volume} number of times.")
     return "\n".join(lines)
@@ -108,13 +120,20 @@ def _scope_line(scope: ScopeInfo) -> str:
 def render_scopes(ctx: NodeContext) -> str:
     """The enclosing maps, loops and nested SDFGs, outermost first, with resolved schedules."""
     if not ctx.scopes:
-        return (f"None: the node is at the top level of state `{ctx.state_label}`, so the code runs once each "
-                "time that state executes.")
+        return (
+            f"None: the node is at the top level of state `{ctx.state_label}`, so the code runs once each "
+            "time that state executes."
+        )
     lines = ["Outermost first:"]
     lines += [f"{'  ' * depth}- {_scope_line(scope)}" for depth, scope in enumerate(ctx.scopes)]
-    lines += ["", ("The code runs once per iteration of the innermost scope; parallel schedules "
-                   "(`CPU_Multicore`, GPU schedules) run iterations concurrently, so do not write shared state "
-                   "outside your outputs.")]
+    lines += [
+        "",
+        (
+            "The code runs once per iteration of the innermost scope; parallel schedules "
+            "(`CPU_Multicore`, GPU schedules) run iterations concurrently, so do not write shared state "
+            "outside your outputs."
+        ),
+    ]
     return "\n".join(lines)
 
 
@@ -122,7 +141,9 @@ def render_symbols(ctx: NodeContext) -> str | None:
     """Symbols the code may read by name."""
     if not ctx.symbols:
         return None
-    return "Readable by name in the code:\n" + "\n".join(f"- `{name}`: `{ctype}`" for name, ctype in ctx.symbols.items())
+    return "Readable by name in the code:\n" + "\n".join(
+        f"- `{name}`: `{ctype}`" for name, ctype in ctx.symbols.items()
+    )
 
 
 def render_gpu(ctx: NodeContext) -> str | None:
@@ -137,16 +158,23 @@ def render_target(ctx: NodeContext) -> str:
     t = ctx.target
     compiler, flags = build_command(t)
     command = " ".join((*compiler, *flags))
-    lines = [t.description.strip(), "",
-             f"Target: `{t.name}` ({t.kind}); chosen because: {t.reason}.",
-             f"Language of the code: `{t.language}`."]
+    lines = [
+        t.description.strip(),
+        "",
+        f"Target: `{t.name}` ({t.kind}); chosen because: {t.reason}.",
+        f"Language of the code: `{t.language}`.",
+    ]
     if builds_with_dace(t):
         standard = language_standard(flags)
-        lines.append(f"The program is compiled with: `{command}`"
-                     + (f" (C++ standard `{standard}`: use nothing newer)." if standard else "."))
+        lines.append(
+            f"The program is compiled with: `{command}`"
+            + (f" (C++ standard `{standard}`: use nothing newer)." if standard else ".")
+        )
         if t.flags and tuple(t.flags) != tuple(flags):
-            lines.append(f"Instructions your code may use are those of `{' '.join(t.flags)}` "
-                         "(and only those the build's flags enable).")
+            lines.append(
+                f"Instructions your code may use are those of `{' '.join(t.flags)}` "
+                "(and only those the build's flags enable)."
+            )
     elif command and command not in t.description:  # some targets already name it in their description
         lines.append(f"Compiled with: `{command}`")
     return "\n".join(lines)
@@ -198,9 +226,14 @@ def _answer_fields() -> tuple[str, ...]:
 def render_answer_format(ctx: NodeContext) -> str:
     """The fields of the answer object (the same model whose JSON schema providers receive)."""
     lines = ["Answer with one JSON object with these fields:", *_answer_fields()]
-    lines += ["", f"Set `language` to `{ctx.target.language}` for this target. Example of the shape (not the code):",
-              "", "```json", '{"code": "...", "language": "' + ctx.target.language + '", "code_global": "", '
-              '"notes": "..."}', "```"]
+    lines += [
+        "",
+        f"Set `language` to `{ctx.target.language}` for this target. Example of the shape (not the code):",
+        "",
+        "```json",
+        '{"code": "...", "language": "' + ctx.target.language + '", "code_global": "", "notes": "..."}',
+        "```",
+    ]
     return "\n".join(lines)
 
 
@@ -222,5 +255,6 @@ SECTIONS = (
 @hookimpl
 def dace_ai_prompt_sections():
     for name, order, title, render in SECTIONS:
-        yield PromptSection(name=name, order=order, title=title, render=render,
-                            description=(render.__doc__ or "").strip())
+        yield PromptSection(
+            name=name, order=order, title=title, render=render, description=(render.__doc__ or "").strip()
+        )

@@ -63,13 +63,16 @@ class ProviderReply:
 
     def as_record(self) -> dict[str, Any]:
         """Plain data for storage (the cache, session rounds)."""
-        return {"text": self.text, "usage": self.usage.as_dict(), "model": self.model,
-                "stop_reason": self.stop_reason}
+        return {"text": self.text, "usage": self.usage.as_dict(), "model": self.model, "stop_reason": self.stop_reason}
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> ProviderReply:
-        return cls(text=record["text"], usage=Usage(**(record.get("usage") or {})), model=record.get("model"),
-                   stop_reason=record.get("stop_reason"))
+        return cls(
+            text=record["text"],
+            usage=Usage(**(record.get("usage") or {})),
+            model=record.get("model"),
+            stop_reason=record.get("stop_reason"),
+        )
 
 
 @runtime_checkable

@@ -26,8 +26,11 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_\-]+")
 
 def prompt_hash(request: ProviderRequest) -> str:
     """12 hex digits of SHA-256 over the prompt content (system, conversation, schema)."""
-    material = {"system": request.system, "messages": [[m.role, m.content] for m in request.messages],
-                "schema": request.schema}
+    material = {
+        "system": request.system,
+        "messages": [[m.role, m.content] for m in request.messages],
+        "schema": request.schema,
+    }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -58,10 +61,14 @@ class PromptFile:
 
 def prompt_document(node_name: str, request: ProviderRequest, response: Path) -> str:
     """The prompt as a Markdown document a person can paste into any chat and answer."""
-    parts = [f"# dace-ai prompt for node `{node_name}`\n\n",
-             f"Answer with one JSON object that matches the schema at the end, and save it as\n"
-             f"`{response.name}` in the folder of this file.\n\n",
-             "## System prompt\n\n", request.system.rstrip(), "\n"]
+    parts = [
+        f"# dace-ai prompt for node `{node_name}`\n\n",
+        f"Answer with one JSON object that matches the schema at the end, and save it as\n"
+        f"`{response.name}` in the folder of this file.\n\n",
+        "## System prompt\n\n",
+        request.system.rstrip(),
+        "\n",
+    ]
     for message in request.messages:
         title = "Request" if message.role == "user" else "Your previous answer"
         parts += [f"\n## {title}\n\n", message.content.rstrip(), "\n"]
@@ -85,9 +92,12 @@ def _interactive(settings: AISettings) -> bool:
 
 
 def _paste(files: PromptFile) -> str:
-    print(f"dace-ai: node {files.node!r} needs an answer. The prompt is in\n  {files.prompt}\n"
-          "Paste the JSON answer, then a line with a single '.' (or Ctrl-D); an empty answer stops.",
-          file=sys.stderr, flush=True)
+    print(
+        f"dace-ai: node {files.node!r} needs an answer. The prompt is in\n  {files.prompt}\n"
+        "Paste the JSON answer, then a line with a single '.' (or Ctrl-D); an empty answer stops.",
+        file=sys.stderr,
+        flush=True,
+    )
     lines = []
     for line in sys.stdin:
         if line.strip() == ".":
@@ -100,7 +110,8 @@ def missing_answer(files: PromptFile) -> MissingAnswer:
     error = MissingAnswer(
         f"no answer yet for node {files.node!r} (SDFG {files.sdfg!r}) from the manual provider. "
         f"The prompt is in {files.prompt}; save the answer (JSON) as {files.response} and run again "
-        f"(or call dace_ai.read_prompt_responses(sdfg, {str(files.prompt.parent)!r})).")
+        f"(or call dace_ai.read_prompt_responses(sdfg, {str(files.prompt.parent)!r}))."
+    )
     error.prompt_path = files.prompt  # type: ignore[attr-defined]
     error.response_path = files.response  # type: ignore[attr-defined]
     return error
@@ -118,16 +129,20 @@ def read_response_file(path: Path, max_tokens: int | None) -> str:
     try:
         size = path.stat().st_size
         if size > limit:
-            raise AnswerError(f"response file {path}: {size} bytes, more than max_tokens={max_tokens} allows "
-                              f"({limit}); it was refused unread")
+            raise AnswerError(
+                f"response file {path}: {size} bytes, more than max_tokens={max_tokens} allows "
+                f"({limit}); it was refused unread"
+            )
         data = path.read_bytes()
     except OSError as exc:
         raise AnswerError(f"response file {path}: cannot be read ({exc.strerror or exc})") from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise AnswerError(f"response file {path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
-                          f"{exc.start}); save the answer as UTF-8 JSON") from None
+        raise AnswerError(
+            f"response file {path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+            f"{exc.start}); save the answer as UTF-8 JSON"
+        ) from None
     return text
 
 
@@ -162,12 +177,17 @@ class ManualClient:
         raise missing_answer(files)
 
 
-
 def _factory(settings: AISettings) -> ManualClient:
     return ManualClient(settings)
 
 
 @hookimpl
 def dace_ai_providers():
-    yield Provider(name="manual", factory=_factory, offline=True, answers_before_cache=True, auto_rank=-1000,
-                   description="Prompts written to files; answers read from response files or pasted")
+    yield Provider(
+        name="manual",
+        factory=_factory,
+        offline=True,
+        answers_before_cache=True,
+        auto_rank=-1000,
+        description="Prompts written to files; answers read from response files or pasted",
+    )

@@ -105,8 +105,14 @@ def _is_timeout(exc: BaseException) -> bool:
 
 
 def _is_connection(exc: BaseException) -> bool:
-    names = ("apiconnectionerror", "connectionerror", "connecterror", "remoteprotocolerror", "readerror",
-             "networkerror")
+    names = (
+        "apiconnectionerror",
+        "connectionerror",
+        "connecterror",
+        "remoteprotocolerror",
+        "readerror",
+        "networkerror",
+    )
     return any(isinstance(e, ConnectionError) or type(e).__name__.lower() in names for e in _chain(exc))
 
 
@@ -121,17 +127,28 @@ def _api_message(exc: BaseException) -> str:
     return " ".join(str(message).split())[:500]
 
 
-def describe_failure(provider: str, exc: BaseException, request: ProviderRequest, *, endpoint: str | None = None,
-                     key_env: Sequence[str] = ()) -> str:
+def describe_failure(
+    provider: str,
+    exc: BaseException,
+    request: ProviderRequest,
+    *,
+    endpoint: str | None = None,
+    key_env: Sequence[str] = (),
+) -> str:
     """One sentence (or two) saying why ``provider`` could not answer ``request``."""
     where = f"provider {provider!r} (model {request.model or 'default'}"
     where += f" at {endpoint})" if endpoint else ")"
     retries = request.max_retries
-    spent = (f"after {retries} retr{'y' if retries == 1 else 'ies'} (setting max_retries, DACE_ai_max_retries)"
-             if retries else "with retries off (setting max_retries=0)")
+    spent = (
+        f"after {retries} retr{'y' if retries == 1 else 'ies'} (setting max_retries, DACE_ai_max_retries)"
+        if retries
+        else "with retries off (setting max_retries=0)"
+    )
     if _is_timeout(exc):  # before the status: LiteLLM's Timeout carries status 408
-        return (f"{where}: no reply within timeout={request.timeout:g} s {spent}; "
-                "raise the timeout setting (DACE_ai_timeout) for long generations")
+        return (
+            f"{where}: no reply within timeout={request.timeout:g} s {spent}; "
+            "raise the timeout setting (DACE_ai_timeout) for long generations"
+        )
     status = _status_of(exc)
     if status in (401, 403):
         keys = " or ".join(key_env) if key_env else "the provider's API key"
@@ -147,20 +164,29 @@ def describe_failure(provider: str, exc: BaseException, request: ProviderRequest
     return f"{where}: {type(exc).__name__}: {_api_message(exc)}"
 
 
-def provider_failure(provider: str, exc: BaseException, request: ProviderRequest, *, endpoint: str | None = None,
-                     key_env: Sequence[str] = ()) -> ProviderError:
+def provider_failure(
+    provider: str,
+    exc: BaseException,
+    request: ProviderRequest,
+    *,
+    endpoint: str | None = None,
+    key_env: Sequence[str] = (),
+) -> ProviderError:
     """A :class:`ProviderError` for ``exc`` (raise it ``from exc``); credentials in the text are redacted."""
     return ProviderError(redact(describe_failure(provider, exc, request, endpoint=endpoint, key_env=key_env)))
 
 
 def cut_off_error(where: str, request: ProviderRequest) -> ProviderError:
     """The error for an answer that stopped at the token limit (never cached, never parsed)."""
-    return ProviderError(f"{where}: the answer was cut off at max_tokens={request.max_tokens}; "
-                         "raise the max_tokens setting (DACE_ai_max_tokens)")
+    return ProviderError(
+        f"{where}: the answer was cut off at max_tokens={request.max_tokens}; "
+        "raise the max_tokens setting (DACE_ai_max_tokens)"
+    )
 
 
-def chat_completion_reply(response: Any, request: ProviderRequest, where: str, *, default_model: str,
-                          cost_usd: float | None = None) -> ProviderReply:
+def chat_completion_reply(
+    response: Any, request: ProviderRequest, where: str, *, default_model: str, cost_usd: float | None = None
+) -> ProviderReply:
     """A Chat Completions response (OpenAI's or LiteLLM's) as a reply, or a clear error.
 
     Refusals, content-filter stops, token-limit stops and empty answers are
@@ -184,8 +210,11 @@ def chat_completion_reply(response: Any, request: ProviderRequest, where: str, *
     usage = getattr(response, "usage", None)
     return ProviderReply(
         text=text,
-        usage=Usage(input_tokens=getattr(usage, "prompt_tokens", None),
-                    output_tokens=getattr(usage, "completion_tokens", None), cost_usd=cost_usd),
+        usage=Usage(
+            input_tokens=getattr(usage, "prompt_tokens", None),
+            output_tokens=getattr(usage, "completion_tokens", None),
+            cost_usd=cost_usd,
+        ),
         model=getattr(response, "model", None) or request.model or default_model,
         stop_reason=choice.finish_reason,
     )

@@ -55,17 +55,25 @@ def make_client(provider: Provider, settings: AISettings) -> ProviderClient:
         raise ProviderError(redact(str(exc))) from exc.__cause__
     except ImportError as exc:  # the SDK is missing
         package = provider.sdk or getattr(exc, "name", None) or "the provider's SDK"
-        raise ProviderError(redact(
-            f"provider {provider.name!r} ({provider.origin}) needs the package {package!r}: "
-            f"pip install {package}  (import failed: {exc})"
-        )) from exc
+        raise ProviderError(
+            redact(
+                f"provider {provider.name!r} ({provider.origin}) needs the package {package!r}: "
+                f"pip install {package}  (import failed: {exc})"
+            )
+        ) from exc
     except Exception as exc:
         hint = missing_key_message(provider)
-        raise ProviderError(redact(f"provider {provider.name!r} ({provider.origin}) could not start: "
-                                   f"{type(exc).__name__}: {exc}" + (f" ({hint})" if hint else ""))) from exc
+        raise ProviderError(
+            redact(
+                f"provider {provider.name!r} ({provider.origin}) could not start: "
+                f"{type(exc).__name__}: {exc}" + (f" ({hint})" if hint else "")
+            )
+        ) from exc
     if not isinstance(client, ProviderClient):
-        raise ProviderError(f"provider {provider.name!r} ({provider.origin}): factory returned "
-                            f"{type(client).__name__}, which has no complete(request) method")
+        raise ProviderError(
+            f"provider {provider.name!r} ({provider.origin}): factory returned "
+            f"{type(client).__name__}, which has no complete(request) method"
+        )
     return client
 
 
@@ -83,9 +91,11 @@ def ask(provider: Provider, client: ProviderClient, request: ProviderRequest) ->
         error.__dict__.update(exc.__dict__)
         raise error from exc.__cause__
     except Exception as exc:
-        raise ProviderError(redact(f"provider {provider.name!r} ({provider.origin}) failed: "
-                                   f"{type(exc).__name__}: {exc}")) from exc
+        raise ProviderError(
+            redact(f"provider {provider.name!r} ({provider.origin}) failed: {type(exc).__name__}: {exc}")
+        ) from exc
     if not isinstance(reply, ProviderReply):
-        raise ProviderError(f"provider {provider.name!r} ({provider.origin}) returned "
-                            f"{type(reply).__name__}, not a ProviderReply")
+        raise ProviderError(
+            f"provider {provider.name!r} ({provider.origin}) returned {type(reply).__name__}, not a ProviderReply"
+        )
     return reply

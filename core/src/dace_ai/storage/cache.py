@@ -33,8 +33,11 @@ from dace_ai.storage.files import ai_folder, atomic_write_json
 #: Fields every cache entry has, with the types they must have.
 _FIELDS: dict[str, type | tuple[type, ...]] = {"text": str, "provider": str}
 _OPTIONAL: dict[str, type | tuple[type, ...]] = {
-    "usage": (dict, type(None)), "model": (str, type(None)), "stop_reason": (str, type(None)),
-    "created": (int, float), "key": str,
+    "usage": (dict, type(None)),
+    "model": (str, type(None)),
+    "stop_reason": (str, type(None)),
+    "created": (int, float),
+    "key": str,
 }
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cost_usd")
 QUARANTINE = "quarantine"
@@ -79,8 +82,9 @@ def cache_key(provider_name: str, request: Any, provider: Any = None) -> str:
     storage does not depend on the providers package); ``provider`` is its registration
     (looked up by name when omitted) whose default model and endpoint fill empty settings.
     """
-    blob = json.dumps(key_material(provider_name, request, provider), sort_keys=True,
-                      separators=(",", ":"), ensure_ascii=True).encode()
+    blob = json.dumps(
+        key_material(provider_name, request, provider), sort_keys=True, separators=(",", ":"), ensure_ascii=True
+    ).encode()
     return hashlib.sha256(blob).hexdigest()
 
 
@@ -124,13 +128,24 @@ def parse_entry(key: str, raw: bytes) -> CachedAnswer:
         raise BadEntry(f"it holds the entry of another key ({str(data['key'])[:16]}...)")
     usage = data.get("usage") or {}
     if set(usage) - set(_USAGE_FIELDS) or any(
-            not (v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))) for v in usage.values()):
+        not (v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))) for v in usage.values()
+    ):
         raise BadEntry("field 'usage' is not a usage record")
-    record = {"text": data["text"], "usage": {k: usage.get(k) for k in _USAGE_FIELDS},
-              "model": data.get("model"), "stop_reason": data.get("stop_reason")}
+    record = {
+        "text": data["text"],
+        "usage": {k: usage.get(k) for k in _USAGE_FIELDS},
+        "model": data.get("model"),
+        "stop_reason": data.get("stop_reason"),
+    }
     checked = data.get("checked")
-    return CachedAnswer(key, record, data["provider"], float(data.get("created", 0.0)),
-                        str(data.get("verification") or ""), checked if isinstance(checked, dict) else None)
+    return CachedAnswer(
+        key,
+        record,
+        data["provider"],
+        float(data.get("created", 0.0)),
+        str(data.get("verification") or ""),
+        checked if isinstance(checked, dict) else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -178,19 +193,25 @@ class AnswerCache:
             return parse_entry(key, raw)
         except BadEntry as exc:
             moved = self.quarantine(path)
-            _warn(f"answer cache: {path} is not a valid entry ({exc}); "
-                  + (f"moved to {moved}" if moved else "it could not be moved aside") + "; the node is asked again")
+            _warn(
+                f"answer cache: {path} is not a valid entry ({exc}); "
+                + (f"moved to {moved}" if moved else "it could not be moved aside")
+                + "; the node is asked again"
+            )
             return None
 
-    def put(self, key: str, provider_name: str, reply: dict[str, Any],
-            extra: dict[str, Any] | None = None) -> Path | None:
+    def put(
+        self, key: str, provider_name: str, reply: dict[str, Any], extra: dict[str, Any] | None = None
+    ) -> Path | None:
         """Store a reply record (``ProviderReply.as_record()``) under ``key``; None (and a warning) when it cannot."""
         record = {"key": key, "provider": provider_name, **reply, "created": time.time(), **(extra or {})}
         try:
             return atomic_write_json(self.path(key), record)
         except OSError as exc:
-            _warn(f"answer cache: cannot write the entry for key {key[:16]}... under "
-                  f"{_folder_hint(self._root)} ({exc}); the answer is used but not cached")
+            _warn(
+                f"answer cache: cannot write the entry for key {key[:16]}... under "
+                f"{_folder_hint(self._root)} ({exc}); the answer is used but not cached"
+            )
             return None
 
     def record_checks(self, key: str, checked: dict[str, Any], verification: str) -> None:
@@ -200,10 +221,12 @@ class AnswerCache:
         except (OSError, ValueError):
             return  # no entry (or a bad one, quarantined on its next read): nothing to add to
         if isinstance(data, dict):
-            self.put(key, str(data.get("provider", "")), {k: v for k, v in data.items()
-                                                           if k not in ("key", "provider", "created")},
-                     extra={"created": data.get("created", time.time()), "checked": checked,
-                            "verification": verification})
+            self.put(
+                key,
+                str(data.get("provider", "")),
+                {k: v for k, v in data.items() if k not in ("key", "provider", "created")},
+                extra={"created": data.get("created", time.time()), "checked": checked, "verification": verification},
+            )
 
     def quarantine(self, path: Path) -> Path | None:
         """Move a bad entry to ``quarantine/`` (keeping it for inspection); None when that fails."""
@@ -233,8 +256,15 @@ class AnswerCache:
             try:
                 entry = parse_entry(path.stem, raw)
                 data = json.loads(raw)
-                yield EntryInfo(path.stem, path, stat.st_size, stat.st_mtime, entry.provider,
-                                str(entry.record.get("model") or ""), str(data.get("node") or ""))
+                yield EntryInfo(
+                    path.stem,
+                    path,
+                    stat.st_size,
+                    stat.st_mtime,
+                    entry.provider,
+                    str(entry.record.get("model") or ""),
+                    str(data.get("node") or ""),
+                )
             except BadEntry as exc:
                 yield EntryInfo(info.key, path, info.size, info.modified, problem=str(exc))
 

@@ -48,6 +48,7 @@ def ai_folder(kind: str, root: Path | None = None) -> Path:
 
 def atomic_write(path: Path, data: str | bytes) -> Path:
     """Write ``data`` to ``path`` atomically (temp file in the same folder, then rename)."""
+
     def write(tmp: Path) -> None:
         if isinstance(data, bytes):
             tmp.write_bytes(data)
@@ -100,7 +101,7 @@ def remove_orphans(path: Path) -> int:
     """Remove temporary files of writes to ``path`` whose process died (killed mid-write); return how many."""
     removed = 0
     for leftover in Path(path).parent.glob(f".{Path(path).name}.*.tmp"):
-        pid_text = leftover.name[len(Path(path).name) + 2:].split(".", 1)[0]
+        pid_text = leftover.name[len(Path(path).name) + 2 :].split(".", 1)[0]
         if not pid_text.isdigit() or int(pid_text) == os.getpid() or _alive(int(pid_text)):
             continue
         try:

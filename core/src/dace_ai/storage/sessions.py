@@ -73,10 +73,24 @@ from dace_ai.storage.files import atomic_write, atomic_write_json, build_root, l
 class SessionWarning(DaceAIWarning):
     """A session could not be read or recorded; the expansion goes on without it."""
 
+
 FORMAT = 1
 #: Details of a check report shown in session.json's rounds (the bench's figures and why a candidate was refused).
-_FIGURES = ("reasons", "speedup", "speedup_range", "native_median", "candidate_median", "native_seconds",
-            "candidate_seconds", "sizes", "repeats", "bytes", "bandwidth", "speed_of_light", "speed_of_light_level")
+_FIGURES = (
+    "reasons",
+    "speedup",
+    "speedup_range",
+    "native_median",
+    "candidate_median",
+    "native_seconds",
+    "candidate_seconds",
+    "sizes",
+    "repeats",
+    "bytes",
+    "bandwidth",
+    "speed_of_light",
+    "speed_of_light_level",
+)
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]+")
 
 
@@ -143,8 +157,10 @@ class Session:
             unusable = [r for r in data.get("rounds", []) if not _is_round(r)]
             if unusable:  # keep what is usable (and unknown fields); keep the original for inspection
                 kept = self._keep_aside(raw)
-                _warn(f"session {self.summary_path}: {len(unusable)} round record(s) without a number were dropped"
-                      f"{f'; the original is kept as {kept.name}' if kept else ''}")
+                _warn(
+                    f"session {self.summary_path}: {len(unusable)} round record(s) without a number were dropped"
+                    f"{f'; the original is kept as {kept.name}' if kept else ''}"
+                )
             return _normalised(data)
         moved = self.summary_path.with_name(f"session.json.bad-{int(time.time() * 1000)}-{os.getpid()}")
         try:
@@ -216,10 +232,12 @@ class Session:
 
         Record keeping only: a folder that cannot be written is a :class:`SessionWarning`.
         """
+
         def change(summary: dict[str, Any]) -> None:
             for entry in summary["rounds"]:
                 if entry["number"] == number:
                     entry.update(fields)
+
         try:
             self._update(change)
         except OSError as exc:
@@ -227,28 +245,47 @@ class Session:
 
     def set_current(self, number: int, action: str = "rollback") -> None:
         """Make round ``number`` the one in use and log ``action``."""
+
         def change(summary: dict[str, Any]) -> None:
             summary["current"] = number
             summary.setdefault("events", []).append({"action": action, "round": number, "time": time.time()})
+
         self._update(change)
 
     def set_pinned(self, pinned: bool) -> None:
         def change(summary: dict[str, Any]) -> None:
             summary["pinned"] = pinned
-            summary.setdefault("events", []).append({"action": "pin" if pinned else "unpin",
-                                                     "round": summary.get("current"), "time": time.time()})
+            summary.setdefault("events", []).append(
+                {"action": "pin" if pinned else "unpin", "round": summary.get("current"), "time": time.time()}
+            )
+
         self._update(change)
 
     @property
     def pinned(self) -> bool:
         return bool(self.summary().get("pinned"))
 
-    def record_round(self, *, node: dict[str, Any], system: str, messages: list[tuple[str, str]],
-                     request: dict[str, Any], reply_text: str | None, answer: dict[str, Any] | None,
-                     reports: list[Any], status: str, error: str = "", source: str = "",
-                     node_json: Any = None, usage: Any = None, reason: str = "", feedback: str = "",
-                     started: float | None = None, extra: dict[str, Any] | None = None,
-                     level: str = "") -> RoundRecord:
+    def record_round(
+        self,
+        *,
+        node: dict[str, Any],
+        system: str,
+        messages: list[tuple[str, str]],
+        request: dict[str, Any],
+        reply_text: str | None,
+        answer: dict[str, Any] | None,
+        reports: list[Any],
+        status: str,
+        error: str = "",
+        source: str = "",
+        node_json: Any = None,
+        usage: Any = None,
+        reason: str = "",
+        feedback: str = "",
+        started: float | None = None,
+        extra: dict[str, Any] | None = None,
+        level: str = "",
+    ) -> RoundRecord:
         """Append one round (prompt, answer, checks) and update ``session.json``.
 
         ``status`` is ``accepted``, ``rejected`` (failed its checks) or ``error``
@@ -259,27 +296,63 @@ class Session:
         :class:`SessionWarning` and a round numbered 0: the answer is still used.
         """
         try:
-            return self._record_round(node=node, system=system, messages=messages, request=request,
-                                      reply_text=reply_text, answer=answer, reports=reports, status=status,
-                                      error=redact(error), source=source, node_json=node_json, usage=usage,
-                                      reason=reason, feedback=feedback, started=started, extra=extra, level=level)
+            return self._record_round(
+                node=node,
+                system=system,
+                messages=messages,
+                request=request,
+                reply_text=reply_text,
+                answer=answer,
+                reports=reports,
+                status=status,
+                error=redact(error),
+                source=source,
+                node_json=node_json,
+                usage=usage,
+                reason=reason,
+                feedback=feedback,
+                started=started,
+                extra=extra,
+                level=level,
+            )
         except OSError as exc:
             _warn(f"session {self.folder}: cannot record the round ({exc}); the answer is used without a record")
             return RoundRecord(0, self.folder)
 
-    def _record_round(self, *, node: dict[str, Any], system: str, messages: list[tuple[str, str]],
-                      request: dict[str, Any], reply_text: str | None, answer: dict[str, Any] | None,
-                      reports: list[Any], status: str, error: str, source: str, node_json: Any, usage: Any,
-                      reason: str, feedback: str, started: float | None,
-                      extra: dict[str, Any] | None, level: str) -> RoundRecord:
+    def _record_round(
+        self,
+        *,
+        node: dict[str, Any],
+        system: str,
+        messages: list[tuple[str, str]],
+        request: dict[str, Any],
+        reply_text: str | None,
+        answer: dict[str, Any] | None,
+        reports: list[Any],
+        status: str,
+        error: str,
+        source: str,
+        node_json: Any,
+        usage: Any,
+        reason: str,
+        feedback: str,
+        started: float | None,
+        extra: dict[str, Any] | None,
+        level: str,
+    ) -> RoundRecord:
         with lock_for(self.summary_path):
             summary = self.summary()
             summary.setdefault("format", FORMAT)
             summary.setdefault("id", self.id)
             summary.setdefault("created", time.time())
             last = summary["rounds"][-1] if summary["rounds"] else None
-            if (source == "cache" and last is not None and last.get("cache_key") == request.get("cache_key")
-                    and last.get("status") == status and not feedback):
+            if (
+                source == "cache"
+                and last is not None
+                and last.get("cache_key") == request.get("cache_key")
+                and last.get("status") == status
+                and not feedback
+            ):
                 last["replayed"] = last.get("replayed", 0) + 1
                 if status == "accepted":
                     summary["current"] = last["number"]
@@ -303,8 +376,12 @@ class Session:
                 atomic_write(folder / "feedback.md", feedback.rstrip() + "\n")
             report_rows = []
             for report in reports:
-                row = {"checker": report.checker, "status": report.status, "seconds": round(report.seconds, 3),
-                       "stage": report.stage}
+                row = {
+                    "checker": report.checker,
+                    "status": report.status,
+                    "seconds": round(report.seconds, 3),
+                    "stage": report.stage,
+                }
                 if report.rule:
                     row["rule"] = report.rule
                 figures = {k: v for k, v in report.details.items() if k in _FIGURES}
@@ -320,10 +397,20 @@ class Session:
             now = time.time()
             summary["node"] = {**(summary.get("node") or {}), **node}
             summary["updated"] = now
-            entry = {"number": number, "status": status, "source": source, "error": error,
-                     "cache_key": request.get("cache_key"), "started": started or now, "time": now,
-                     "tokens": tokens, "cost_usd": cost, "reason": reason or "expansion",
-                     "checks": report_rows, "verification": level}
+            entry = {
+                "number": number,
+                "status": status,
+                "source": source,
+                "error": error,
+                "cache_key": request.get("cache_key"),
+                "started": started or now,
+                "time": now,
+                "tokens": tokens,
+                "cost_usd": cost,
+                "reason": reason or "expansion",
+                "checks": report_rows,
+                "verification": level,
+            }
             if feedback:
                 entry["feedback"] = feedback
             entry.update(extra or {})
@@ -335,11 +422,12 @@ class Session:
             atomic_write_json(self.summary_path, summary)
             return RoundRecord(number, folder)
 
-
     def record_fallback(self, implementation: str, reason: str) -> None:
         """Note that the node was expanded natively (``implementation``) because no answer passed."""
-        self.update_summary(fallback={"implementation": implementation, "reason": reason, "time": time.time()},
-                            verification=f"native fallback ({implementation})")
+        self.update_summary(
+            fallback={"implementation": implementation, "reason": reason, "time": time.time()},
+            verification=f"native fallback ({implementation})",
+        )
 
     def update_summary(self, **fields: Any) -> None:
         """Set top-level fields of ``session.json`` (e.g. ``current``, an ``optimize`` summary)."""
@@ -368,8 +456,6 @@ def _warn(message: str) -> None:
     warnings.warn(redact(message), SessionWarning, stacklevel=3)
 
 
-
-
 def render_conversation(system: str, messages: list[tuple[str, str]]) -> str:
     parts = ["# System\n", system.rstrip() + "\n"]
     for role, content in messages:
@@ -377,8 +463,9 @@ def render_conversation(system: str, messages: list[tuple[str, str]]) -> str:
     return "".join(parts)
 
 
-def open_session(sdfg_name: str, node_key: str, root: Path | None = None, *, guid: str | None = None,
-                 label: str | None = None) -> Session:
+def open_session(
+    sdfg_name: str, node_key: str, root: Path | None = None, *, guid: str | None = None, label: str | None = None
+) -> Session:
     """The session of one node (created on first write): by guid when known, else by position."""
     if guid:
         name = session_id(label or node_key.rsplit("/", 1)[-1], guid)
@@ -403,9 +490,17 @@ def list_sessions(root: Path | None = None) -> list[dict[str, Any]]:
     result = []
     for path in sorted(p for p in folder.iterdir() if p.is_dir()):
         summary = Session(path).summary()
-        result.append({"name": path.name, "folder": str(path), "node": summary.get("node", {}),
-                       "rounds": len(summary["rounds"]), "current": summary.get("current"),
-                       "pinned": bool(summary.get("pinned")), "verification": summary.get("verification", "")})
+        result.append(
+            {
+                "name": path.name,
+                "folder": str(path),
+                "node": summary.get("node", {}),
+                "rounds": len(summary["rounds"]),
+                "current": summary.get("current"),
+                "pinned": bool(summary.get("pinned")),
+                "verification": summary.get("verification", ""),
+            }
+        )
     return result
 
 

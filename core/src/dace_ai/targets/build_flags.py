@@ -90,10 +90,14 @@ def dace_build_flags(compiler: str | None = None) -> list[str]:
 
 
 #: Architectures that start a target triple (``aarch64-linux-gnu``); a name starting otherwise is no triple.
-_ARCH = (r"(?:x86_64|amd64|i[3-6]86|aarch64(?:_be)?|arm64|arm\w*|thumb\w*|riscv(?:32|64)|powerpc\w*|ppc\w*|s390x"
-         r"|mips\w*|loongarch(?:32|64)|sparc\w*|wasm(?:32|64)|nvptx64|amdgcn|hexagon|xtensa|avr|msp430)")
+_ARCH = (
+    r"(?:x86_64|amd64|i[3-6]86|aarch64(?:_be)?|arm64|arm\w*|thumb\w*|riscv(?:32|64)|powerpc\w*|ppc\w*|s390x"
+    r"|mips\w*|loongarch(?:32|64)|sparc\w*|wasm(?:32|64)|nvptx64|amdgcn|hexagon|xtensa|avr|msp430)"
+)
 #: ``<triple>-<tool>[-<version>]``: how cross compilers are named (``aarch64-linux-gnu-g++``, ``riscv64-unknown-elf-gcc-13``).
-_TRIPLE_NAMED = re.compile(rf"^(?P<triple>{_ARCH}(?:-[A-Za-z0-9_.]+)+)-(?:g\+\+|c\+\+|gcc|cc|clang\+\+|clang)(?:-[0-9.]+)?$")
+_TRIPLE_NAMED = re.compile(
+    rf"^(?P<triple>{_ARCH}(?:-[A-Za-z0-9_.]+)+)-(?:g\+\+|c\+\+|gcc|cc|clang\+\+|clang)(?:-[0-9.]+)?$"
+)
 #: Spellings of one architecture in target triples and ``uname -m``.
 _ARCH_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64", "i386": "i686", "i586": "i686"}
 

@@ -14,8 +14,21 @@ from dace_ai.plugins.registrations import Detection, Target
 from dace_ai.targets.cpu import read_cpu
 
 #: ISA flags worth telling a model about, in /proc/cpuinfo spelling.
-_INTERESTING_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
-                      "amx_tile", "neon", "asimd", "sve", "sve2")
+_INTERESTING_FLAGS = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "amx_tile",
+    "neon",
+    "asimd",
+    "sve",
+    "sve2",
+)
 
 
 def cpu_facts() -> dict[str, object]:
@@ -44,8 +57,10 @@ def _describe(detection: Detection) -> str:
     facts = detection.details
     isa = [f for f in _INTERESTING_FLAGS if f in facts.get("flags", ())]
     compiler, flags = host_compiler()
-    return (f"CPU: {facts.get('model')} ({facts.get('machine')}); ISA extensions: {', '.join(isa) or 'baseline'}.\n"
-            f"Compiler: {' '.join(compiler)} {' '.join(flags)}")
+    return (
+        f"CPU: {facts.get('model')} ({facts.get('machine')}); ISA extensions: {', '.join(isa) or 'baseline'}.\n"
+        f"Compiler: {' '.join(compiler)} {' '.join(flags)}"
+    )
 
 
 @hookimpl

@@ -63,8 +63,9 @@ def clear_detection_cache() -> None:
         _detections.clear()
 
 
-def resolve_target(settings: AISettings, *, kind: str = "cpu",
-                   manager: PluginManager | None = None) -> tuple[Target, Detection, str]:
+def resolve_target(
+    settings: AISettings, *, kind: str = "cpu", manager: PluginManager | None = None
+) -> tuple[Target, Detection, str]:
     """(target, detection, reason) for code of ``kind`` ("cpu" or "gpu")."""
     manager = manager or get_plugin_manager()
     targets = manager.targets()
@@ -80,11 +81,19 @@ def resolve_target(settings: AISettings, *, kind: str = "cpu",
         return target, detection, f"detected: {detection.reason}"
     if of_kind:  # e.g. GPU code written on a machine without a GPU: the best installed pack still knows it
         target, detection = max(of_kind, key=lambda td: (td[0].priority, td[0].name))
-        return target, detection, (f"no installed {kind} target matched this machine ({detection.reason}); "
-                                   f"{target.name} has the highest priority")
+        return (
+            target,
+            detection,
+            (
+                f"no installed {kind} target matched this machine ({detection.reason}); "
+                f"{target.name} has the highest priority"
+            ),
+        )
     if FALLBACK_TARGET not in targets:
-        raise PluginError(f"no {kind} target matches this machine and the built-in {FALLBACK_TARGET!r} "
-                          "target is not available (blocked?)")
+        raise PluginError(
+            f"no {kind} target matches this machine and the built-in {FALLBACK_TARGET!r} "
+            "target is not available (blocked?)"
+        )
     target = targets[FALLBACK_TARGET]
     return target, detect(target), f"fallback: no installed {kind} target matched this machine"
 

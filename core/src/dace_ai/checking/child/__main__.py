@@ -16,8 +16,9 @@ PACKAGE = "dace_ai_child"
 def load(name: str = PACKAGE) -> object:
     """This folder as the package ``name`` (its modules import each other relatively); its ``job`` module."""
     here = os.path.dirname(os.path.abspath(__file__))
-    spec = importlib.util.spec_from_file_location(name, os.path.join(here, "__init__.py"),
-                                                  submodule_search_locations=[here])
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(here, "__init__.py"), submodule_search_locations=[here]
+    )
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load the sandbox child from {here}")
     package = importlib.util.module_from_spec(spec)

@@ -46,11 +46,13 @@ def _input_independent(bench: BenchJob, natives: list[Any], outputs: list[dict[s
     if natives[0] is not None and len(natives) > 1:
         refs_differ = not same_outputs(natives[0], natives[1])
     elif bench["cases"][0].get("expected") and len(bench["cases"]) > 1:
-        refs_differ = not same_outputs(*({k: np.load(v, allow_pickle=False) for k, v in c["expected"].items()}
-                                         for c in bench["cases"][:2]))
+        refs_differ = not same_outputs(
+            *({k: np.load(v, allow_pickle=False) for k, v in c["expected"].items()} for c in bench["cases"][:2])
+        )
     has_inputs = any(c["direction"] == "in" for c in bench["cases"][0]["connectors"])
-    return bool(has_inputs and len(outputs) > 1 and refs_differ
-                and all(same_outputs(outputs[0], o) for o in outputs[1:]))
+    return bool(
+        has_inputs and len(outputs) > 1 and refs_differ and all(same_outputs(outputs[0], o) for o in outputs[1:])
+    )
 
 
 def _held(program: Any, case: Case, threads: Threads, stack: contextlib.ExitStack) -> Any:
@@ -63,8 +65,9 @@ def _held(program: Any, case: Case, threads: Threads, stack: contextlib.ExitStac
     return buffers, prepared
 
 
-def _baseline_sides(bench: BenchJob, phase: Phase, threads: Threads, job: Job,
-                    stack: contextlib.ExitStack) -> list[_Side]:
+def _baseline_sides(
+    bench: BenchJob, phase: Phase, threads: Threads, job: Job, stack: contextlib.ExitStack
+) -> list[_Side]:
     """Load and prepare the bench section's baselines (DaCe's library implementations, a NumPy reference).
 
     Each gets its own buffers holding the first bench case's inputs (the candidate's
@@ -94,8 +97,10 @@ def _baseline_sides(bench: BenchJob, phase: Phase, threads: Threads, job: Job,
 def _save_baseline_outputs(job: Job, case: Case, spec: BaselineSpec, index: int, buffers: dict[str, Any]) -> None:
     if job.get("save_outputs") and spec.get("kind") != "python":
         for name in output_containers(case):
-            save_array(os.path.join(job["save_outputs"], f"{case.get('id', 0)}-baseline{index}-{name}.npy"),
-                       buffers[name].array)
+            save_array(
+                os.path.join(job["save_outputs"], f"{case.get('id', 0)}-baseline{index}-{name}.npy"),
+                buffers[name].array,
+            )
 
 
 def _native_samples(bench: BenchJob, known: Known | None, timed: Timed, result: BenchResult) -> list[float] | None:
@@ -129,8 +134,9 @@ def _baseline_samples(sides: list[_Side], timed: Timed) -> tuple[dict[str, list[
     return baselines, reused
 
 
-def _time_bench(job: Job, candidate: Any, prepared: Any, reference: Any, records: list[CaseRecord],
-                phase: Phase, threads: Threads) -> BenchResult:
+def _time_bench(
+    job: Job, candidate: Any, prepared: Any, reference: Any, records: list[CaseRecord], phase: Phase, threads: Threads
+) -> BenchResult:
     """The bench section's timing under the lock: the candidate on its kept buffers, interleaved with
     the native reference and the baselines on the same inputs and threads, and the memory bandwidth.
     A slow native reference timed by an earlier candidate of the node is neither prepared nor timed again."""
@@ -146,25 +152,32 @@ def _time_bench(job: Job, candidate: Any, prepared: Any, reference: Any, records
         sides = _baseline_sides(bench, phase, threads, job, sides_held)
         for side in sides:  # the same inputs, interleaved with the candidate, the same threads
             if "program" in side:
-                calls[f"baseline:{side['label']}"] = (lambda s=side: s["program"].call(s["prepared"]))
+                calls[f"baseline:{side['label']}"] = lambda s=side: s["program"].call(s["prepared"])
         threads.use(None)
         with bench_lock(bench.get("lock")):
             # the thread runs just called the candidate on these buffers, the last one with all cores
             last = records[0]["call_seconds"][-1] if len(records[0]["call_seconds"]) > 1 else None
-            timed = time_calls(calls, int(bench.get("repeats", 7)), phase,
-                               warm={"candidate": last} if last is not None else None)
+            timed = time_calls(
+                calls, int(bench.get("repeats", 7)), phase, warm={"candidate": last} if last is not None else None
+            )
             phase(who="loader", step="bandwidth")
             result["bandwidth"] = measure_bandwidth(int(bench.get("bytes") or 0))
     native_samples = _native_samples(bench, known, timed, result)
     baselines, reused = _baseline_samples(sides, timed)
-    result.update(candidate=timed["samples"]["candidate"], native=native_samples,
-                  batch=timed["batch"], timer_resolution=timed["timer_resolution"],
-                  baselines=baselines, baselines_reused=reused)
+    result.update(
+        candidate=timed["samples"]["candidate"],
+        native=native_samples,
+        batch=timed["batch"],
+        timer_resolution=timed["timer_resolution"],
+        baselines=baselines,
+        baselines_reused=reused,
+    )
     return result
 
 
-def run_bench(job: Job, candidate: Any, reference: Any, natives: list[Any], phase: Phase,
-              threads: Threads) -> tuple[BenchResult, list[CaseRecord]]:
+def run_bench(
+    job: Job, candidate: Any, reference: Any, natives: list[Any], phase: Phase, threads: Threads
+) -> tuple[BenchResult, list[CaseRecord]]:
     """The bench section: its cases (seeds at the bench sizes), the run rules, then the timing under the lock."""
     bench = job["bench"]
     assert bench is not None
@@ -173,8 +186,9 @@ def run_bench(job: Job, candidate: Any, reference: Any, natives: list[Any], phas
     with contextlib.ExitStack() as kept:  # the first case's buffers, for the timing
         prepared: Any = None
         for index, case in enumerate(bench["cases"]):
-            record, held = run_case(case, candidate, natives[index], phase, threads, job,
-                                    keep=kept if index == 0 else None)
+            record, held = run_case(
+                case, candidate, natives[index], phase, threads, job, keep=kept if index == 0 else None
+            )
             record.pop("returned", None)
             records.append(record)
             if index == 0:
@@ -182,8 +196,11 @@ def run_bench(job: Job, candidate: Any, reference: Any, natives: list[Any], phas
             if "problem" in record:
                 return {}, records
         outputs = [r.pop("outputs") for r in records]
-        result: BenchResult = {"bytes": bench.get("bytes"), "call_seconds": records[0]["call_seconds"][:1],
-                               "reads_outside": sorted({c for r in records for c in r["reads_outside"]})}
+        result: BenchResult = {
+            "bytes": bench.get("bytes"),
+            "call_seconds": records[0]["call_seconds"][:1],
+            "reads_outside": sorted({c for r in records for c in r["reads_outside"]}),
+        }
         result["input_independent"] = _input_independent(bench, natives, outputs)
         if bench.get("time") and prepared is not None:
             result.update(_time_bench(job, candidate, prepared, reference, records, phase, threads))

@@ -38,8 +38,7 @@ class _Libc:
         libc = ctypes.CDLL(None, use_errno=True)
         self.mmap = libc.mmap
         self.mmap.restype = ctypes.c_void_p
-        self.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                              ctypes.c_long]
+        self.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
         self.mprotect = libc.mprotect
         self.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
         self.munmap = libc.munmap
@@ -82,7 +81,7 @@ class GuardedBuffer:
         self.poison = POISON if self.dtype.kind in "fc" else CANARY
         self.raw[:] = self.poison
         lead = self.start - addr
-        self.array = self.raw[lead:lead + self.nbytes].view(self.dtype)[:elements]
+        self.array = self.raw[lead : lead + self.nbytes].view(self.dtype)[:elements]
 
     def __enter__(self) -> GuardedBuffer:
         return self
@@ -91,15 +90,20 @@ class GuardedBuffer:
         self.free()
 
     def layout(self) -> dict[str, Any]:
-        return {"name": self.name, "start": self.start, "end": self.start + self.nbytes,
-                "guard": [self.addr + self.body, self.addr + self.total], "lead": self.addr}
+        return {
+            "name": self.name,
+            "start": self.start,
+            "end": self.start + self.nbytes,
+            "guard": [self.addr + self.body, self.addr + self.total],
+            "lead": self.addr,
+        }
 
     def slack_intact(self) -> str | None:
         """'before' or 'after' when canary bytes around the buffer changed, else None."""
         lead = self.start - self.addr
         if np.any(self.raw[:lead] != self.poison):
             return "before"
-        if np.any(self.raw[lead + self.nbytes:] != self.poison):
+        if np.any(self.raw[lead + self.nbytes :] != self.poison):
             return "after"
         return None
 

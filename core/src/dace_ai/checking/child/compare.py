@@ -112,9 +112,14 @@ def compare(conn: Connector, expected: np.ndarray, got: np.ndarray, rtol: float)
     def elements(kind: str, where: np.ndarray) -> dict[str, Any]:
         """A problem of ``kind`` at the elements ``where`` (first index, count, the expected value there)."""
         index = np.argwhere(where)[0] if got.ndim else []
-        return {"kind": kind, "connector": conn["name"], "index": [int(i) for i in index],
-                "count": int(np.count_nonzero(where)), "elements": int(got.size),
-                "expected": _scalar(expected[tuple(int(i) for i in index)])}
+        return {
+            "kind": kind,
+            "connector": conn["name"],
+            "index": [int(i) for i in index],
+            "count": int(np.count_nonzero(where)),
+            "elements": int(got.size),
+            "expected": _scalar(expected[tuple(int(i) for i in index)]),
+        }
 
     expected_fill = is_fill(expected) if expected.dtype == got.dtype else np.zeros(expected.shape, bool)
     unwritten = is_fill(got) & ~expected_fill
@@ -143,32 +148,44 @@ def compare(conn: Connector, expected: np.ndarray, got: np.ndarray, rtol: float)
         wrong = check & (expected != got)
         if _integer_read_first(expected, got, wrong):
             return elements("read_before_write", wrong)
-        max_error = float(np.max(np.abs(expected.astype(np.float64) - got.astype(np.float64)), initial=0.0)) \
-            if kind != "b" else float(np.count_nonzero(wrong))
+        max_error = (
+            float(np.max(np.abs(expected.astype(np.float64) - got.astype(np.float64)), initial=0.0))
+            if kind != "b"
+            else float(np.count_nonzero(wrong))
+        )
     if not np.any(wrong):
         return None
     index = np.argwhere(wrong)[0] if got.ndim else []
     key = tuple(int(i) for i in index)
-    problem: Problem = {"kind": "mismatch", "connector": conn["name"], "index": list(key),
-               "count": int(np.count_nonzero(wrong)), "elements": int(got.size), "expected": _scalar(expected[key]),
-               "got": _scalar(got[key]), "max_error": max_error if np.isfinite(max_error) else str(max_error),
-               "rtol": rtol}
+    problem: Problem = {
+        "kind": "mismatch",
+        "connector": conn["name"],
+        "index": list(key),
+        "count": int(np.count_nonzero(wrong)),
+        "elements": int(got.size),
+        "expected": _scalar(expected[key]),
+        "got": _scalar(got[key]),
+        "max_error": max_error if np.isfinite(max_error) else str(max_error),
+        "rtol": rtol,
+    }
     if kind in "fc":
         problem["not_finite"] = int(np.count_nonzero(check & np.isfinite(expected) & ~np.isfinite(got)))
         problem["scale"] = scale
     return problem
 
 
-def outside_problem(case: Case, buffers: dict[str, GuardedBuffer], initial: dict[str, np.ndarray],
-                     who: str) -> Problem | None:
+def outside_problem(
+    case: Case, buffers: dict[str, GuardedBuffer], initial: dict[str, np.ndarray], who: str
+) -> Problem | None:
     """Writes to inputs, outside the output subsets, or into the slack around a buffer."""
     covered: dict[str, np.ndarray] = {}
     for conn in case["connectors"]:
         if conn["direction"] == "out":
             mask = covered.setdefault(conn["container"], np.zeros(len(initial[conn["container"]]), bool))
             if conn["shape"]:
-                np.lib.stride_tricks.as_strided(mask[conn["offset"]:], shape=tuple(conn["shape"]),
-                                                strides=tuple(conn["strides"]))[...] = True
+                np.lib.stride_tricks.as_strided(
+                    mask[conn["offset"] :], shape=tuple(conn["shape"]), strides=tuple(conn["strides"])
+                )[...] = True
             else:
                 mask[conn["offset"]] = True
     for name, buf in buffers.items():
@@ -179,9 +196,14 @@ def outside_problem(case: Case, buffers: dict[str, GuardedBuffer], initial: dict
         if name in covered:
             changed &= ~covered[name]
         if np.any(changed):
-            return {"kind": "outside_subset", "who": who, "container": name,
-                    "element": int(np.argwhere(changed)[0][0]), "count": int(np.count_nonzero(changed)),
-                    "input": name not in covered}
+            return {
+                "kind": "outside_subset",
+                "who": who,
+                "container": name,
+                "element": int(np.argwhere(changed)[0][0]),
+                "count": int(np.count_nonzero(changed)),
+                "input": name not in covered,
+            }
     return None
 
 
@@ -212,26 +234,33 @@ def outputs_now(case: Case, buffers: dict[str, GuardedBuffer]) -> dict[str, np.n
     return {name: buffers[name].array.copy() for name in output_containers(case)}
 
 
-def written_late(buffers: dict[str, GuardedBuffer], returned: dict[str, np.ndarray],
-                  wait: float = 0.0) -> dict[str, Any] | None:
+def written_late(
+    buffers: dict[str, GuardedBuffer], returned: dict[str, np.ndarray], wait: float = 0.0
+) -> dict[str, Any] | None:
     """An output container that changed after the call had returned: work left running (a detached thread)."""
     if wait:
         time.sleep(wait)
     for name, before in returned.items():
         changed = changed_elements(buffers[name].array, before)
         if np.any(changed):
-            return {"kind": "late_write", "container": name, "count": int(np.count_nonzero(changed)),
-                    "element": int(np.argwhere(changed)[0][0])}
+            return {
+                "kind": "late_write",
+                "container": name,
+                "count": int(np.count_nonzero(changed)),
+                "element": int(np.argwhere(changed)[0][0]),
+            }
     return None
 
 
 def connector_views(case: Case, containers: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    return {c["name"]: np.array(view(containers[c["container"]], c)) for c in case["connectors"]
-            if c["direction"] == "out"}
+    return {
+        c["name"]: np.array(view(containers[c["container"]], c)) for c in case["connectors"] if c["direction"] == "out"
+    }
 
 
-def against_reference(case: Case, outs: dict[str, np.ndarray],
-                       native: dict[str, np.ndarray] | None) -> dict[str, Any] | None:
+def against_reference(
+    case: Case, outs: dict[str, np.ndarray], native: dict[str, np.ndarray] | None
+) -> dict[str, Any] | None:
     """The first output connector of ``case`` that differs from the reference, as a problem."""
     for conn in case["connectors"]:
         if conn["direction"] != "out":
@@ -247,5 +276,3 @@ def against_reference(case: Case, outs: dict[str, np.ndarray],
 
 def same_outputs(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
     return a.keys() == b.keys() and all(np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind in "fc") for k in a)
-
-

@@ -56,8 +56,9 @@ def _edges(dtype: np.dtype) -> np.ndarray:
     return np.array(sorted(values), dtype=dtype)
 
 
-def random_values(rng: np.random.Generator, dtype: np.dtype, count: int, distribution: str = "unit",
-                  magnitude: float = 1.0) -> np.ndarray:
+def random_values(
+    rng: np.random.Generator, dtype: np.dtype, count: int, distribution: str = "unit", magnitude: float = 1.0
+) -> np.ndarray:
     """Values of one input container drawn from ``distribution`` (see :data:`DISTRIBUTIONS`)."""
     dtype = np.dtype(dtype)
     unit = _unit(rng, dtype, count)
@@ -84,8 +85,9 @@ def random_values(rng: np.random.Generator, dtype: np.dtype, count: int, distrib
         draw = rng.standard_cauchy(count)
         if dtype.kind == "c":
             draw = draw + 1j * rng.standard_cauchy(count)
-            return (np.clip(draw.real, -magnitude, magnitude) + 1j * np.clip(draw.imag, -magnitude, magnitude)
-                    ).astype(dtype)
+            return (np.clip(draw.real, -magnitude, magnitude) + 1j * np.clip(draw.imag, -magnitude, magnitude)).astype(
+                dtype
+            )
         return np.clip(draw, -magnitude, magnitude).astype(dtype)
     raise ValueError(f"unknown input distribution {distribution!r}")
 
@@ -122,11 +124,14 @@ def case_inputs(case: Case) -> dict[str, np.ndarray]:
 def view(flat: np.ndarray, conn: dict[str, Any]) -> np.ndarray:
     """The elements a connector sees: offset, shape and element strides into its container."""
     if not conn["shape"]:
-        return flat[conn["offset"]:conn["offset"] + 1].reshape(())
+        return flat[conn["offset"] : conn["offset"] + 1].reshape(())
     item = flat.itemsize
-    return np.lib.stride_tricks.as_strided(flat[conn["offset"]:], shape=tuple(conn["shape"]),
-                                           strides=tuple(s * item for s in conn["strides"]), writeable=False)
-
+    return np.lib.stride_tricks.as_strided(
+        flat[conn["offset"] :],
+        shape=tuple(conn["shape"]),
+        strides=tuple(s * item for s in conn["strides"]),
+        writeable=False,
+    )
 
 
 def case_data(case: Case) -> dict[str, np.ndarray]:
@@ -140,5 +145,3 @@ def case_data(case: Case) -> dict[str, np.ndarray]:
 def output_containers(case: Case) -> list[str]:
     """The names of the containers a case writes."""
     return [c["name"] for c in case["containers"] if c["output"]]
-
-

@@ -20,8 +20,7 @@ from .reuse import save_array
 from .runs import reference_outputs, run_case, time_reference
 
 
-def _name_stale(record: CaseRecord, case: Case,
-                earlier: dict[str, tuple[int, dict[str, np.ndarray]]]) -> None:
+def _name_stale(record: CaseRecord, case: Case, earlier: dict[str, tuple[int, dict[str, np.ndarray]]]) -> None:
     """A wrong result that is bit for bit the candidate's result of an earlier case of the same shape: stale.
 
     A static cache keyed on the sizes (or a result kept from the last call) returns
@@ -33,14 +32,19 @@ def _name_stale(record: CaseRecord, case: Case,
     key = json.dumps([case["sizes"], case.get("point") or {}], sort_keys=True)
     problem = record.get("problem")
     before = earlier.get(key)
-    if problem is not None and problem["kind"] == "mismatch" and before is not None \
-            and same_outputs(before[1], returned):
+    if (
+        problem is not None
+        and problem["kind"] == "mismatch"
+        and before is not None
+        and same_outputs(before[1], returned)
+    ):
         record["problem"] = {**problem, "kind": "stale", "was": "mismatch", "first_seed": before[0]}
     earlier[key] = (case["seed"], returned)
 
 
-def _reference_for(reference: Any, case: Case, job: Job, phase: Phase,
-                   threads: Threads) -> dict[str, np.ndarray] | None:
+def _reference_for(
+    reference: Any, case: Case, job: Job, phase: Phase, threads: Threads
+) -> dict[str, np.ndarray] | None:
     """The native reference's outputs of a case (None when a reference function's files give them)."""
     if reference is None or case.get("expected"):
         return None
@@ -105,14 +109,21 @@ def run_job(job: Job) -> ChildResult:
     natives: list[Any] = []
     for case in [*job["cases"], *bench_cases]:
         natives.append(_reference_for(reference, case, job, phase, threads))
-    again_natives = {index: _reference_for(reference, case["again"], job, phase, threads)
-                     for index, case in enumerate(job["cases"]) if case.get("again")}
+    again_natives = {
+        index: _reference_for(reference, case["again"], job, phase, threads)
+        for index, case in enumerate(job["cases"])
+        if case.get("again")
+    }
     phase(who="loader", step="candidate")
     candidate = _program(job["candidate"], fault_fd)
     threads.attach()
     results: list[CaseRecord] = []
-    out: ChildResult = {"mode": job["mode"], "cases": results, "bench": None,
-                       "threads": {"count": threads.count, "runtime": threads.runtime}}
+    out: ChildResult = {
+        "mode": job["mode"],
+        "cases": results,
+        "bench": None,
+        "threads": {"count": threads.count, "runtime": threads.runtime},
+    }
     settled: set[str] = set()  # magnitude groups whose largest finite magnitude has run
     earlier: dict[str, tuple[int, dict[str, np.ndarray]]] = {}  # the candidate's last outputs per sizes, point
     for index, case in enumerate(job["cases"]):
@@ -122,8 +133,9 @@ def run_job(job: Job) -> ChildResult:
             continue
         if case.get("group"):
             settled.add(case["group"])
-        record, _ = run_case(case, candidate, natives[index], phase, threads, job,
-                             again_native=again_natives.get(index))
+        record, _ = run_case(
+            case, candidate, natives[index], phase, threads, job, again_native=again_natives.get(index)
+        )
         record.pop("outputs", None)
         _name_stale(record, case, earlier)
         if job["mode"] == "time" and reference is not None and "problem" not in record:
@@ -132,7 +144,7 @@ def run_job(job: Job) -> ChildResult:
         if "problem" in record:
             return out
     if bench_cases:
-        bench, records = run_bench(job, candidate, reference, natives[len(job["cases"]):], phase, threads)
+        bench, records = run_bench(job, candidate, reference, natives[len(job["cases"]) :], phase, threads)
         for record in records:
             record.pop("outputs", None)
             record["bench"] = True

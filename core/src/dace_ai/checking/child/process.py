@@ -76,5 +76,3 @@ class Threads:
     def use(self, count: int | None) -> None:
         if self._set is not None:
             self._set(int(count or self.count))
-
-

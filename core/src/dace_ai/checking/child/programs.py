@@ -73,8 +73,9 @@ class Reference:
     def prepare(self, case: Case, buffers: dict[str, GuardedBuffer]) -> Any:
         values = case["values"]
         init_args = [_ctype(t)(values[n]) for n, t in self.spec["init"]]
-        args = [ctypes.c_void_p(buffers[n].start) if t == "array" else _ctype(t)(values[n])
-                for n, t in self.spec["args"]]
+        args = [
+            ctypes.c_void_p(buffers[n].start) if t == "array" else _ctype(t)(values[n]) for n, t in self.spec["args"]
+        ]
         handle = self.init(*init_args)
         if not handle:
             raise RuntimeError("the reference program failed to initialise")
@@ -115,5 +116,3 @@ class PythonBaseline:
 
     def finish(self, prepared: Any) -> None:
         return None
-
-

@@ -43,8 +43,12 @@ def where(case: Case, buffers: dict[str, GuardedBuffer]) -> dict[str, Any]:
 
 def time_side(label: str, program: Any, prepared: Any, job: Job, phase: Phase, context: dict[str, Any]) -> list[float]:
     """The ``time`` mode's samples of one side on its prepared buffers (:func:`~.timing.time_calls`, one side)."""
-    timed = time_calls({label: lambda: program.call(prepared)}, int(job.get("repeats", 5)),
-                       lambda **step: phase(**step, **context), warmup=int(job.get("warmup", 1)))
+    timed = time_calls(
+        {label: lambda: program.call(prepared)},
+        int(job.get("repeats", 5)),
+        lambda **step: phase(**step, **context),
+        warmup=int(job.get("warmup", 1)),
+    )
     return timed["samples"][label]
 
 
@@ -75,8 +79,13 @@ def reference_outputs(reference: Any, case: Case, phase: Phase, threads: Threads
             pass
     threads.use(None)
     with allocated(case, case_data(case)) as buffers:
-        phase(who="reference", step="run", seed=case["seed"], sizes=case["sizes"],
-              buffers=[b.layout() for b in buffers.values()])
+        phase(
+            who="reference",
+            step="run",
+            seed=case["seed"],
+            sizes=case["sizes"],
+            buffers=[b.layout() for b in buffers.values()],
+        )
         prepared = reference.prepare(case, buffers)
         reference.call(prepared)
         reference.finish(prepared)
@@ -91,8 +100,14 @@ def reference_outputs(reference: Any, case: Case, phase: Phase, threads: Threads
     return outputs
 
 
-def _call_again(case: Case, candidate: Any, prepared: Any, buffers: dict[str, GuardedBuffer],
-                native: dict[str, np.ndarray] | None, phase: Phase) -> Problem | None:
+def _call_again(
+    case: Case,
+    candidate: Any,
+    prepared: Any,
+    buffers: dict[str, GuardedBuffer],
+    native: dict[str, np.ndarray] | None,
+    phase: Phase,
+) -> Problem | None:
     """A second call on the same buffers and state with other inputs (``case["again"]``), judged like the first.
 
     Results kept from an earlier call (a static cache keyed on the size or the
@@ -102,8 +117,14 @@ def _call_again(case: Case, candidate: Any, prepared: Any, buffers: dict[str, Gu
     data = case_data(again)
     for name, buf in buffers.items():
         buf.array[:] = data[name]
-    phase(who="candidate", step="run", seed=again["seed"], sizes=again["sizes"], again=True,
-          buffers=[b.layout() for b in buffers.values()])
+    phase(
+        who="candidate",
+        step="run",
+        seed=again["seed"],
+        sizes=again["sizes"],
+        again=True,
+        buffers=[b.layout() for b in buffers.values()],
+    )
     candidate.call(prepared)
     returned = outputs_now(again, buffers)
     problem = outside_problem(again, buffers, data, "candidate")
@@ -111,8 +132,14 @@ def _call_again(case: Case, candidate: Any, prepared: Any, buffers: dict[str, Gu
         problem = against_reference(again, connector_views(again, returned), native)
     if problem is None:
         return None
-    return {**problem, "again": True, "was": problem["kind"], "kind": "stale", "first_seed": case["seed"],
-            "seed": again["seed"]}
+    return {
+        **problem,
+        "again": True,
+        "was": problem["kind"],
+        "kind": "stale",
+        "first_seed": case["seed"],
+        "seed": again["seed"],
+    }
 
 
 def _save_outputs(job: Job, case: Case, returned: dict[str, np.ndarray]) -> None:
@@ -122,10 +149,19 @@ def _save_outputs(job: Job, case: Case, returned: dict[str, np.ndarray]) -> None
             save_array(os.path.join(job["save_outputs"], f"{case.get('id', 0)}-candidate-{name}.npy"), returned[name])
 
 
-def _first_run_problem(problem: Problem, case: Case, candidate: Any, native: dict[str, np.ndarray] | None,
-                       phase: Phase, threads: Threads, job: Job, data: dict[str, np.ndarray],
-                       buffers: dict[str, GuardedBuffer], returned: dict[str, np.ndarray],
-                       count: int | None) -> Problem:
+def _first_run_problem(
+    problem: Problem,
+    case: Case,
+    candidate: Any,
+    native: dict[str, np.ndarray] | None,
+    phase: Phase,
+    threads: Threads,
+    job: Job,
+    data: dict[str, np.ndarray],
+    buffers: dict[str, GuardedBuffer],
+    returned: dict[str, np.ndarray],
+    count: int | None,
+) -> Problem:
     """What to report for a first run that differs from the reference: work still running after
     the call returned explains a wrong result best; a wrong result with several threads that is
     right with one is the threads' doing (not deterministic), which says where to look."""
@@ -134,15 +170,25 @@ def _first_run_problem(problem: Problem, case: Case, candidate: Any, native: dic
     if problem["kind"] == "late_write":
         return problem
     problem = {**problem, "threads": count or threads.count}
-    if (count or threads.count) > 1 and threads.runtime is not None \
-            and _right_with_one_thread(case, candidate, native, phase, threads, data):
-        problem = {**problem, "kind": "nondeterministic", "was": problem["kind"],
-                   "threads": [count or threads.count, 1], "runs": 2, "single_ok": True}
+    if (
+        (count or threads.count) > 1
+        and threads.runtime is not None
+        and _right_with_one_thread(case, candidate, native, phase, threads, data)
+    ):
+        problem = {
+            **problem,
+            "kind": "nondeterministic",
+            "was": problem["kind"],
+            "threads": [count or threads.count, 1],
+            "runs": 2,
+            "single_ok": True,
+        }
     return problem
 
 
-def _differs_from_first(case: Case, first: dict[str, np.ndarray], outs: dict[str, np.ndarray],
-                        counts: list[int]) -> Problem | None:
+def _differs_from_first(
+    case: Case, first: dict[str, np.ndarray], outs: dict[str, np.ndarray], counts: list[int]
+) -> Problem | None:
     """A later thread run's outputs against the first run's: a difference beyond the tolerance
     means the result depends on the threads' timing. ``counts``: the thread counts run so far."""
     for conn in case["connectors"]:
@@ -150,18 +196,35 @@ def _differs_from_first(case: Case, first: dict[str, np.ndarray], outs: dict[str
             continue
         problem = compare(conn, first[conn["name"]], outs[conn["name"]], case["rtol"][conn["name"]])
         if problem is not None:
-            return {**problem, "kind": "nondeterministic", "was": problem["kind"], "threads": counts,
-                    "runs": len(counts)}
+            return {
+                **problem,
+                "kind": "nondeterministic",
+                "was": problem["kind"],
+                "threads": counts,
+                "runs": len(counts),
+            }
     return None
 
 
-def _right_with_one_thread(case: Case, candidate: Any, native: dict[str, np.ndarray] | None, phase: Phase,
-                           threads: Threads, data: dict[str, np.ndarray]) -> bool:
+def _right_with_one_thread(
+    case: Case,
+    candidate: Any,
+    native: dict[str, np.ndarray] | None,
+    phase: Phase,
+    threads: Threads,
+    data: dict[str, np.ndarray],
+) -> bool:
     """Whether the case, wrong with all cores, comes out right with one thread (then the threads are to blame)."""
     threads.use(1)
     with allocated(case, data) as buffers:
-        phase(who="candidate", step="run", seed=case["seed"], sizes=case["sizes"], threads=1,
-              buffers=[b.layout() for b in buffers.values()])
+        phase(
+            who="candidate",
+            step="run",
+            seed=case["seed"],
+            sizes=case["sizes"],
+            threads=1,
+            buffers=[b.layout() for b in buffers.values()],
+        )
         prepared = candidate.prepare(case, buffers)
         candidate.call(prepared)
         candidate.finish(prepared)
@@ -177,15 +240,31 @@ def _right_with_one_thread(case: Case, candidate: Any, native: dict[str, np.ndar
     return right
 
 
-def _run_once(case: Case, candidate: Any, native: Outputs | None, phase: Phase, threads: Threads, job: Job,
-              run: tuple[int, int | None, bool], data: Outputs, buffers: dict[str, GuardedBuffer],
-              record: CaseRecord, again_native: Outputs | None) -> tuple[Problem | None, Outputs, Any]:
+def _run_once(
+    case: Case,
+    candidate: Any,
+    native: Outputs | None,
+    phase: Phase,
+    threads: Threads,
+    job: Job,
+    run: tuple[int, int | None, bool],
+    data: Outputs,
+    buffers: dict[str, GuardedBuffer],
+    record: CaseRecord,
+    again_native: Outputs | None,
+) -> tuple[Problem | None, Outputs, Any]:
     """One thread run of the candidate on ``buffers``, judged: (its problem or None, its outputs per
     connector, its prepared call). ``run``: its index, thread count, and whether it is kept (not finished)."""
     index, count, held = run
     judge = case.get("judge", True)  # False: whole programs, whose outputs the parent judges
-    phase(who="candidate", step="run", seed=case["seed"], sizes=case["sizes"], threads=count or threads.count,
-          buffers=[b.layout() for b in buffers.values()])
+    phase(
+        who="candidate",
+        step="run",
+        seed=case["seed"],
+        sizes=case["sizes"],
+        threads=count or threads.count,
+        buffers=[b.layout() for b in buffers.values()],
+    )
     prepared = candidate.prepare(case, buffers)
     start = time.perf_counter()
     candidate.call(prepared)
@@ -200,8 +279,9 @@ def _run_once(case: Case, candidate: Any, native: Outputs | None, phase: Phase, 
     if problem is None and judge and index == 0:
         problem = against_reference(case, outs, native)
         if problem is not None:
-            problem = _first_run_problem(problem, case, candidate, native, phase, threads, job, data,
-                                         buffers, returned, count)
+            problem = _first_run_problem(
+                problem, case, candidate, native, phase, threads, job, data, buffers, returned, count
+            )
         if problem is None and case.get("again") and not held:
             problem = _call_again(case, candidate, prepared, buffers, again_native, phase)
     if not held:
@@ -213,8 +293,9 @@ def _run_once(case: Case, candidate: Any, native: Outputs | None, phase: Phase, 
     return problem, outs, prepared
 
 
-def _judge_run(record: CaseRecord, case: Case, index: int, outs: Outputs, native: Outputs | None,
-               first: Outputs, counts: list[int]) -> Problem | None:
+def _judge_run(
+    record: CaseRecord, case: Case, index: int, outs: Outputs, native: Outputs | None, first: Outputs, counts: list[int]
+) -> Problem | None:
     """Record a run without problem: the first run's outputs and reads outside; a later run against the first."""
     if not case.get("judge", True):
         record["reads_outside"] = []
@@ -223,12 +304,20 @@ def _judge_run(record: CaseRecord, case: Case, index: int, outs: Outputs, native
         record["reads_outside"] = nan_reads(case, outs, native)
         record["outputs"] = outs
     else:
-        return _differs_from_first(case, first, outs, counts[:index + 1])
+        return _differs_from_first(case, first, outs, counts[: index + 1])
     return None
 
 
-def run_case(case: Case, candidate: Any, native: Outputs | None, phase: Phase, threads: Threads, job: Job,
-             keep: contextlib.ExitStack | None = None, again_native: Outputs | None = None) -> tuple[CaseRecord, Any]:
+def run_case(
+    case: Case,
+    candidate: Any,
+    native: Outputs | None,
+    phase: Phase,
+    threads: Threads,
+    job: Job,
+    keep: contextlib.ExitStack | None = None,
+    again_native: Outputs | None = None,
+) -> tuple[CaseRecord, Any]:
     """Run the candidate on one case (once per thread count of ``case["threads"]``) and judge it.
 
     What is judged is what the outputs held the moment the call returned; an output
@@ -255,15 +344,17 @@ def run_case(case: Case, candidate: Any, native: Outputs | None, phase: Phase, t
             if previous is not None:  # freed only now: each run sees buffers at new addresses
                 previous.close()
             held = keep is not None and index == 0
-            problem, outs, prepared = _run_once(case, candidate, native, phase, threads, job, (index, count, held),
-                                                data, buffers, record, again_native)
+            problem, outs, prepared = _run_once(
+                case, candidate, native, phase, threads, job, (index, count, held), data, buffers, record, again_native
+            )
             if held and problem is None:
                 this.callback(candidate.finish, prepared)  # before the buffers are freed
                 kept = (this, prepared)
             else:
                 previous = this
-            problem = problem or _judge_run(record, case, index, outs, native, first,
-                                            [c or threads.count for c in counts])
+            problem = problem or _judge_run(
+                record, case, index, outs, native, first, [c or threads.count for c in counts]
+            )
             if problem is not None:
                 record["problem"] = problem
                 break
@@ -272,5 +363,3 @@ def run_case(case: Case, candidate: Any, native: Outputs | None, phase: Phase, t
             return record, None
         keep.enter_context(kept[0].pop_all())
     return record, kept[1]
-
-

@@ -33,8 +33,14 @@ def _who(label: str) -> str:
     return "baseline" if label.startswith("baseline:") else label
 
 
-def time_calls(calls: dict[str, Callable[[], Any]], repeats: int, phase: Callable[..., None], *,
-               warm: dict[str, float] | None = None, warmup: int = 1) -> Timed:
+def time_calls(
+    calls: dict[str, Callable[[], Any]],
+    repeats: int,
+    phase: Callable[..., None],
+    *,
+    warm: dict[str, float] | None = None,
+    warmup: int = 1,
+) -> Timed:
     """Per-call seconds of each side of ``calls``: warm-up, a batch per side, interleaved samples.
 
     ``warm``: sides that just ran on these buffers with these threads, and the seconds

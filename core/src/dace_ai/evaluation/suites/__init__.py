@@ -12,5 +12,9 @@ CORE_SUITE = Path(__file__).parent / "core"
 
 @hookimpl
 def dace_ai_bench_suites():
-    yield BenchSuite(name="core", path=CORE_SUITE, module="dace_ai.evaluation.suites.core.programs",
-                     description="BLAS, reductions, stencils, normalisations, FFT, histogram and scan kernels")
+    yield BenchSuite(
+        name="core",
+        path=CORE_SUITE,
+        module="dace_ai.evaluation.suites.core.programs",
+        description="BLAS, reductions, stencils, normalisations, FFT, histogram and scan kernels",
+    )

@@ -44,16 +44,34 @@ def check(request: CheckRequest) -> CheckReport:
     compiler = node.target.compiler[0] if node.target.compiler else "g++"
     unit = request.workdir / "candidate.cpp"
     unit.write_text(host_unit(request.answer, node, prelude="#include <dace/dace.h>\n"))
-    argv = [compiler, runtime_standard_flag(), "-fsyntax-only", *shlex.split(request.settings.labwarnings_flags),
-            # DaCe's own headers are not the answer's business: their warnings are silenced.
-            "-isystem", str(dace_include_dir()), unit.name]
+    argv = [
+        compiler,
+        runtime_standard_flag(),
+        "-fsyntax-only",
+        *shlex.split(request.settings.labwarnings_flags),
+        # DaCe's own headers are not the answer's business: their warnings are silenced.
+        "-isystem",
+        str(dace_include_dir()),
+        unit.name,
+    ]
     result = run_tool(argv, cwd=request.workdir, timeout=60)
-    return report_from_tool(NAME, result, request.workdir, failure_prefix="The compiler warns about the code; "
-                            "the lab accepts no warnings:\n")
+    return report_from_tool(
+        NAME,
+        result,
+        request.workdir,
+        failure_prefix="The compiler warns about the code; the lab accepts no warnings:\n",
+    )
 
 
 @hookimpl
 def dace_ai_checkers():
     # default=False: it runs where a site asks for it (checkers = "+lab-warnings") or a target names it.
-    yield Checker(name=NAME, stage="compile", check=check, applies=applies, default=False, settings=(FLAGS,),
-                  description="Refuses code the compiler warns about (-Wall -Werror by default)")
+    yield Checker(
+        name=NAME,
+        stage="compile",
+        check=check,
+        applies=applies,
+        default=False,
+        settings=(FLAGS,),
+        description="Refuses code the compiler warns about (-Wall -Werror by default)",
+    )

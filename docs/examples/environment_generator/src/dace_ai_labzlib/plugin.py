@@ -44,8 +44,10 @@ def zlib_version() -> str:
 def offer(ctx: NodeContext) -> str | None:
     if ctx.target.kind != "cpu" or ctx.in_gpu_kernel:
         return None
-    return (f"zlib {zlib_version()}: request `{{\"name\": \"zlib\", \"generator\": \"zlib\"}}` to use `crc32`, "
-            "`adler32`, `compress2`, `uncompress` (the header is included and the library linked for you).")
+    return (
+        f'zlib {zlib_version()}: request `{{"name": "zlib", "generator": "zlib"}}` to use `crc32`, '
+        "`adler32`, `compress2`, `uncompress` (the header is included and the library linked for you)."
+    )
 
 
 def generate(request: EnvironmentRequest) -> EnvironmentSpec:
@@ -54,5 +56,10 @@ def generate(request: EnvironmentRequest) -> EnvironmentSpec:
 
 @hookimpl
 def dace_ai_environment_generators():
-    yield EnvironmentGenerator(name="zlib", detect=detect, offer=offer, generate=generate,
-                               description="zlib (crc32, adler32, compress) as a DaCe environment")
+    yield EnvironmentGenerator(
+        name="zlib",
+        detect=detect,
+        offer=offer,
+        generate=generate,
+        description="zlib (crc32, adler32, compress) as a DaCe environment",
+    )

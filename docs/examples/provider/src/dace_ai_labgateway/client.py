@@ -33,8 +33,10 @@ class GatewayClient:
 
     def __init__(self, settings: AISettings) -> None:
         if not settings.base_url:
-            raise ProviderError("provider 'labgateway' needs the gateway's address: set base_url "
-                                "(DACE_ai_base_url or [tool.dace-ai] base_url)")
+            raise ProviderError(
+                "provider 'labgateway' needs the gateway's address: set base_url "
+                "(DACE_ai_base_url or [tool.dace-ai] base_url)"
+            )
         self.url = settings.base_url.rstrip("/") + "/chat/completions"
         self.temperature: float = settings.labgateway_temperature  # the plugin-owned setting
 
@@ -46,8 +48,14 @@ class GatewayClient:
             + [{"role": m.role, "content": m.content} for m in request.messages],
             "max_completion_tokens": request.max_tokens,
             "temperature": self.temperature,
-            "response_format": {"type": "json_schema", "json_schema": {
-                "name": request.schema_name, "schema": strict_json_schema(request.schema), "strict": True}},
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": request.schema_name,
+                    "schema": strict_json_schema(request.schema),
+                    "strict": True,
+                },
+            },
         }
 
     def complete(self, request: ProviderRequest) -> ProviderReply:

@@ -25,8 +25,9 @@ def detect() -> Detection:
     if amd and avx512:
         return Detection(True, f"{cpu.model} has AVX-512", {"model": cpu.model})
     missing = [what for what, ok in (("an AMD CPU", amd), ("AVX-512", avx512)) if not ok]
-    return Detection(False, f"{cpu.model or cpu.machine} is not a lab node: needs {' and '.join(missing)}",
-                     {"model": cpu.model})
+    return Detection(
+        False, f"{cpu.model or cpu.machine} is not a lab node: needs {' and '.join(missing)}", {"model": cpu.model}
+    )
 
 
 def describe(detection: Detection) -> str:
@@ -51,7 +52,11 @@ def dace_ai_targets():
         compiler=("g++",),
         flags=flags,
         # EPYC 9654: 96 cores x 2.4 GHz x 16 float64 FMA flops per cycle; 12 channels of DDR5-4800.
-        peaks=VendorPeaks(peak_gflops={"float32": 7372.8, "float64": 3686.4}, bandwidth_gbs=460.8, threads=96,
-                          source="AMD EPYC 9654 data sheet (base clock)"),
+        peaks=VendorPeaks(
+            peak_gflops={"float32": 7372.8, "float64": 3686.4},
+            bandwidth_gbs=460.8,
+            threads=96,
+            source="AMD EPYC 9654 data sheet (base clock)",
+        ),
         description="The lab's AMD EPYC (Zen 4) cluster nodes",
     )

@@ -54,12 +54,19 @@ def detect() -> Detection:
         header = find_header("cublas_v2.h", [str(include)]) if include.is_dir() else None
         libraries = sorted(libdir.glob("libcublas.so*")) if libdir.is_dir() else []
         if header is not None and header.parent == include and libraries:
-            return Detection(True, f"found {header} and {libraries[0]}",
-                             {"include": str(include), "library": str(libraries[0]), "libdir": str(libdir)})
+            return Detection(
+                True,
+                f"found {header} and {libraries[0]}",
+                {"include": str(include), "library": str(libraries[0]), "libdir": str(libdir)},
+            )
         if str(include) not in looked:
             looked.append(str(include))
-    return Detection(False, "not found: header cublas_v2.h with libcublas.so (looked in the CUDA toolkit and the "
-                            "nvidia-cublas wheel: pip install nvidia-cublas)", {"looked": looked[:6]})
+    return Detection(
+        False,
+        "not found: header cublas_v2.h with libcublas.so (looked in the CUDA toolkit and the "
+        "nvidia-cublas wheel: pip install nvidia-cublas)",
+        {"looked": looked[:6]},
+    )
 
 
 def offer(ctx) -> str | None:
@@ -70,12 +77,23 @@ def offer(ctx) -> str | None:
 
 def generate(request) -> EnvironmentSpec:
     found = detect()
-    return EnvironmentSpec(name="cublas", generator="cublas", headers=["cublas_v2.h"],
-                           include_dirs=[found.details["include"]], libraries=[found.details["library"]],
-                           link_flags=[f"-Wl,-rpath,{found.details['libdir']}"], dependencies=[CUDA_ENVIRONMENT])
+    return EnvironmentSpec(
+        name="cublas",
+        generator="cublas",
+        headers=["cublas_v2.h"],
+        include_dirs=[found.details["include"]],
+        libraries=[found.details["library"]],
+        link_flags=[f"-Wl,-rpath,{found.details['libdir']}"],
+        dependencies=[CUDA_ENVIRONMENT],
+    )
 
 
 @hookimpl
 def dace_ai_environment_generators():
-    yield EnvironmentGenerator(name="cublas", detect=detect, offer=offer, generate=generate,
-                               description="cuBLAS (cublas_v2.h) for host code of CUDA targets")
+    yield EnvironmentGenerator(
+        name="cublas",
+        detect=detect,
+        offer=offer,
+        generate=generate,
+        description="cuBLAS (cublas_v2.h) for host code of CUDA targets",
+    )

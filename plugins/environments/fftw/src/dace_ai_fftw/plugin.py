@@ -51,5 +51,10 @@ def generate(request) -> EnvironmentSpec:
 
 @hookimpl
 def dace_ai_environment_generators():
-    yield EnvironmentGenerator(name="fftw", detect=detect, offer=offer, generate=generate,
-                               description="FFTW 3 (fftw3.h, -lfftw3), plans made in init code")
+    yield EnvironmentGenerator(
+        name="fftw",
+        detect=detect,
+        offer=offer,
+        generate=generate,
+        description="FFTW 3 (fftw3.h, -lfftw3), plans made in init code",
+    )

@@ -14,8 +14,12 @@ from functools import lru_cache
 from dace_ai.plugin import Detection, EnvironmentGenerator, EnvironmentSpec, detect_library, hookimpl
 
 #: Folders other distributions put cblas.h in (the compiler's own folders are searched too).
-HEADER_DIRS = ("/usr/include/openblas", "/usr/include/x86_64-linux-gnu/openblas-pthread",
-               "/usr/include/aarch64-linux-gnu/openblas-pthread", "/opt/OpenBLAS/include")
+HEADER_DIRS = (
+    "/usr/include/openblas",
+    "/usr/include/x86_64-linux-gnu/openblas-pthread",
+    "/usr/include/aarch64-linux-gnu/openblas-pthread",
+    "/opt/OpenBLAS/include",
+)
 LIBRARY_DIRS = ("/opt/OpenBLAS/lib",)
 
 GUIDANCE = """\
@@ -32,7 +36,8 @@ small problems call `openblas_set_num_threads(1)` once in `code_init`, not in th
 
 def _is_system_dir(folder: str) -> bool:
     return folder in ("/usr/include", "/usr/local/include") or (
-        os.path.dirname(folder) == "/usr/include" and os.path.basename(folder).endswith("-linux-gnu"))
+        os.path.dirname(folder) == "/usr/include" and os.path.basename(folder).endswith("-linux-gnu")
+    )
 
 
 @lru_cache(maxsize=1)
@@ -51,12 +56,22 @@ def generate(request) -> EnvironmentSpec:
     header = os.path.dirname(found.details["headers"]["cblas.h"])
     library = found.details["libraries"]["openblas"]
     library_dirs = [os.path.dirname(library)] if os.path.isabs(library) else []
-    return EnvironmentSpec(name="openblas", generator="openblas", headers=["cblas.h"], libraries=["openblas"],
-                           include_dirs=[] if _is_system_dir(header) else [header],
-                           link_flags=[f"-L{d}" for d in library_dirs])
+    return EnvironmentSpec(
+        name="openblas",
+        generator="openblas",
+        headers=["cblas.h"],
+        libraries=["openblas"],
+        include_dirs=[] if _is_system_dir(header) else [header],
+        link_flags=[f"-L{d}" for d in library_dirs],
+    )
 
 
 @hookimpl
 def dace_ai_environment_generators():
-    yield EnvironmentGenerator(name="openblas", detect=detect, offer=offer, generate=generate,
-                               description="OpenBLAS CBLAS (cblas.h, -lopenblas) for CPU code")
+    yield EnvironmentGenerator(
+        name="openblas",
+        detect=detect,
+        offer=offer,
+        generate=generate,
+        description="OpenBLAS CBLAS (cblas.h, -lopenblas) for CPU code",
+    )

@@ -45,24 +45,60 @@ BATCH_SYSTEMS = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "lsf": "LSFCluste
 
 #: The settings of batch clusters (owned by this plugin; ``.dace.conf``, ``DACE_ai_*``, pyproject, CLI).
 SETTINGS = (
-    Setting("cluster", str, None, "Batch system the dask executor submits its workers to when no scheduler is "
-            "given; empty: worker processes on this machine", choices=tuple(BATCH_SYSTEMS)),
+    Setting(
+        "cluster",
+        str,
+        None,
+        "Batch system the dask executor submits its workers to when no scheduler is "
+        "given; empty: worker processes on this machine",
+        choices=tuple(BATCH_SYSTEMS),
+    ),
     Setting("cluster_queue", str, None, "Queue (SLURM partition) of the workers' batch jobs"),
     Setting("cluster_account", str, None, "Account (project) the workers' batch jobs are charged to"),
     Setting("cluster_walltime", str, "01:00:00", "Wall-clock limit of each worker's batch job, HH:MM:SS"),
-    Setting("cluster_cores", int, 4, "Cores of each worker's batch job: the worker runs that many check jobs at "
-            "once and a timed job takes all of them"),
+    Setting(
+        "cluster_cores",
+        int,
+        4,
+        "Cores of each worker's batch job: the worker runs that many check jobs at "
+        "once and a timed job takes all of them",
+    ),
     Setting("cluster_memory", str, "8GB", "Memory of each worker's batch job, e.g. 16GB"),
-    Setting("cluster_prologue", str, "", "Shell lines run before the worker starts in each batch job (one per "
-            "line), e.g. 'module load gcc/12; source ~/venv/bin/activate'"),
-    Setting("cluster_directives", str, "", "Extra job directives, separated by ';' or new lines, e.g. "
-            "'--exclusive;--constraint=a64fx' (SLURM) or '-l select=1:ncpus=48' (PBS)"),
-    Setting("cluster_targets", str, "", "Targets the batch workers can run (comma separated, e.g. 'sve'), "
-            "declared as their resources; empty: the targets this machine matches"),
-    Setting("cluster_interface", str, None, "Network interface the scheduler and the batch workers talk over, "
-            "e.g. ib0, when the default one does not reach the compute nodes"),
-    Setting("cluster_adapt", str, "", "Scale the batch workers with the queue of jobs, 'MIN:MAX' jobs; empty: a "
-            "fixed number (executor_workers, default 2)"),
+    Setting(
+        "cluster_prologue",
+        str,
+        "",
+        "Shell lines run before the worker starts in each batch job (one per "
+        "line), e.g. 'module load gcc/12; source ~/venv/bin/activate'",
+    ),
+    Setting(
+        "cluster_directives",
+        str,
+        "",
+        "Extra job directives, separated by ';' or new lines, e.g. "
+        "'--exclusive;--constraint=a64fx' (SLURM) or '-l select=1:ncpus=48' (PBS)",
+    ),
+    Setting(
+        "cluster_targets",
+        str,
+        "",
+        "Targets the batch workers can run (comma separated, e.g. 'sve'), "
+        "declared as their resources; empty: the targets this machine matches",
+    ),
+    Setting(
+        "cluster_interface",
+        str,
+        None,
+        "Network interface the scheduler and the batch workers talk over, "
+        "e.g. ib0, when the default one does not reach the compute nodes",
+    ),
+    Setting(
+        "cluster_adapt",
+        str,
+        "",
+        "Scale the batch workers with the queue of jobs, 'MIN:MAX' jobs; empty: a "
+        "fixed number (executor_workers, default 2)",
+    ),
 )
 
 
@@ -87,10 +123,15 @@ class BatchSpec:
         # Commas, not spaces: dask-jobqueue writes the arguments into the script unquoted.
         declared = ",".join(f"{name}={amount:g}" for name, amount in sorted(self.resources.items()))
         kwargs: dict[str, Any] = {
-            "cores": self.cores, "processes": 1, "memory": self.memory, "walltime": self.walltime,
-            "job_name": "dace-ai-worker", "python": sys.executable,
+            "cores": self.cores,
+            "processes": 1,
+            "memory": self.memory,
+            "walltime": self.walltime,
+            "job_name": "dace-ai-worker",
+            "python": sys.executable,
             "worker_extra_args": ["--resources", declared],
-            "job_script_prologue": list(self.prologue), "job_extra_directives": list(self.directives),
+            "job_script_prologue": list(self.prologue),
+            "job_extra_directives": list(self.directives),
         }
         if self.queue:
             kwargs["queue"] = self.queue
@@ -117,8 +158,9 @@ def _adapt(text: str | None) -> tuple[int, int] | None:
     except ValueError:
         bounds = None
     if bounds is None or bounds[0] < 0 or bounds[1] < max(1, bounds[0]):
-        raise ExecutorUnavailable(f"setting cluster_adapt = {text!r}: expected MIN:MAX jobs with 0 <= MIN <= MAX "
-                                  "and MAX >= 1, e.g. '0:8'")
+        raise ExecutorUnavailable(
+            f"setting cluster_adapt = {text!r}: expected MIN:MAX jobs with 0 <= MIN <= MAX and MAX >= 1, e.g. '0:8'"
+        )
     return bounds
 
 
@@ -135,11 +177,19 @@ def batch_spec(system: str, settings: Any) -> BatchSpec:
         resources.update({target_resource(t): cores for t in targets})
     else:
         resources = machine_resources(cores)
-    return BatchSpec(system=system, queue=settings.cluster_queue, account=settings.cluster_account,
-                     walltime=settings.cluster_walltime or "01:00:00", cores=cores,
-                     memory=settings.cluster_memory or "8GB", prologue=_lines(settings.cluster_prologue, "\n"),
-                     directives=_lines(settings.cluster_directives, ";\n"), resources=resources,
-                     adapt=_adapt(settings.cluster_adapt), interface=settings.cluster_interface)
+    return BatchSpec(
+        system=system,
+        queue=settings.cluster_queue,
+        account=settings.cluster_account,
+        walltime=settings.cluster_walltime or "01:00:00",
+        cores=cores,
+        memory=settings.cluster_memory or "8GB",
+        prologue=_lines(settings.cluster_prologue, "\n"),
+        directives=_lines(settings.cluster_directives, ";\n"),
+        resources=resources,
+        adapt=_adapt(settings.cluster_adapt),
+        interface=settings.cluster_interface,
+    )
 
 
 def _jobqueue() -> Any:
@@ -166,9 +216,11 @@ def refuse_credentials(script: str) -> None:
     try:
         assert_key_free(script)
     except KeyInPayload:
-        raise ExecutorUnavailable("the batch job script would carry a credential (an API key, or a URL with a "
-                                  "password) from settings cluster_prologue or cluster_directives; nothing was "
-                                  "submitted. Workers need no key: remove it from the prologue") from None
+        raise ExecutorUnavailable(
+            "the batch job script would carry a credential (an API key, or a URL with a "
+            "password) from settings cluster_prologue or cluster_directives; nothing was "
+            "submitted. Workers need no key: remove it from the prologue"
+        ) from None
 
 
 def job_script(spec: BatchSpec, scheduler: str = "tcp://SCHEDULER:8786") -> str:
@@ -184,8 +236,11 @@ def start_batch(spec: BatchSpec, jobs: int) -> Any:
     cluster_class = getattr(_jobqueue(), BATCH_SYSTEMS[spec.system])
     job_class = _scrubbed(cluster_class.job_cls)
     dashboard = dashboard_address()
-    cluster = cluster_class(job_cls=job_class, **spec.cluster_kwargs(),
-                            **({"scheduler_options": {"dashboard_address": dashboard}} if dashboard else {}))
+    cluster = cluster_class(
+        job_cls=job_class,
+        **spec.cluster_kwargs(),
+        **({"scheduler_options": {"dashboard_address": dashboard}} if dashboard else {}),
+    )
     try:
         refuse_credentials(cluster.job_script())
         if spec.adapt:
@@ -201,13 +256,19 @@ def start_batch(spec: BatchSpec, jobs: int) -> Any:
 def start_local(workers: int, threads: int) -> Any:
     """``workers`` worker processes on this machine that never import the caller's ``__main__``."""
     if os.name == "nt":
-        raise ExecutorUnavailable("executor 'dask' cannot start worker processes on Windows without re-running "
-                                  "your script: start a scheduler and workers ('dask scheduler', 'dask worker') "
-                                  "and pass scheduler='tcp://...'")
+        raise ExecutorUnavailable(
+            "executor 'dask' cannot start worker processes on Windows without re-running "
+            "your script: start a scheduler and workers ('dask scheduler', 'dask worker') "
+            "and pass scheduler='tcp://...'"
+        )
     from distributed.deploy.subprocess import SubprocessCluster
 
-    return SubprocessCluster(n_workers=workers, threads_per_worker=threads, dashboard_address=dashboard_address(),
-                             worker_kwargs={"resources": machine_resources(threads)})
+    return SubprocessCluster(
+        n_workers=workers,
+        threads_per_worker=threads,
+        dashboard_address=dashboard_address(),
+        worker_kwargs={"resources": machine_resources(threads)},
+    )
 
 
 def dashboard_address() -> str | None:

@@ -54,7 +54,7 @@ _KEY_PREFIX = "dace-ai-"
 
 def _job_id(key: str) -> str:
     """The job id in a task key ``dace-ai-<job id>-<serial>``."""
-    return key[len(_KEY_PREFIX):].rpartition("-")[0]
+    return key[len(_KEY_PREFIX) :].rpartition("-")[0]
 
 
 def _starts(story: list[Any]) -> int:
@@ -92,19 +92,23 @@ class DaskRunner:
             return clusters.job_script(clusters.batch_spec(system, self._settings()))
         if self.options.scheduler:
             return f"# no job script: the checks go to the running scheduler at {self.options.scheduler}\n"
-        return (f"# no job script: {self.options.workers or DEFAULT_WORKERS} worker processes start on this "
-                "machine (python -m dask spec ...)\n")
+        return (
+            f"# no job script: {self.options.workers or DEFAULT_WORKERS} worker processes start on this "
+            "machine (python -m dask spec ...)\n"
+        )
 
     def __enter__(self) -> DaskRunner:  # noqa: PYI034
         from distributed import Client
 
         if self.options.scheduler:
             try:
-                self.client = Client(self.options.scheduler,
-                                     timeout=self.options.extra.get("connect_timeout", CONNECT_TIMEOUT))
+                self.client = Client(
+                    self.options.scheduler, timeout=self.options.extra.get("connect_timeout", CONNECT_TIMEOUT)
+                )
             except (OSError, TimeoutError) as exc:
-                raise ExecutorUnavailable(f"no dask scheduler answers at {self.options.scheduler}: "
-                                          f"{type(exc).__name__}: {exc}") from None
+                raise ExecutorUnavailable(
+                    f"no dask scheduler answers at {self.options.scheduler}: {type(exc).__name__}: {exc}"
+                ) from None
             return self
         workers = self.options.workers or DEFAULT_WORKERS
         system = self.batch_system()
@@ -112,8 +116,7 @@ class DaskRunner:
             spec = clusters.batch_spec(system, self._settings())
             self.cluster = clusters.start_batch(spec, workers)
             self._promised = {"resources": dict(spec.resources), "nthreads": spec.cores}
-            scale = (f"adaptive, {spec.adapt[0]} to {spec.adapt[1]} jobs" if spec.adapt
-                     else f"{workers} job(s)")
+            scale = f"adaptive, {spec.adapt[0]} to {spec.adapt[1]} jobs" if spec.adapt else f"{workers} job(s)"
             what = f"a {system.upper()} cluster ({scale} of {spec.cores} core(s), queue {spec.queue or 'default'})"
         else:
             cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -144,8 +147,7 @@ class DaskRunner:
             processing = self.client.processing()
         except Exception:  # noqa: BLE001 - a display must not end the run
             return set()
-        return {_job_id(str(key)) for keys in processing.values() for key in keys
-                if str(key).startswith(_KEY_PREFIX)}
+        return {_job_id(str(key)) for keys in processing.values() for key in keys if str(key).startswith(_KEY_PREFIX)}
 
     def _workers(self) -> dict[str, dict[str, Any]]:
         try:
@@ -194,8 +196,10 @@ class DaskRunner:
             have = info.get("resources") or {}
             if all(have.get(name, 0) >= amount for name, amount in needed.items()):
                 return None
-        return (f"no worker of the dask cluster offers the resources {needed} this job needs; start workers with "
-                f"--resources \"{' '.join(f'{k}={v:g}' for k, v in needed.items())}\"")
+        return (
+            f"no worker of the dask cluster offers the resources {needed} this job needs; start workers with "
+            f'--resources "{" ".join(f"{k}={v:g}" for k, v in needed.items())}"'
+        )
 
     def _refreshed(self, workers: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         """The workers read again after waiting a little for the cluster's full count.
@@ -211,15 +215,18 @@ class DaskRunner:
         return self._placing() or workers
 
     def _submit(self, job: Job, resources: dict[str, float]) -> Any:
-        return self.client.submit(run_job, job, key=f"{_KEY_PREFIX}{job.id}-{next(_serial)}", pure=False,
-                                  resources=resources or None)
+        return self.client.submit(
+            run_job, job, key=f"{_KEY_PREFIX}{job.id}-{next(_serial)}", pure=False, resources=resources or None
+        )
 
     def _gone(self, exc: BaseException) -> ExecutorUnavailable | None:
         """An ExecutorUnavailable when the client lost its scheduler (not just a worker)."""
         if self.client.status in ("running", "newly-created"):
             return None
-        return ExecutorUnavailable(f"the dask scheduler at {self.address or 'its address'} went away "
-                                   f"({type(exc).__name__}); the run stops here")
+        return ExecutorUnavailable(
+            f"the dask scheduler at {self.address or 'its address'} went away "
+            f"({type(exc).__name__}); the run stops here"
+        )
 
     def run(self, jobs: Iterable[Job]) -> Iterator[JobResult]:
         from distributed import as_completed
@@ -228,12 +235,12 @@ class DaskRunner:
 
         try:
             if self._promised is None:
-                self.client.wait_for_workers(1, timeout=self.options.extra.get("connect_timeout",
-                                                                               CONNECT_TIMEOUT) * 6)
+                self.client.wait_for_workers(1, timeout=self.options.extra.get("connect_timeout", CONNECT_TIMEOUT) * 6)
             workers = self._placing()
         except (OSError, TimeoutError) as exc:
-            raise ExecutorUnavailable(f"the dask cluster at {self.address} has no worker or does not answer: "
-                                      f"{type(exc).__name__}: {exc}") from None
+            raise ExecutorUnavailable(
+                f"the dask cluster at {self.address} has no worker or does not answer: {type(exc).__name__}: {exc}"
+            ) from None
         known = {name for name in workers if not name.startswith("(")}
         departed: set[str] = set()
         by_key: dict[str, tuple[Job, dict[str, float]]] = {}
@@ -260,7 +267,9 @@ class DaskRunner:
             try:
                 now = set(self._workers())
             except (OSError, TimeoutError) as exc:
-                raise self._gone(exc) or ExecutorUnavailable(f"the dask scheduler at {self.address} does not answer") from exc
+                raise self._gone(exc) or ExecutorUnavailable(
+                    f"the dask scheduler at {self.address} does not answer"
+                ) from exc
             departed |= known - now
             known = now
             gone = sorted(departed)
@@ -273,8 +282,12 @@ class DaskRunner:
                 retries[job.id] += 1
                 lost[job.id] += gone or [f"a worker ({type(exc).__name__})"]
                 if retries[job.id] > MAX_RETRIES:
-                    yield JobResult(job.id, error=f"lost its worker {retries[job.id]} times: {exc}",
-                                    retries=retries[job.id], lost_workers=lost[job.id])
+                    yield JobResult(
+                        job.id,
+                        error=f"lost its worker {retries[job.id]} times: {exc}",
+                        retries=retries[job.id],
+                        lost_workers=lost[job.id],
+                    )
                     continue
                 again = self._submit(job, resources)
                 by_key[again.key] = (job, resources)
@@ -294,10 +307,18 @@ def _batch_factory(system: str) -> Any:
 
 @hookimpl
 def dace_ai_executors():
-    yield Executor(name="dask", factory=DaskRunner, settings=clusters.SETTINGS,
-                   description="dask.distributed: a running scheduler (--scheduler), worker processes started "
-                               "here, or batch jobs (setting cluster)")
+    yield Executor(
+        name="dask",
+        factory=DaskRunner,
+        settings=clusters.SETTINGS,
+        description="dask.distributed: a running scheduler (--scheduler), worker processes started "
+        "here, or batch jobs (setting cluster)",
+    )
     for system in clusters.BATCH_SYSTEMS:
-        yield Executor(name=system, factory=_batch_factory(system), settings=clusters.SETTINGS,
-                       description=f"dask workers as {system.upper()} batch jobs (dask-jobqueue; settings "
-                                   "cluster_queue, cluster_walltime, ...)")
+        yield Executor(
+            name=system,
+            factory=_batch_factory(system),
+            settings=clusters.SETTINGS,
+            description=f"dask workers as {system.upper()} batch jobs (dask-jobqueue; settings "
+            "cluster_queue, cluster_walltime, ...)",
+        )

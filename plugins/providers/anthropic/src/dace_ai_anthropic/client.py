@@ -111,8 +111,9 @@ class AnthropicClient:
                 params["thinking"] = {"type": "adaptive"}
             params["output_config"] = config
         else:
-            params["tools"] = [{"name": request.schema_name, "description": TOOL_DESCRIPTION,
-                                "input_schema": request.schema}]
+            params["tools"] = [
+                {"name": request.schema_name, "description": TOOL_DESCRIPTION, "input_schema": request.schema}
+            ]
             params["tool_choice"] = {"type": "tool", "name": request.schema_name}
         return params
 
@@ -135,11 +136,14 @@ class AnthropicClient:
             details = getattr(message, "stop_details", None)
             category = getattr(details, "category", None)
             explanation = getattr(details, "explanation", None) or _text_of(content or []) or "no explanation given"
-            raise ProviderError(f"{where} refused to answer"
-                                + (f" (category {category})" if category else "") + f": {explanation}")
+            raise ProviderError(
+                f"{where} refused to answer" + (f" (category {category})" if category else "") + f": {explanation}"
+            )
         if stop == "max_tokens":
-            raise ProviderError(f"{where}: the answer was cut off at max_tokens={request.max_tokens}; "
-                                "raise the max_tokens setting (DACE_ai_max_tokens)")
+            raise ProviderError(
+                f"{where}: the answer was cut off at max_tokens={request.max_tokens}; "
+                "raise the max_tokens setting (DACE_ai_max_tokens)"
+            )
         if stop == "model_context_window_exceeded":
             raise ProviderError(f"{where}: the prompt and answer exceed the model's context window")
         if not isinstance(content, list):
@@ -154,8 +158,11 @@ class AnthropicClient:
         usage = getattr(message, "usage", None)
         input_tokens = None
         if usage is not None and usage.input_tokens is not None:
-            input_tokens = (usage.input_tokens + (getattr(usage, "cache_creation_input_tokens", 0) or 0)
-                            + (getattr(usage, "cache_read_input_tokens", 0) or 0))
+            input_tokens = (
+                usage.input_tokens
+                + (getattr(usage, "cache_creation_input_tokens", 0) or 0)
+                + (getattr(usage, "cache_read_input_tokens", 0) or 0)
+            )
         return ProviderReply(
             text=text,
             usage=Usage(input_tokens=input_tokens, output_tokens=getattr(usage, "output_tokens", None)),

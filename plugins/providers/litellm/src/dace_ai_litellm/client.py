@@ -85,8 +85,10 @@ class LiteLLMClient:
             return None
         if base_url:
             return PLACEHOLDER_KEY
-        raise ProviderError(f"provider {NAME!r} (model {model}) needs credentials: set {' and '.join(missing)} "
-                            "(or set base_url for a local server)")
+        raise ProviderError(
+            f"provider {NAME!r} (model {model}) needs credentials: set {' and '.join(missing)} "
+            "(or set base_url for a local server)"
+        )
 
     def build_params(self, request: ProviderRequest) -> dict[str, Any]:
         """Keyword arguments of ``litellm.completion`` for ``request``."""
@@ -101,13 +103,17 @@ class LiteLLMClient:
         if supports_schema(model):
             params["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": request.schema_name, "schema": strict_json_schema(request.schema),
-                                "strict": True},
+                "json_schema": {
+                    "name": request.schema_name,
+                    "schema": strict_json_schema(request.schema),
+                    "strict": True,
+                },
             }
         else:
             system = f"{system}\n\n{json_only_instruction(request.schema, request.schema_name)}"
-        params["messages"] = ([{"role": "system", "content": system}]
-                              + [{"role": m.role, "content": m.content} for m in request.messages])
+        params["messages"] = [{"role": "system", "content": system}] + [
+            {"role": m.role, "content": m.content} for m in request.messages
+        ]
         if request.effort:
             params["reasoning_effort"] = request.effort
             params["drop_params"] = True

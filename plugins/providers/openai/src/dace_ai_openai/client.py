@@ -74,8 +74,7 @@ class OpenAIClient:
                     if not (base_url or os.environ.get("OPENAI_BASE_URL")):
                         raise ProviderError(f"provider {NAME!r} needs an API key: set {' or '.join(KEY_ENV)}")
                     api_key = PLACEHOLDER_KEY
-                client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=max_retries,
-                                       timeout=timeout)
+                client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout)
                 self._clients[key] = client
             return client
 
@@ -90,8 +89,10 @@ class OpenAIClient:
                 "messages": [{"role": "system", "content": request.system}]
                 + [{"role": m.role, "content": m.content} for m in request.messages],
                 "max_completion_tokens": request.max_tokens,
-                "response_format": {"type": "json_schema",
-                                    "json_schema": {"name": request.schema_name, "schema": schema, "strict": True}},
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": request.schema_name, "schema": schema, "strict": True},
+                },
                 "timeout": request.timeout,
             }
             if request.effort:
@@ -102,8 +103,7 @@ class OpenAIClient:
             "instructions": request.system,
             "input": [{"role": m.role, "content": m.content} for m in request.messages],
             "max_output_tokens": request.max_tokens,
-            "text": {"format": {"type": "json_schema", "name": request.schema_name, "schema": schema,
-                                "strict": True}},
+            "text": {"format": {"type": "json_schema", "name": request.schema_name, "schema": schema, "strict": True}},
             "store": False,
             "timeout": request.timeout,
         }
@@ -132,13 +132,19 @@ class OpenAIClient:
 def _responses_reply(response: Any, request: ProviderRequest, where: str) -> ProviderReply:
     error = getattr(response, "error", None)
     if error is not None:
-        raise ProviderError(f"{where}: the response failed: {getattr(error, 'code', '')} "
-                            f"{getattr(error, 'message', error)}")
+        raise ProviderError(
+            f"{where}: the response failed: {getattr(error, 'code', '')} {getattr(error, 'message', error)}"
+        )
     output = getattr(response, "output", None)
     if not isinstance(output, list):
         raise ProviderError(f"{where}: the reply is not a valid Responses API response (no output list)")
-    refusals = [c.refusal for item in output if getattr(item, "type", None) == "message"
-                for c in (getattr(item, "content", None) or []) if getattr(c, "type", None) == "refusal"]
+    refusals = [
+        c.refusal
+        for item in output
+        if getattr(item, "type", None) == "message"
+        for c in (getattr(item, "content", None) or [])
+        if getattr(c, "type", None) == "refusal"
+    ]
     if refusals:
         raise ProviderError(f"{where} refused to answer: {' '.join(refusals)}")
     if getattr(response, "status", None) == "incomplete":
@@ -152,8 +158,9 @@ def _responses_reply(response: Any, request: ProviderRequest, where: str) -> Pro
     usage = getattr(response, "usage", None)
     return ProviderReply(
         text=text,
-        usage=Usage(input_tokens=getattr(usage, "input_tokens", None),
-                    output_tokens=getattr(usage, "output_tokens", None)),
+        usage=Usage(
+            input_tokens=getattr(usage, "input_tokens", None), output_tokens=getattr(usage, "output_tokens", None)
+        ),
         model=getattr(response, "model", None) or request.model or DEFAULT_MODEL,
         stop_reason=getattr(response, "status", None),
     )

@@ -15,14 +15,18 @@ from dace_ai.plugin import Provider, Setting, hookimpl
 DEFAULT_MODEL = "gpt-5.5"
 #: The endpoint used when ``base_url`` is empty, unless OPENAI_BASE_URL is set (the SDK reads it).
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-BASE_URL_ENV = ('OPENAI_BASE_URL',)
+BASE_URL_ENV = ("OPENAI_BASE_URL",)
 
 KEY_ENV = ("OPENAI_API_KEY",)
 
 #: The wire API: the Responses API, or Chat Completions for servers that only speak that.
-API_SETTING = Setting("openai_api", str, "responses",
-                      "Wire API of the openai provider: the Responses API, or Chat Completions for compatible "
-                      "servers without it", choices=("responses", "chat"))
+API_SETTING = Setting(
+    "openai_api",
+    str,
+    "responses",
+    "Wire API of the openai provider: the Responses API, or Chat Completions for compatible servers without it",
+    choices=("responses", "chat"),
+)
 
 
 def _factory(settings):

@@ -67,8 +67,13 @@ def gpu_compute_capability() -> tuple[str, str] | None:
     if shutil.which("nvidia-smi") is None:
         return None
     try:
-        proc = subprocess.run(["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=20, check=False)
+        proc = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     lines = [line for line in proc.stdout.splitlines() if "," in line]
@@ -100,6 +105,17 @@ def check_cuda(request: CheckRequest) -> CheckReport:
     if nvcc_version() is None:
         return CheckReport(CHECKER, "inconclusive", "nvcc not found on PATH; CUDA code was not checked")
     arch, arch_source = resolve_arch(request.settings)
-    return check_gpu_unit(CHECKER, request.answer, request.node, request.workdir, compiler="nvcc",
-                          arch_flag=f"-arch={arch}", arch=arch, arch_source=arch_source, prelude=prelude(),
-                          stream_type="cudaStream_t", suffix=".cu", environments=request.environments)
+    return check_gpu_unit(
+        CHECKER,
+        request.answer,
+        request.node,
+        request.workdir,
+        compiler="nvcc",
+        arch_flag=f"-arch={arch}",
+        arch=arch,
+        arch_source=arch_source,
+        prelude=prelude(),
+        stream_type="cudaStream_t",
+        suffix=".cu",
+        environments=request.environments,
+    )

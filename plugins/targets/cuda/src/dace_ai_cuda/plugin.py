@@ -24,10 +24,11 @@ def _describe(detection: Detection) -> str:
     if detection.matched:
         head = f"NVIDIA GPU: {detection.details['gpu']}, architecture {detection.details['arch']}."
     else:
-        head = (f"NVIDIA GPU (none on this machine): code is compiled for the configured cuda_arch or "
-                f"{DEFAULT_ARCH}.")
-    return (head + "\nLanguage: CUDA C++ (nvcc, C++17). Warp size 32; at most 1024 threads per block; "
-            "48 KiB of static shared memory per block.")
+        head = f"NVIDIA GPU (none on this machine): code is compiled for the configured cuda_arch or {DEFAULT_ARCH}."
+    return (
+        head + "\nLanguage: CUDA C++ (nvcc, C++17). Warp size 32; at most 1024 threads per block; "
+        "48 KiB of static shared memory per block."
+    )
 
 
 def _flags(detection: Detection) -> tuple[str, ...]:
@@ -52,13 +53,26 @@ pointers, shared memory tiles for reuse, and guard every index against the array
 @hookimpl
 def dace_ai_targets():
     yield Target(
-        name="cuda", kind="gpu", priority=50, detect=_detect, describe=_describe, guidance=GUIDANCE,
-        compiler=("nvcc",), flags=_flags, checkers=(CHECKER,), language="cuda",
+        name="cuda",
+        kind="gpu",
+        priority=50,
+        detect=_detect,
+        describe=_describe,
+        guidance=GUIDANCE,
+        compiler=("nvcc",),
+        flags=_flags,
+        checkers=(CHECKER,),
+        language="cuda",
         description="NVIDIA GPUs in CUDA C++ (checked with nvcc in a standalone unit)",
     )
 
 
 @hookimpl
 def dace_ai_checkers():
-    yield Checker(name=CHECKER, stage="compile", check=check_cuda, applies=applies,
-                  description="Compiles device tasklets and host tasklets over GPU data with nvcc")
+    yield Checker(
+        name=CHECKER,
+        stage="compile",
+        check=check_cuda,
+        applies=applies,
+        description="Compiles device tasklets and host tasklets over GPU data with nvcc",
+    )

@@ -30,8 +30,7 @@ def amd_gpus() -> tuple[str, ...]:
     if not Path("/dev/kfd").exists() or shutil.which("rocm_agent_enumerator") is None:
         return ()
     try:
-        out = subprocess.run(["rocm_agent_enumerator"], capture_output=True, text=True, timeout=20,
-                             check=False).stdout
+        out = subprocess.run(["rocm_agent_enumerator"], capture_output=True, text=True, timeout=20, check=False).stdout
     except (OSError, subprocess.TimeoutExpired):
         return ()
     return tuple(sorted({g for g in re.findall(r"\bgfx[0-9a-f]+\b", out) if g != "gfx000"}))
@@ -56,10 +55,22 @@ def applies(request: CheckRequest) -> bool:
 def check_hip(request: CheckRequest) -> CheckReport:
     """Compile the tasklet as HIP device code (in a GPU map) or host code over GPU data."""
     if shutil.which("hipcc") is None:
-        return CheckReport(CHECKER, "inconclusive",
-                           "hipcc not found on PATH (Debian: hipcc, or ROCm); HIP code was not checked")
+        return CheckReport(
+            CHECKER, "inconclusive", "hipcc not found on PATH (Debian: hipcc, or ROCm); HIP code was not checked"
+        )
     arch, arch_source = resolve_arch(request.settings)
-    return check_gpu_unit(CHECKER, request.answer, request.node, request.workdir, compiler="hipcc",
-                          arch_flag=f"--offload-arch={arch}", arch=arch, arch_source=arch_source, prelude=PRELUDE,
-                          stream_type="hipStream_t", suffix=".hip", env={"HIP_PLATFORM": "amd"},
-                          environments=request.environments)
+    return check_gpu_unit(
+        CHECKER,
+        request.answer,
+        request.node,
+        request.workdir,
+        compiler="hipcc",
+        arch_flag=f"--offload-arch={arch}",
+        arch=arch,
+        arch_source=arch_source,
+        prelude=PRELUDE,
+        stream_type="hipStream_t",
+        suffix=".hip",
+        env={"HIP_PLATFORM": "amd"},
+        environments=request.environments,
+    )

@@ -24,8 +24,10 @@ def _describe(detection: Detection) -> str:
         head = f"AMD GPU, architecture {detection.details['arch']}."
     else:
         head = f"AMD GPU (none on this machine): code is compiled for the configured hip_arch or {DEFAULT_ARCH}."
-    return (head + "\nLanguage: HIP C++ (hipcc, C++17). Wavefront size 64 on CDNA (gfx9xx), 32 on RDNA; "
-            "at most 1024 threads per block; 64 KiB of LDS (shared memory) per block.")
+    return (
+        head + "\nLanguage: HIP C++ (hipcc, C++17). Wavefront size 64 on CDNA (gfx9xx), 32 on RDNA; "
+        "at most 1024 threads per block; 64 KiB of LDS (shared memory) per block."
+    )
 
 
 def _flags(detection: Detection) -> tuple[str, ...]:
@@ -49,13 +51,26 @@ hipDeviceSynchronize. Do not use CUDA names (cuda*, cub::): only hip* and hipcub
 @hookimpl
 def dace_ai_targets():
     yield Target(
-        name="hip", kind="gpu", priority=45, detect=_detect, describe=_describe, guidance=GUIDANCE,
-        compiler=("hipcc",), flags=_flags, checkers=(CHECKER,), language="hip",
+        name="hip",
+        kind="gpu",
+        priority=45,
+        detect=_detect,
+        describe=_describe,
+        guidance=GUIDANCE,
+        compiler=("hipcc",),
+        flags=_flags,
+        checkers=(CHECKER,),
+        language="hip",
         description="AMD GPUs in HIP C++ (checked with hipcc for an explicit --offload-arch)",
     )
 
 
 @hookimpl
 def dace_ai_checkers():
-    yield Checker(name=CHECKER, stage="compile", check=check_hip, applies=applies,
-                  description="Compiles HIP device tasklets and host tasklets over GPU data with hipcc")
+    yield Checker(
+        name=CHECKER,
+        stage="compile",
+        check=check_hip,
+        applies=applies,
+        description="Compiles HIP device tasklets and host tasklets over GPU data with hipcc",
+    )

@@ -58,9 +58,19 @@ def check_compile(request: CheckRequest) -> CheckReport:
     workdir.mkdir(parents=True, exist_ok=True)
     unit = workdir / "candidate.cpp"
     unit.write_text(host_unit(request.answer, request.node, prelude=PRELUDE, environments=request.environments))
-    argv = [compiler(request), runtime_standard_flag(), "-c", "-O1", "-I", str(dace_include_dir()),
-            *environment_flags(request.environments), *_flags(request),
-            unit.name, "-o", "candidate.o"]
+    argv = [
+        compiler(request),
+        runtime_standard_flag(),
+        "-c",
+        "-O1",
+        "-I",
+        str(dace_include_dir()),
+        *environment_flags(request.environments),
+        *_flags(request),
+        unit.name,
+        "-o",
+        "candidate.o",
+    ]
     return report_from_tool(COMPILE_CHECKER, run_tool(argv, cwd=workdir, timeout=120), workdir)
 
 
@@ -78,34 +88,59 @@ def check_vector_lengths(request: CheckRequest) -> CheckReport:
     except HarnessError as exc:
         return CheckReport(VL_CHECKER, "inconclusive", f"no harness for this node: {exc}")
     (workdir / "harness.cpp").write_text(source)
-    build = run_tool([compiler(request), runtime_standard_flag(), "-O2", "-I", str(dace_include_dir()), *_flags(request),
-                      "harness.cpp", "-o", "harness"], cwd=workdir, timeout=180)
+    build = run_tool(
+        [
+            compiler(request),
+            runtime_standard_flag(),
+            "-O2",
+            "-I",
+            str(dace_include_dir()),
+            *_flags(request),
+            "harness.cpp",
+            "-o",
+            "harness",
+        ],
+        cwd=workdir,
+        timeout=180,
+    )
     if not build.ok:
         return report_from_tool(VL_CHECKER, build, workdir, failure_prefix="The harness did not build:\n")
     seconds = build.seconds
     results: dict[int, dict[str, list[float]]] = {}
     details: dict[str, object] = {"symbols": values, "elements": sizes, "vector_bits": list(VECTOR_BITS)}
     for bits in VECTOR_BITS:
-        run = run_tool([qemu, "-L", SYSROOT, "-cpu", f"max,sve-default-vector-length={bits // 8}", "./harness"],
-                       cwd=workdir, timeout=RUN_TIMEOUT)
+        run = run_tool(
+            [qemu, "-L", SYSROOT, "-cpu", f"max,sve-default-vector-length={bits // 8}", "./harness"],
+            cwd=workdir,
+            timeout=RUN_TIMEOUT,
+        )
         seconds += run.seconds
         if not run.ok:
             why = "did not finish" if run.timed_out else f"exited with status {run.returncode}"
             signal = f" (signal {-run.returncode})" if run.returncode < 0 and not run.timed_out else ""
             tail = "\n".join(run.output.strip().splitlines()[-10:])
-            return CheckReport(VL_CHECKER, "failed",
-                               f"At SVE vector length {bits} bits the tasklet {why}{signal} "
-                               f"(symbols {values}).\n{tail}\n{_ADVICE}", seconds, details)
+            return CheckReport(
+                VL_CHECKER,
+                "failed",
+                f"At SVE vector length {bits} bits the tasklet {why}{signal} (symbols {values}).\n{tail}\n{_ADVICE}",
+                seconds,
+                details,
+            )
         results[bits] = parse_outputs(run.output)
     problems = _compare(results)
     status = "failed" if problems else "passed"
-    text = ("\n".join(problems) + f"\n(symbols {values}; inputs are odd multiples of 1/16)\n{_ADVICE}") if problems \
+    text = (
+        ("\n".join(problems) + f"\n(symbols {values}; inputs are odd multiples of 1/16)\n{_ADVICE}")
+        if problems
         else f"same finite outputs at {', '.join(map(str, VECTOR_BITS))} bits (symbols {values})"
+    )
     return CheckReport(VL_CHECKER, status, text, seconds, details)
 
 
-_ADVICE = ("SVE code must be vector-length agnostic: step loops by svcntd()/svcntw() (never a constant lane "
-           "count), build predicates with svwhilelt for the tail, and size temporaries by the runtime length.")
+_ADVICE = (
+    "SVE code must be vector-length agnostic: step loops by svcntd()/svcntw() (never a constant lane "
+    "count), build predicates with svwhilelt for the tail, and size temporaries by the runtime length."
+)
 
 
 def _compare(results: dict[int, dict[str, list[float]]]) -> list[str]:
@@ -133,14 +168,18 @@ def _compare(results: dict[int, dict[str, list[float]]]) -> list[str]:
             reference = groups[0]
             for group in groups[1:]:
                 lengths = " and ".join(f"{b} bits" for b in group)
-                problems.append(f"Wrong result at SVE vector length {lengths}: output {name} differs from the "
-                                f"result at {' and '.join(f'{b} bits' for b in reference)} "
-                                f"({_where(results[group[0]].get(name, []), results[reference[0]].get(name, []))}).")
+                problems.append(
+                    f"Wrong result at SVE vector length {lengths}: output {name} differs from the "
+                    f"result at {' and '.join(f'{b} bits' for b in reference)} "
+                    f"({_where(results[group[0]].get(name, []), results[reference[0]].get(name, []))})."
+                )
         else:
             first = groups[0][0]
             for group in groups[1:]:
-                problems.append(f"Output {name} differs between SVE vector lengths {first} and {group[0]} bits "
-                                f"({_where(results[group[0]].get(name, []), results[first].get(name, []))}).")
+                problems.append(
+                    f"Output {name} differs between SVE vector lengths {first} and {group[0]} bits "
+                    f"({_where(results[group[0]].get(name, []), results[first].get(name, []))})."
+                )
     return problems
 
 

@@ -29,10 +29,32 @@ from dace_ai.plugin import (
 SYMBOL_VALUES = (37, 41, 43, 29, 31, 23, 19, 17, 13, 11)
 
 _FLOAT_TYPES = {"double", "float", "dace::float64", "dace::float32", "float64", "float32"}
-_INT_TYPES = {"int", "long", "long long", "short", "char", "signed char", "unsigned", "unsigned int",
-              "unsigned long", "unsigned long long", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t",
-              "uint16_t", "uint32_t", "uint64_t", "size_t", "dace::int32", "dace::int64", "dace::uint32",
-              "dace::uint64", "bool"}
+_INT_TYPES = {
+    "int",
+    "long",
+    "long long",
+    "short",
+    "char",
+    "signed char",
+    "unsigned",
+    "unsigned int",
+    "unsigned long",
+    "unsigned long long",
+    "int8_t",
+    "int16_t",
+    "int32_t",
+    "int64_t",
+    "uint8_t",
+    "uint16_t",
+    "uint32_t",
+    "uint64_t",
+    "size_t",
+    "dace::int32",
+    "dace::int64",
+    "dace::uint32",
+    "dace::uint64",
+    "bool",
+}
 
 
 class HarnessError(Exception):
@@ -55,8 +77,10 @@ def element_type(conn: ConnectorInfo) -> tuple[str, bool]:
         return ctype, True
     if ctype in _INT_TYPES:
         return ctype, False
-    raise HarnessError(f"connector {conn.name!r} has element type {ctype!r}, which the harness cannot fill "
-                       "(floating-point and integer types only)")
+    raise HarnessError(
+        f"connector {conn.name!r} has element type {ctype!r}, which the harness cannot fill "
+        "(floating-point and integer types only)"
+    )
 
 
 def symbol_values(node: NodeContext) -> dict[str, int]:
@@ -101,8 +125,11 @@ def harness_source(answer: Answer, node: NodeContext, prelude: str) -> str:
     """The tasklet unit plus a ``main`` that fills inputs and outputs, runs init, tasklet, exit and prints outputs."""
     values = symbol_values(node)
     bufs = buffers(node, values)
-    body = ["int main() {", "    static dace_ai_state_t state_storage{};",
-            "    dace_ai_state_t* __state = &state_storage;"]
+    body = [
+        "int main() {",
+        "    static dace_ai_state_t state_storage{};",
+        "    dace_ai_state_t* __state = &state_storage;",
+    ]
     for name, ctype in node.symbols.items():
         body.append(f"    {ctype} {name} = ({ctype}){values[name]};")
     for p in scope_parameters(node):
@@ -125,8 +152,11 @@ def harness_source(answer: Answer, node: NodeContext, prelude: str) -> str:
             continue
         var = f"dace_ai_buf_{i}"
         element = f"{var}[k]" if buf.conn.is_pointer else var
-        printed = f'std::printf("%a\\n", (double){element});' if buf.is_float else \
-            f'std::printf("%lld\\n", (long long){element});'
+        printed = (
+            f'std::printf("%a\\n", (double){element});'
+            if buf.is_float
+            else f'std::printf("%lld\\n", (long long){element});'
+        )
         body.append(f'    std::printf("OUT {buf.conn.name} {buf.count}\\n");')
         body.append(f"    for (long k = 0; k < {buf.count}; ++k) {printed}")
     body += ["    return 0;", "}"]
@@ -142,9 +172,11 @@ def parse_outputs(text: str) -> dict[str, list[float]]:
         parts = lines[i].split()
         if len(parts) == 3 and parts[0] == "OUT":
             count = int(parts[2])
-            raw = lines[i + 1:i + 1 + count]
-            outputs[parts[1]] = [float.fromhex(v) if ("0x" in v or v in ("inf", "-inf", "nan", "-nan"))
-                                 else float(v) for v in (r.strip() for r in raw)]
+            raw = lines[i + 1 : i + 1 + count]
+            outputs[parts[1]] = [
+                float.fromhex(v) if ("0x" in v or v in ("inf", "-inf", "nan", "-nan")) else float(v)
+                for v in (r.strip() for r in raw)
+            ]
             i += 1 + count
         else:
             i += 1

@@ -34,14 +34,17 @@ def _detect() -> Detection:
 
 def _describe(detection: Detection) -> str:
     details = detection.details
-    lines = ["ARM aarch64 CPU with the Scalable Vector Extension (SVE"
-             + (", SVE2" if details.get("sve2") else "") + ")."]
+    lines = [
+        "ARM aarch64 CPU with the Scalable Vector Extension (SVE" + (", SVE2" if details.get("sve2") else "") + ")."
+    ]
     if "vector_bytes" in details:
         bits = int(details["vector_bytes"]) * 8  # type: ignore[call-overload]
         lines.append(f"This machine's default SVE vector length is {bits} bits, but code must not depend on it.")
     else:
-        lines.append("Vector length: unknown, any multiple of 128 bits from 128 to 2048; code must work at all "
-                     f"of them (it is run at {', '.join(map(str, VECTOR_BITS))} bits before it is accepted).")
+        lines.append(
+            "Vector length: unknown, any multiple of 128 bits from 128 to 2048; code must work at all "
+            f"of them (it is run at {', '.join(map(str, VECTOR_BITS))} bits before it is accepted)."
+        )
     lines.append("Compiled with -march=armv8-a+sve; NEON is also available.")
     return "\n".join(lines)
 
@@ -66,15 +69,34 @@ on inactive lanes you do not read, _m/_z where inactive lanes matter.
 @hookimpl
 def dace_ai_targets():
     yield Target(
-        name="sve", kind="cpu", priority=40, detect=_detect, describe=_describe, guidance=GUIDANCE,
-        compiler=_compiler(), flags=("-O3", "-march=armv8-a+sve"), checkers=(COMPILE_CHECKER, VL_CHECKER),
-        language="cpp", description="ARM aarch64 with SVE (vector-length agnostic code, checked under qemu)",
+        name="sve",
+        kind="cpu",
+        priority=40,
+        detect=_detect,
+        describe=_describe,
+        guidance=GUIDANCE,
+        compiler=_compiler(),
+        flags=("-O3", "-march=armv8-a+sve"),
+        checkers=(COMPILE_CHECKER, VL_CHECKER),
+        language="cpp",
+        description="ARM aarch64 with SVE (vector-length agnostic code, checked under qemu)",
     )
 
 
 @hookimpl
 def dace_ai_checkers():
-    yield Checker(name=COMPILE_CHECKER, stage="compile", check=check_compile, applies=applies,
-                  description="Cross compiles SVE code with -march=armv8-a+sve")
-    yield Checker(name=VL_CHECKER, stage="verify", check=check_vector_lengths, applies=applies, tools=("qemu-aarch64",),
-                  description="Runs SVE code under qemu at 128, 512 and 2048 bits; results must agree")
+    yield Checker(
+        name=COMPILE_CHECKER,
+        stage="compile",
+        check=check_compile,
+        applies=applies,
+        description="Cross compiles SVE code with -march=armv8-a+sve",
+    )
+    yield Checker(
+        name=VL_CHECKER,
+        stage="verify",
+        check=check_vector_lengths,
+        applies=applies,
+        tools=("qemu-aarch64",),
+        description="Runs SVE code under qemu at 128, 512 and 2048 bits; results must agree",
+    )

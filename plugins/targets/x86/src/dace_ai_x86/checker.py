@@ -37,13 +37,19 @@ RULES: tuple[Rule, ...] = (
     Rule(re.compile(r"\b_mm512_dpbusds?_epi32\b|\b_mm512_dpwssds?_epi32\b"), "avx512_vnni", "AVX-512 VNNI"),
     Rule(re.compile(r"\b_mm(?:256)?_maskz?_\w+|\b_mm(?:256)?_\w+_mask\b"), "avx512vl", "AVX-512 VL"),
     Rule(re.compile(r"\b_mm512_\w+|\b__m512[dih]?\b|\b__mmask(?:8|16|32|64)\b"), "avx512f", "AVX-512"),
-    Rule(re.compile(r"\b_mm(?:256)?_fn?m(?:add|sub|addsub|subadd)_p[sd]\b|\b_mm_fn?m(?:add|sub)_s[sd]\b"),
-         "fma", "FMA"),
-    Rule(re.compile(r"\b_mm256_(?:add|sub|mullo|mul|cmpeq|cmpgt|max|min|abs|slli|srli|srai|sllv|srlv|and|or|xor|"
-                    r"hadd|madd|maddubs|packs|packus|unpacklo|unpackhi|shuffle|blend|sad)_epi(?:8|16|32|64|u8|u16|u32)\b"
-                    r"|\b_mm256_i(?:32|64)gather_\w+|\b_mm256_mask_i(?:32|64)gather_\w+|\b_mm256_permutevar8x32_\w+"
-                    r"|\b_mm256_permute4x64_\w+|\b_mm256_broadcast[bwdq]_epi\w+|\b_mm256_cvtepu?\d+_epi\d+\b"),
-         "avx2", "AVX2"),
+    Rule(
+        re.compile(r"\b_mm(?:256)?_fn?m(?:add|sub|addsub|subadd)_p[sd]\b|\b_mm_fn?m(?:add|sub)_s[sd]\b"), "fma", "FMA"
+    ),
+    Rule(
+        re.compile(
+            r"\b_mm256_(?:add|sub|mullo|mul|cmpeq|cmpgt|max|min|abs|slli|srli|srai|sllv|srlv|and|or|xor|"
+            r"hadd|madd|maddubs|packs|packus|unpacklo|unpackhi|shuffle|blend|sad)_epi(?:8|16|32|64|u8|u16|u32)\b"
+            r"|\b_mm256_i(?:32|64)gather_\w+|\b_mm256_mask_i(?:32|64)gather_\w+|\b_mm256_permutevar8x32_\w+"
+            r"|\b_mm256_permute4x64_\w+|\b_mm256_broadcast[bwdq]_epi\w+|\b_mm256_cvtepu?\d+_epi\d+\b"
+        ),
+        "avx2",
+        "AVX2",
+    ),
     Rule(re.compile(r"\b_mm256_\w+|\b__m256[dih]?\b"), "avx", "AVX"),
 )
 
@@ -74,24 +80,37 @@ def check_x86(request: CheckRequest) -> CheckReport:
     cpu = read_cpu()
     _, build_flags = build_command(target)
     allowed = features_for_flags(list(target.flags), cpu.flags) & features_for_flags(build_flags, cpu.flags)
-    sources = {"code": answer.code, "code_global": answer.code_global, "code_init": answer.code_init,
-               "code_exit": answer.code_exit}
+    sources = {
+        "code": answer.code,
+        "code_global": answer.code_global,
+        "code_init": answer.code_init,
+        "code_exit": answer.code_exit,
+    }
     missing = [hit for hit in required_features(sources) if hit[1] not in allowed]
     build = compile_candidate(request)
-    details = {"command": " ".join(stable_paths(a, {str(build.folder) + "/": ""}) for a in build.command),
-               "allowed_features": sorted(allowed), "missing": [m[:2] for m in missing]}
+    details = {
+        "command": " ".join(stable_paths(a, {str(build.folder) + "/": ""}) for a in build.command),
+        "allowed_features": sorted(allowed),
+        "missing": [m[:2] for m in missing],
+    }
     prefix = ""
     if missing:
         lacking = sorted({hit[1] for hit in missing})
-        uses = "; ".join(f"{name} ({section} line {line}) needs {feature} ({family})"
-                         for name, feature, family, section, line in missing)
-        where = (f"this CPU ({cpu.model}) does not have {', '.join(f for f in lacking if f not in cpu.flags)}"
-                 if any(f not in cpu.flags for f in lacking)
-                 else "the target's level or the build's flags do not enable them")
-        prefix = (f"The code uses instructions target {target.name!r} (level {' '.join(target.flags)}; build flags "
-                  f"{' '.join(build_flags)}) does not allow: {uses}. {where[0].upper() + where[1:]}; it would stop "
-                  f"with an illegal instruction or not compile. Use only "
-                  f"{', '.join(sorted(allowed & _VECTOR_FEATURES)) or 'SSE2'} intrinsics (see the target guidance).\n")
+        uses = "; ".join(
+            f"{name} ({section} line {line}) needs {feature} ({family})"
+            for name, feature, family, section, line in missing
+        )
+        where = (
+            f"this CPU ({cpu.model}) does not have {', '.join(f for f in lacking if f not in cpu.flags)}"
+            if any(f not in cpu.flags for f in lacking)
+            else "the target's level or the build's flags do not enable them"
+        )
+        prefix = (
+            f"The code uses instructions target {target.name!r} (level {' '.join(target.flags)}; build flags "
+            f"{' '.join(build_flags)}) does not allow: {uses}. {where[0].upper() + where[1:]}; it would stop "
+            f"with an illegal instruction or not compile. Use only "
+            f"{', '.join(sorted(allowed & _VECTOR_FEATURES)) or 'SSE2'} intrinsics (see the target guidance).\n"
+        )
     if build.missing_compiler:
         status, text = ("failed", prefix.rstrip()) if missing else ("inconclusive", build.result.output)
         return CheckReport(CHECKER, status, text, 0.0, details)
@@ -105,8 +124,22 @@ def check_x86(request: CheckRequest) -> CheckReport:
     return CheckReport(CHECKER, "failed", prefix + compiler_text, 0.0, details)
 
 
-_VECTOR_FEATURES = frozenset({"sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl",
-                              "avx512_vnni", "avx512_bf16", "amx_tile"})
+_VECTOR_FEATURES = frozenset(
+    {
+        "sse4_2",
+        "avx",
+        "avx2",
+        "fma",
+        "f16c",
+        "avx512f",
+        "avx512bw",
+        "avx512dq",
+        "avx512vl",
+        "avx512_vnni",
+        "avx512_bf16",
+        "amx_tile",
+    }
+)
 
 
 def applies(request: CheckRequest) -> bool:

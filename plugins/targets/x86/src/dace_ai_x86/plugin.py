@@ -23,8 +23,12 @@ AVX2_NEEDS = ("avx2", "fma")
 
 def _detect(needs: tuple[str, ...]) -> Detection:
     cpu = read_cpu()
-    details = {"model": cpu.model, "machine": cpu.machine, "flags": sorted(cpu.flags & set(REPORTED)),
-               "caches": list(cpu.caches)}
+    details = {
+        "model": cpu.model,
+        "machine": cpu.machine,
+        "flags": sorted(cpu.flags & set(REPORTED)),
+        "caches": list(cpu.caches),
+    }
     if cpu.machine not in ("x86_64", "AMD64", "i686"):
         return Detection(False, f"not an x86-64 machine ({cpu.machine})", details)
     lacking = [f for f in needs if f not in cpu.flags]
@@ -41,16 +45,21 @@ def _describe(level: str, width: int):
         extra = [f for f in details.get("flags", ()) if detection.matched and not f.startswith(("avx512", "amx"))]
         isa = [f for f in REPORTED if f in level_features or f in extra]
         lanes = f"{width // 64} doubles / {width // 32} floats / {width // 32} int32 per register"
-        lines = [f"x86-64 CPU, ISA level {level}: {details.get('model', 'unknown model')}.",
-                 f"ISA extensions: {', '.join(isa)}.",
-                 f"Vector width: {width} bits ({lanes}).",
-                 f"Cores: {os.cpu_count()}."]
+        lines = [
+            f"x86-64 CPU, ISA level {level}: {details.get('model', 'unknown model')}.",
+            f"ISA extensions: {', '.join(isa)}.",
+            f"Vector width: {width} bits ({lanes}).",
+            f"Cores: {os.cpu_count()}.",
+        ]
         if details.get("caches"):
             lines.append(f"Caches (cpu0): {', '.join(details['caches'])}.")
         if not detection.matched:
-            lines.append(f"This machine is not such a CPU ({detection.reason}): the code is compiled for "
-                         f"{level} and must not rely on anything beyond it.")
+            lines.append(
+                f"This machine is not such a CPU ({detection.reason}): the code is compiled for "
+                f"{level} and must not rely on anything beyond it."
+            )
         return "\n".join(lines)
+
     return describe
 
 
@@ -78,15 +87,19 @@ def _nominal_peaks(width: int):
     The clock is the one ``/proc/cpuinfo`` reports (no turbo): the figure says what the
     ISA level promises at that clock, beside what ``dace-ai targets --roofline`` measures.
     """
+
     def peaks(detection: Detection) -> VendorPeaks | None:
         cpu = read_cpu()
         if not detection.matched or not cpu.mhz:
             return None
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         per_lane = cores * cpu.mhz / 1e3 * FMA_UNITS * 2
-        return VendorPeaks(peak_gflops={"float32": per_lane * width / 32, "float64": per_lane * width / 64},
-                           threads=cores, source=f"nominal: {cores} cores x {cpu.mhz:.0f} MHz x {FMA_UNITS} FMA units "
-                                                 f"x {width}-bit vectors")
+        return VendorPeaks(
+            peak_gflops={"float32": per_lane * width / 32, "float64": per_lane * width / 64},
+            threads=cores,
+            source=f"nominal: {cores} cores x {cpu.mhz:.0f} MHz x {FMA_UNITS} FMA units x {width}-bit vectors",
+        )
+
     return peaks
 
 
@@ -103,40 +116,63 @@ respect the given strides of every connector (they may not be contiguous).
 - Every intrinsic must be one the listed ISA extensions provide: the code is rejected before it runs otherwise.
 """
 
-GUIDANCE_AVX2 = GUIDANCE_COMMON + """\
+GUIDANCE_AVX2 = (
+    GUIDANCE_COMMON
+    + """\
 - This CPU has no AVX-512: never use _mm512_* intrinsics, __m512* types or __mmask* masks. Use __m256d \
 (4 doubles) / __m256 (8 floats) and _mm256_* intrinsics (AVX, AVX2, FMA).
 - AVX2 has no masked arithmetic; use _mm256_maskload_pd / _mm256_maskstore_pd or a scalar tail for remainders.
 """
+)
 
-GUIDANCE_AVX512 = GUIDANCE_COMMON + """\
+GUIDANCE_AVX512 = (
+    GUIDANCE_COMMON
+    + """\
 - Use __m512d (8 doubles) / __m512 (16 floats) and _mm512_* intrinsics; handle remainders with masks: \
 __mmask8 m = (__mmask8)((1u << rem) - 1); _mm512_maskz_loadu_pd(m, p); _mm512_mask_storeu_pd(p, m, v).
 - _mm512_reduce_add_pd reduces a vector at the end of a loop (not inside it).
 """
+)
 
 
 @hookimpl
 def dace_ai_targets():
     yield Target(
-        name="x86-avx512", kind="cpu", priority=30,
-        detect=lambda: _detect(AVX512_NEEDS), describe=_describe("x86-64-v4", 512),
-        guidance=GUIDANCE_AVX512, compiler=_compiler(), flags=_avx512_flags,
-        checkers=(CHECKER,), language="cpp", peaks=_nominal_peaks(512),
+        name="x86-avx512",
+        kind="cpu",
+        priority=30,
+        detect=lambda: _detect(AVX512_NEEDS),
+        describe=_describe("x86-64-v4", 512),
+        guidance=GUIDANCE_AVX512,
+        compiler=_compiler(),
+        flags=_avx512_flags,
+        checkers=(CHECKER,),
+        language="cpp",
+        peaks=_nominal_peaks(512),
         description="x86-64 with AVX-512 (F, BW, DQ, VL): 512-bit vectors, -march=x86-64-v4",
     )
     yield Target(
-        name="x86-avx2", kind="cpu", priority=20,
-        detect=lambda: _detect(AVX2_NEEDS), describe=_describe("x86-64-v3", 256),
-        guidance=GUIDANCE_AVX2, compiler=_compiler(), flags=("-O3", "-march=x86-64-v3"),
-        checkers=(CHECKER,), language="cpp", peaks=_nominal_peaks(256),
+        name="x86-avx2",
+        kind="cpu",
+        priority=20,
+        detect=lambda: _detect(AVX2_NEEDS),
+        describe=_describe("x86-64-v3", 256),
+        guidance=GUIDANCE_AVX2,
+        compiler=_compiler(),
+        flags=("-O3", "-march=x86-64-v3"),
+        checkers=(CHECKER,),
+        language="cpp",
+        peaks=_nominal_peaks(256),
         description="x86-64 with AVX2 and FMA: 256-bit vectors, -march=x86-64-v3",
     )
 
 
 @hookimpl
 def dace_ai_checkers():
-    yield Checker(name=CHECKER, stage="compile", check=check_x86, applies=applies,
-                  description="Rejects intrinsics beyond the x86 target's ISA level (scan and compile with its "
-                              "-march flags)")
-
+    yield Checker(
+        name=CHECKER,
+        stage="compile",
+        check=check_x86,
+        applies=applies,
+        description="Rejects intrinsics beyond the x86 target's ISA level (scan and compile with its -march flags)",
+    )

@@ -31,10 +31,19 @@ def check(request) -> CheckReport:
     folder = Path(request.workdir) / "clang"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / UNIT_FILE).write_text(host_unit(request.answer, request.node), encoding="utf-8")
-    cmd = [COMPILER, runtime_standard_flag("c++14"), "-I", str(dace_include_dir()), "-include", "dace/dace.h",
-           "-fsyntax-only", UNIT_FILE]
-    return report_from_tool("clang-syntax", run_tool(cmd, cwd=folder, timeout=300), folder,
-                            details={"compiler": COMPILER})
+    cmd = [
+        COMPILER,
+        runtime_standard_flag("c++14"),
+        "-I",
+        str(dace_include_dir()),
+        "-include",
+        "dace/dace.h",
+        "-fsyntax-only",
+        UNIT_FILE,
+    ]
+    return report_from_tool(
+        "clang-syntax", run_tool(cmd, cwd=folder, timeout=300), folder, details={"compiler": COMPILER}
+    )
 
 
 def is_host_cpp(request) -> bool:
@@ -44,5 +53,11 @@ def is_host_cpp(request) -> bool:
 
 @hookimpl
 def dace_ai_checkers():
-    yield Checker(name="clang-syntax", stage="compile", check=check, applies=is_host_cpp, default=False,
-                  description="clang++ -fsyntax-only on the tasklet with DaCe's headers")
+    yield Checker(
+        name="clang-syntax",
+        stage="compile",
+        check=check,
+        applies=is_host_cpp,
+        default=False,
+        description="clang++ -fsyntax-only on the tasklet with DaCe's headers",
+    )

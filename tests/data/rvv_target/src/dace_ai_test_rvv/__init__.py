@@ -20,8 +20,10 @@ def _detect() -> Detection:
 
 
 def _describe(detection: Detection) -> str:
-    return ("RISC-V 64 (RV64GC) with the V extension 1.0: vector length (VLEN) chosen by the hardware, "
-            "from 128 bits up; LMUL groups of 1 to 8 registers.")
+    return (
+        "RISC-V 64 (RV64GC) with the V extension 1.0: vector length (VLEN) chosen by the hardware, "
+        "from 128 bits up; LMUL groups of 1 to 8 registers."
+    )
 
 
 GUIDANCE = """\
@@ -33,6 +35,14 @@ GUIDANCE = """\
 
 @hookimpl
 def dace_ai_targets():
-    yield Target(name="rvv", kind="cpu", priority=35, detect=_detect, describe=_describe, guidance=GUIDANCE,
-                 compiler=("riscv64-linux-gnu-g++",), flags=("-O3", "-march=rv64gcv", "-mabi=lp64d"),
-                 description="RISC-V 64 with the vector extension (RVV 1.0)")
+    yield Target(
+        name="rvv",
+        kind="cpu",
+        priority=35,
+        detect=_detect,
+        describe=_describe,
+        guidance=GUIDANCE,
+        compiler=("riscv64-linux-gnu-g++",),
+        flags=("-O3", "-march=rv64gcv", "-mabi=lp64d"),
+        description="RISC-V 64 with the vector extension (RVV 1.0)",
+    )

@@ -1,4 +1,5 @@
 """Leaves a marker file when imported, so tests can prove it was never imported."""
+
 import os
 from pathlib import Path
 

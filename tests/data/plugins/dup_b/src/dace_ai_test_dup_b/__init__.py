@@ -1,4 +1,5 @@
 """Registers provider \"twin\" (clashes with dace-ai-test-dup-a)."""
+
 from dace_ai.plugin import Provider, hookimpl
 
 

@@ -1,4 +1,5 @@
 """A well-behaved plugin: one provider and one prompt section."""
+
 from dace_ai.plugin import PromptSection, Provider, hookimpl
 
 

@@ -1,4 +1,5 @@
 """Implements a misspelt hook name; the manager must reject it with a hint."""
+
 from dace_ai.plugin import Provider, hookimpl
 
 
