@@ -10,15 +10,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from dace_ai.checking.api import CheckReport
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
 from dace_ai.errors import MissingAnswer, ProviderError
-from dace_ai.providers.api import ProviderReply, ProviderRequest, answering_for
-from dace_ai.storage.cache import AnswerCache, cache_key
+from dace_ai.plugins.registrations import Provider
+from dace_ai.providers.api import ProviderClient, ProviderReply, ProviderRequest, answering_for
+from dace_ai.storage.cache import AnswerCache, CachedAnswer, cache_key
 
 
 def ask_for_node(
-    provider: Any, client: Any, request: ProviderRequest, ctx: NodeContext, *, cache_can_answer: bool = False
+    provider: Provider,
+    client: ProviderClient,
+    request: ProviderRequest,
+    ctx: NodeContext,
+    *,
+    cache_can_answer: bool = False,
 ) -> ProviderReply:
     """Ask ``provider`` on behalf of node ``ctx`` (providers may name files after it).
 
@@ -45,11 +52,11 @@ class AnswerSource:
     nothing. The provider's client is built on the first request that needs it.
     """
 
-    def __init__(self, provider: Any, settings: AISettings) -> None:
+    def __init__(self, provider: Provider, settings: AISettings) -> None:
         self.provider, self.settings = provider, settings
         self.cache = AnswerCache()
-        self._client: Any = None
-        self._hits: dict[str, Any] = {}
+        self._client: ProviderClient | None = None
+        self._hits: dict[str, CachedAnswer] = {}
 
     def recorded_checks(self, key: str, source: str) -> dict[str, Any] | None:
         """The checks the cached answer of ``key`` passed (when ``source`` says the reply is that answer)."""
@@ -84,7 +91,7 @@ class AnswerSource:
         key: str,
         reply: ProviderReply,
         source: str,
-        reports: Sequence[Any] = (),
+        reports: Sequence[CheckReport] = (),
         level: str = "",
         checked: dict[str, Any] | None = None,
     ) -> None:

@@ -32,12 +32,17 @@ import json
 import threading
 import time
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from dace_ai.errors import DaceAIError
 from dace_ai.expansion.check_results import CheckOutcome, ReportModel, WarningModel
+
+if TYPE_CHECKING:
+    from dace_ai.config.settings import AISettings
+    from dace_ai.context.types import NodeContext
+    from dace_ai.prompt.answer import Answer
 
 #: Settings that configure the provider, not the checks: never sent to a worker.
 PROVIDER_SETTINGS = frozenset(
@@ -86,7 +91,7 @@ class CheckPayload(BaseModel):
     reference: str | None = None
 
 
-def check_settings(settings: Any) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
+def check_settings(settings: AISettings) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
     """(values, sources, plugin values) of the settings a check reads: provider settings dropped."""
     from dace_ai.plugins.manager import get_plugin_manager
     from dace_ai.plugins.registrations import Executor, Provider
@@ -103,7 +108,7 @@ def check_settings(settings: Any) -> tuple[dict[str, Any], dict[str, str], dict[
     return values, sources, plugin
 
 
-def _node_fields(ctx: Any) -> dict[str, Any]:
+def _node_fields(ctx: NodeContext) -> dict[str, Any]:
     out = {}
     for f in dataclasses.fields(ctx):
         if f.name == "live":
@@ -119,7 +124,7 @@ def _node_fields(ctx: Any) -> dict[str, Any]:
     return json.loads(json.dumps(out))
 
 
-def carrier_program(ctx: Any) -> str:
+def carrier_program(ctx: NodeContext) -> str:
     """The node in a program of its own (SDFG JSON): its data, symbols and memlets as in the user's program."""
     import copy
 
@@ -145,7 +150,7 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in name)[:40] or "node"
 
 
-def _pickled_reference(ctx: Any) -> str | None:
+def _pickled_reference(ctx: NodeContext) -> str | None:
     """The AINode's ``reference=`` function, pickled, when it has one (None otherwise)."""
     from dace_ai.checking.reference import implemented_node, reference_function
 
@@ -162,9 +167,9 @@ def _pickled_reference(ctx: Any) -> str | None:
 
 def make_payload(
     job_id: str,
-    answer: Any,
-    ctx: Any,
-    settings: Any,
+    answer: Answer,
+    ctx: NodeContext,
+    settings: AISettings,
     environments: set[str],
     compile_only: str | None = None,
     program: str | None = None,
@@ -207,11 +212,11 @@ def assert_key_free(text: str) -> None:
 
 
 # ----------------------------------------------------------------------------- same-process registry
-_live: dict[str, Any] = {}
+_live: dict[str, tuple[NodeContext, AISettings]] = {}
 _live_lock = threading.Lock()
 
 
-def register_live(job_id: str, ctx: Any, settings: Any) -> None:
+def register_live(job_id: str, ctx: NodeContext, settings: AISettings) -> None:
     """Keep ``ctx`` (with its live objects) and the settings for a job that may run in this very process."""
     with _live_lock:
         _live[job_id] = (ctx, settings)
@@ -223,7 +228,7 @@ def forget_live(job_id: str) -> None:
 
 
 # ----------------------------------------------------------------------------- worker side
-def _settings(payload: CheckPayload) -> Any:
+def _settings(payload: CheckPayload) -> AISettings:
     from dace_ai.config.settings import AISettings
 
     settings = AISettings.model_validate(payload.settings)
@@ -232,7 +237,7 @@ def _settings(payload: CheckPayload) -> Any:
     return settings
 
 
-def _rebuild(payload: CheckPayload) -> Any:
+def _rebuild(payload: CheckPayload) -> NodeContext:
     """The NodeContext with live objects rebuilt from the one-node program."""
     import dace
     from pydantic import TypeAdapter
@@ -269,7 +274,7 @@ def _reference_key(pickled: str) -> str:
     return known
 
 
-def _compile_stage_only(ctx: Any, settings: Any) -> Any:
+def _compile_stage_only(ctx: NodeContext, settings: AISettings) -> AISettings:
     """Settings that run only the compile-stage checkers the node would get."""
     from dace_ai.checking.stages import select_checkers
 

@@ -39,6 +39,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from dace_ai.checking.api import CheckReport
+from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
 from dace_ai.expansion.check_jobs import carrier_program, make_payload
 from dace_ai.expansion.check_results import ReportModel
@@ -49,7 +50,7 @@ from dace_ai.state import STATE
 FORMAT = 1
 
 
-def fingerprint(answer: Answer, ctx: NodeContext, settings: Any, environments: set[str]) -> str:
+def fingerprint(answer: Answer, ctx: NodeContext, settings: AISettings, environments: set[str]) -> str:
     """The digest of everything ``answer``'s checks for node ``ctx`` depend on (see the module docstring)."""
     payload = make_payload("", answer, ctx, settings, environments, in_process=True).model_dump(mode="json")
     for volatile in ("job", "sources"):  # a job's name; where each setting came from (not its value)
@@ -72,7 +73,7 @@ def record(fingerprint_: str, reports: list[CheckReport], level: str) -> dict[st
     return {"fingerprint": fingerprint_, "level": level, "reports": [r.record() for r in reports]}
 
 
-def reuse(checked: Any, fingerprint_: str) -> list[CheckReport] | None:
+def reuse(checked: object, fingerprint_: str) -> list[CheckReport] | None:
     """The recorded reports when they were made under ``fingerprint_`` and still validate; None: check again."""
     if not isinstance(checked, dict) or checked.get("fingerprint") != fingerprint_:
         return None
@@ -129,7 +130,7 @@ def _code_digest(code: Any) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-def _checkers(ctx: NodeContext, settings: Any) -> list[Any]:
+def _checkers(ctx: NodeContext, settings: AISettings) -> list[Any]:
     from dace_ai.checking.stages import select_checkers
 
     chosen, missing = select_checkers(ctx, settings)
@@ -150,7 +151,7 @@ def _checkers(ctx: NodeContext, settings: Any) -> list[Any]:
     return rows
 
 
-def _source_file(function: Any) -> str | None:
+def _source_file(function: object) -> str | None:
     try:
         return inspect.getsourcefile(function) if function is not None else None
     except TypeError:
@@ -177,7 +178,7 @@ def _package_digest() -> str:
     return digest.hexdigest()
 
 
-def _tools(ctx: NodeContext, settings: Any) -> list[Any]:
+def _tools(ctx: NodeContext, settings: AISettings) -> list[Any]:
     """The compile command and flags, and the file behind the compiler and every tool the checkers declare."""
     from dace_ai.checking.stages import select_checkers
     from dace_ai.targets.build_flags import build_command

@@ -16,12 +16,20 @@ refine, build repairs, ``dace-ai bench``) goes through :func:`check_answer`, or
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from dace_ai.checking.api import CheckReport
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
 from dace_ai.prompt.answer import Answer
+
+if TYPE_CHECKING:
+    from dace_ai.environments.resolve import Resolution
+
+#: Runs the checks of an answer elsewhere (an executor's worker): ``run(answer, ctx, settings, environments)``.
+CheckRun = Callable[[Answer, NodeContext, AISettings, set[str]], list[CheckReport]]
 
 
 @dataclass
@@ -31,7 +39,7 @@ class CheckedAnswer:
     answer: Answer
     ctx: NodeContext
     settings: AISettings
-    reports: list[Any]
+    reports: list[CheckReport]
     environments: set[str]
     #: The reports were recorded by an earlier run under the same fingerprint (no check ran now).
     reused: bool = False
@@ -49,7 +57,11 @@ class CheckedAnswer:
 
 
 def check_recorded(
-    answer: Answer, ctx: NodeContext, settings: AISettings, recorded: dict[str, Any] | None = None, run: Any = None
+    answer: Answer,
+    ctx: NodeContext,
+    settings: AISettings,
+    recorded: dict[str, Any] | None = None,
+    run: CheckRun | None = None,
 ) -> CheckedAnswer:
     """:func:`check_answer`, reusing the ``recorded`` checks of a cached answer when nothing they depend on
     changed (:mod:`dace_ai.expansion.check_reuse`)."""
@@ -68,7 +80,9 @@ def check_recorded(
     return CheckedAnswer(answer, ctx, settings, reports, environments, fingerprint=digest)
 
 
-def check_answer(answer: Answer, ctx: NodeContext, settings: AISettings, run: Any = None) -> tuple[list[Any], set[str]]:
+def check_answer(
+    answer: Answer, ctx: NodeContext, settings: AISettings, run: CheckRun | None = None
+) -> tuple[list[CheckReport], set[str]]:
     """The check reports of ``answer`` and, when it passed, the environment class paths it resolved to.
 
     Refused environment requests go back to the model like a failed check. ``run``
@@ -80,8 +94,6 @@ def check_answer(answer: Answer, ctx: NodeContext, settings: AISettings, run: An
 
     resolution = answer_environments(answer, ctx)
     if resolution.problems:
-        from dace_ai.checking.api import CheckReport
-
         return [CheckReport("environments", "failed", "\n".join(resolution.problems), stage="compile")], set()
     if run is not None and settings.compile_check:
         reports = run(answer, ctx, settings, set(resolution.paths))
@@ -93,7 +105,7 @@ def check_answer(answer: Answer, ctx: NodeContext, settings: AISettings, run: An
     return reports, (set() if failed(reports) else set(resolution.paths))
 
 
-def answer_environments(answer: Answer, ctx: NodeContext) -> Any:
+def answer_environments(answer: Answer, ctx: NodeContext) -> Resolution:
     """The environments the answer uses (registered ones by name, requested ones generated), or refusals."""
     from dace_ai.environments.resolve import Resolution, resolve_environments
 

@@ -26,10 +26,17 @@ import itertools
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dace_ai.errors import DaceAIError
-from dace_ai.execution.jobs import ExecutorOptions, ExecutorUnavailable, Job
+from dace_ai.execution.jobs import ExecutorOptions, ExecutorUnavailable, Job, JobResult, Runner
+
+if TYPE_CHECKING:
+    from dace_ai.checking.api import CheckReport
+    from dace_ai.config.settings import AISettings
+    from dace_ai.context.types import NodeContext
+    from dace_ai.expansion.job_board import JobBoard
+    from dace_ai.prompt.answer import Answer
 
 #: The executor of generate/optimize when none is named (threads of this process, as before executors).
 DEFAULT_EXECUTOR = "threads"
@@ -61,7 +68,7 @@ class DispatchStats:
 
 
 def executor_options(
-    settings: Any, executor: str | None, options: ExecutorOptions | None
+    settings: AISettings, executor: str | None, options: ExecutorOptions | None
 ) -> tuple[str, ExecutorOptions]:
     """The executor's name and options: arguments first, then the settings, then the default.
 
@@ -83,11 +90,11 @@ class CheckDispatcher:
 
     def __init__(self, name: str = DEFAULT_EXECUTOR, options: ExecutorOptions | None = None) -> None:
         self.name, self.options = name, options or ExecutorOptions()
-        self.runner: Any = None
+        self.runner: Runner | None = None
         self.in_process = False
         self.stats = DispatchStats()
         #: Where the drivers watch the jobs (a :class:`~dace_ai.expansion.job_board.JobBoard`); None: nowhere.
-        self.board: Any = None
+        self.board: JobBoard | None = None
         self._lock = threading.Lock()
         self._programs: dict[int, str] = {}
 
@@ -131,7 +138,7 @@ class CheckDispatcher:
         except Exception:  # noqa: BLE001 - a display must not end the run
             return None
 
-    def _program(self, ctx: Any) -> str:
+    def _program(self, ctx: NodeContext) -> str:
         """The node's one-node program, built once per node for all its candidates."""
         from dace_ai.expansion.check_jobs import carrier_program
 
@@ -144,7 +151,9 @@ class CheckDispatcher:
                 self._programs[id(node)] = known
         return known
 
-    def check(self, answer: Any, ctx: Any, settings: Any, environments: set[str]) -> list[Any]:
+    def check(
+        self, answer: Answer, ctx: NodeContext, settings: AISettings, environments: set[str]
+    ) -> list[CheckReport]:
         """The reports of ``answer``'s checks, run as one job on the executor (blocks until they are back)."""
         from dace_ai.expansion.check_jobs import forget_live, make_payload, register_live, run_check_job
 
@@ -190,7 +199,14 @@ class CheckDispatcher:
             if board is not None:
                 board.finished(ctx.name, job_id, ok)
 
-    def _reports(self, result: Any, ctx: Any, settings: Any, compile_only: str | None, round_trip: float) -> list[Any]:
+    def _reports(
+        self,
+        result: JobResult,
+        ctx: NodeContext,
+        settings: AISettings,
+        compile_only: str | None,
+        round_trip: float,
+    ) -> list[CheckReport]:
         from dace_ai.expansion.check_results import read_outcome, reemit_warnings, to_reports
         from dace_ai.plugins.manager import get_plugin_manager
 
@@ -238,7 +254,7 @@ class CheckDispatcher:
         return reports
 
 
-def job_note(reports: list[Any]) -> dict[str, Any]:
+def job_note(reports: list[CheckReport]) -> dict[str, Any]:
     """The ``details["job"]`` a dispatched check put into its reports ({} for a check run in place)."""
     for report in reports:
         note = report.details.get("job")
