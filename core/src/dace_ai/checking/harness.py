@@ -484,6 +484,47 @@ def _describe_nondeterministic(problem: dict[str, Any], where: str) -> str:
     )
 
 
+def _describe_mismatch(problem: dict[str, Any], case: dict[str, Any], where: str) -> tuple[str, str]:
+    """(reason, sentence) for outputs that differ from the reference: not finite, or off by more than the tolerance."""
+    if problem.get("not_finite"):
+        return "not_finite", (
+            f"Wrong result ({where}): output {problem['connector']} at index {problem['index']} is {problem['got']} "
+            f"where the reference is finite ({problem['expected']}); {problem['not_finite']} of "
+            f"{problem['elements']} elements are NaN or infinite. The computation overflows or is unstable at "
+            f"these inputs (e.g. exp of large values: subtract the maximum first; sums of squares: scale them)."
+        )
+    return "mismatch", (
+        f"Wrong result ({where}): output {problem['connector']} at index {problem['index']} is {problem['got']}, "
+        f"expected {problem['expected']}; {problem['count']} of {problem['elements']} elements differ, "
+        f"largest error {problem['max_error']:.3g} (tolerance {problem['rtol']:.2g} relative)."
+        + _precision_hint(problem, case)
+        if isinstance(problem["max_error"], float)
+        else f"Wrong result ({where}): output {problem['connector']} at index {problem['index']} is {problem['got']}, "
+        f"expected {problem['expected']}; {problem['count']} of {problem['elements']} elements differ, "
+        f"largest error {problem['max_error']}."
+    )
+
+
+def _describe_outside(problem: dict[str, Any], case: dict[str, Any], where: str) -> tuple[str, str]:
+    """(reason, sentence) for a write outside what the code may change: an input, past its subset or its buffer."""
+    if problem["kind"] == "outside_subset":
+        if problem.get("input"):
+            return "outside_subset", (
+                f"The code modified its input container {problem['container']}"
+                f"{_connectors_of(case, problem['container'])} at element {problem['element']} "
+                f"({where}); inputs must stay unchanged."
+            )
+        return "outside_subset", (
+            f"The code wrote to element {problem['element']} of {problem['container']}, "
+            f"outside the part its output connector covers ({where}); "
+            f"{problem['count']} such element(s)."
+        )
+    side = "past the end of" if problem.get("side") == "after" else "before the start of"
+    return "outside_buffer", (
+        f"The code wrote {side} container {problem['container']}{_connectors_of(case, problem['container'])} ({where})."
+    )
+
+
 def describe_problem(problem: dict[str, Any], case: dict[str, Any]) -> tuple[str, str]:
     """(reason, sentence for the model) for a problem the child found in one case."""
     where = case_place(case)
@@ -528,46 +569,15 @@ def describe_problem(problem: dict[str, Any], case: dict[str, Any]) -> tuple[str
             f"{problem['count']} of {problem['elements']} elements. The code reads past the end (or before the "
             f"start) of an input or of the part of it its connector sees: check the loop bounds and the strides."
         )
-    if kind == "mismatch" and problem.get("not_finite"):
-        return "not_finite", (
-            f"Wrong result ({where}): output {problem['connector']} at index {problem['index']} is {problem['got']} "
-            f"where the reference is finite ({problem['expected']}); {problem['not_finite']} of "
-            f"{problem['elements']} elements are NaN or infinite. The computation overflows or is unstable at "
-            f"these inputs (e.g. exp of large values: subtract the maximum first; sums of squares: scale them)."
-        )
     if kind == "mismatch":
-        return "mismatch", (
-            f"Wrong result ({where}): output {problem['connector']} at index {problem['index']} is {problem['got']}, "
-            f"expected {problem['expected']}; {problem['count']} of {problem['elements']} elements differ, "
-            f"largest error {problem['max_error']:.3g} (tolerance {problem['rtol']:.2g} relative)."
-            + _precision_hint(problem, case)
-            if isinstance(problem["max_error"], float)
-            else f"Wrong result ({where}): output {problem['connector']} at index {problem['index']} is {problem['got']}, "
-            f"expected {problem['expected']}; {problem['count']} of {problem['elements']} elements differ, "
-            f"largest error {problem['max_error']}."
-        )
+        return _describe_mismatch(problem, case, where)
     if kind == "unwritten":
         return "unwritten", (
             f"Output not written ({where}): {problem['connector']} at index {problem['index']} still holds the "
             f"fill pattern it had before the call (expected {problem['expected']}); {problem['count']} of "
             f"{problem['elements']} elements were never written."
         )
-    if kind == "outside_subset":
-        if problem.get("input"):
-            return "outside_subset", (
-                f"The code modified its input container {problem['container']}"
-                f"{_connectors_of(case, problem['container'])} at element {problem['element']} "
-                f"({where}); inputs must stay unchanged."
-            )
-        return "outside_subset", (
-            f"The code wrote to element {problem['element']} of {problem['container']}, "
-            f"outside the part its output connector covers ({where}); "
-            f"{problem['count']} such element(s)."
-        )
-    side = "past the end of" if problem.get("side") == "after" else "before the start of"
-    return "outside_buffer", (
-        f"The code wrote {side} container {problem['container']}{_connectors_of(case, problem['container'])} ({where})."
-    )
+    return _describe_outside(problem, case, where)
 
 
 def describe_outcome(outcome: ChildOutcome, cases: list[dict[str, Any]], limits: SandboxLimits) -> tuple[str, str, str]:
@@ -889,6 +899,39 @@ def _passed_message(plan: _Plan, bench: BenchPlan | None, count: int, result: Sa
     )
 
 
+def _new_result(mode: str, seeds: list[int], count: int) -> SandboxRun:
+    """The run's record before any step: inconclusive, nothing run, no time spent."""
+    result: SandboxRun = {
+        "mode": mode,
+        "status": "inconclusive",
+        "reason": None,
+        "message": "",
+        "seeds": seeds,
+        "sizes": [],
+        "cases": [],
+        "bench": None,
+        "skipped": [],
+        "ladder": [],
+        "reference": {"kind": None, "implementation": None},
+        "problem": None,
+        "threads": {"count": count, "runs": [], "runtime": None},
+        "seconds": {"compile": 0.0, "reference": 0.0, "run": 0.0, "total": 0.0},
+    }
+    return result
+
+
+def _bench_record(written: dict[str, Any], bench: BenchPlan, job: Job, library: Path) -> dict[str, Any]:
+    """``result["bench"]``: what the child's bench section wrote, with the plan it ran and the library it timed."""
+    return {
+        **(written.get("bench") or {}),
+        "sizes": bench.sizes,
+        "timed": bool(job["bench"]["time"]),
+        "library": str(library),
+        "native_label": bench.native_label,
+        "baselines_left_out": dict(bench.baselines_left_out),
+    }
+
+
 def run_against_reference(
     request: CheckRequest,
     *,
@@ -931,22 +974,7 @@ def run_against_reference(
     seeds = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     limits = limits or SandboxLimits.from_settings(request.settings)
     count = threads or all_cores(request.settings)
-    result: SandboxRun = {
-        "mode": mode,
-        "status": "inconclusive",
-        "reason": None,
-        "message": "",
-        "seeds": seeds,
-        "sizes": [],
-        "cases": [],
-        "bench": None,
-        "skipped": [],
-        "ladder": [],
-        "reference": {"kind": None, "implementation": None},
-        "problem": None,
-        "threads": {"count": count, "runs": [], "runtime": None},
-        "seconds": {"compile": 0.0, "reference": 0.0, "run": 0.0, "total": 0.0},
-    }
+    result = _new_result(mode, seeds, count)
     kind, detail = reference_kind(request)
     result["reference"]["kind"] = kind
     try:
@@ -963,14 +991,7 @@ def run_against_reference(
             _add_function_outputs(detail, plan, folder)
         written = _read_child(run_child(job, folder / "run", limits, threads=count), plan, limits, result)
         if bench is not None:
-            result["bench"] = {
-                **(written.get("bench") or {}),
-                "sizes": bench.sizes,
-                "timed": bool(job["bench"]["time"]),
-                "library": str(library),
-                "native_label": bench.native_label,
-                "baselines_left_out": dict(bench.baselines_left_out),
-            }
+            result["bench"] = _bench_record(written, bench, job, library)
         status, reason = "passed", None
         message = "" if mode in ("time", "bench") else _passed_message(plan, bench, count, result)
     except _Stop as stop:

@@ -1014,6 +1014,24 @@ def _answer_lines(request: CheckRequest, unit: str) -> int:
     return len(unit.splitlines()) - len(entry_points(request.node).splitlines())
 
 
+def _overall(parts: list[_Part], details: dict[str, Any], thread_run: bool) -> tuple[Status, str, str]:
+    """(status, reason, message) of the whole check from its runs; when one was inconclusive, ``details["passed"]``."""
+    failed = [p for p in parts if p.status == "failed"]
+    if failed:
+        return "failed", failed[0].reason, failed[0].message
+    unsure = [p for p in parts if p.status == "inconclusive"]
+    if unsure:
+        passed = details["passed"] = [b for b, p in zip(("address", "thread"), parts) if p.status == "passed"]
+        lead = (
+            f"Checked in part under the sanitizers (the {' and '.join(passed)} run passed): "
+            if passed
+            else "Not checked under the sanitizers: "
+        )
+        return "inconclusive", unsure[0].reason, lead + "; ".join(p.message for p in unsure) + "."
+    ran = " + ".join(["AddressSanitizer", "UndefinedBehaviorSanitizer"] + (["ThreadSanitizer"] if thread_run else []))
+    return "passed", "", f"no report from {ran}"
+
+
 def sanitizers_check(request: CheckRequest) -> CheckReport:
     """Run the candidate once under ASan+UBSan (and TSan with Archer for OpenMP code) at a small size."""
     from dace_ai.checking.compile import compile_candidate
@@ -1083,20 +1101,7 @@ def sanitizers_check(request: CheckRequest) -> CheckReport:
             parts.append(_run_part(request, thread, odd, unit, answer_lines, THREAD_COUNT, seconds))
     for kind, b in _shared_builds(request).builds.items():
         details.setdefault("pch", {})[kind] = b.pch
-    failed = [p for p in parts if p.status == "failed"]
-    if failed:
-        return report("failed", failed[0].reason, failed[0].message)
-    unsure = [p for p in parts if p.status == "inconclusive"]
-    if unsure:
-        passed = details["passed"] = [b for b, p in zip(("address", "thread"), parts) if p.status == "passed"]
-        lead = (
-            f"Checked in part under the sanitizers (the {' and '.join(passed)} run passed): "
-            if passed
-            else "Not checked under the sanitizers: "
-        )
-        return report("inconclusive", unsure[0].reason, lead + "; ".join(p.message for p in unsure) + ".")
-    ran = " + ".join(["AddressSanitizer", "UndefinedBehaviorSanitizer"] + (["ThreadSanitizer"] if thread else []))
-    return report("passed", "", f"no report from {ran}")
+    return report(*_overall(parts, details, thread is not None))
 
 
 def _run_part(

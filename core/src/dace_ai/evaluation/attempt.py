@@ -23,9 +23,12 @@ from __future__ import annotations
 import hashlib
 import time
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dace_ai.errors import AnswerError, DaceAIError
+
+if TYPE_CHECKING:
+    from dace_ai.config.settings import AISettings
 
 
 def prompt_hash(system: str, user: str) -> str:
@@ -113,6 +116,39 @@ def _run_whole_program(
     return run
 
 
+def _new_outcomes() -> dict[str, Any]:
+    """An attempt's outcomes before anything ran: no stage run, not compiled, not correct, no figures."""
+    return {
+        "compile": "not run",
+        "verify": "not run",
+        "bench": "not run",
+        "task_run": "not run",
+        "compiled": False,
+        "correct": False,
+        "speedup": None,
+        "speedup_native": None,
+        "strongest": None,
+        "speed_of_light": None,
+        "skipped": None,
+        "checks": [],
+    }
+
+
+def _check_records(reports: list[Any]) -> list[dict[str, Any]]:
+    """The attempt's record of each check: its stage, status, time, diagnostics' tail and bench figures."""
+    return [
+        {
+            "checker": r.checker,
+            "stage": r.stage,
+            "status": r.status,
+            "seconds": round(r.seconds, 4),
+            "diagnostics": r.diagnostics[-2000:],
+            **{k: r.details[k] for k in BENCH_KEYS if k in r.details},
+        }
+        for r in reports
+    ]
+
+
 def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     """Outcomes of one attempt (see the module docstring); never raises for the candidate's faults."""
     import dace
@@ -129,20 +165,7 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     start = time.perf_counter()
     dace.Config.set("default_build_folder", value=payload["build_root"])
     suite, task = payload["suite"], find_task(payload["suite"], payload["task"])
-    out: dict[str, Any] = {
-        "compile": "not run",
-        "verify": "not run",
-        "bench": "not run",
-        "task_run": "not run",
-        "compiled": False,
-        "correct": False,
-        "speedup": None,
-        "speedup_native": None,
-        "strongest": None,
-        "speed_of_light": None,
-        "skipped": None,
-        "checks": [],
-    }
+    out = _new_outcomes()
     missing = missing_requirements(task)
     if missing:
         out["skipped"] = "needs " + "; ".join(missing)
@@ -169,17 +192,7 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     with warnings.catch_warnings():  # "not verified" and the like are recorded per attempt, not printed
         warnings.simplefilter("ignore")
         reports, _ = check_answer(answer, ctx, settings)  # as an expansion checks it (environments resolved)
-    out["checks"] = [
-        {
-            "checker": r.checker,
-            "stage": r.stage,
-            "status": r.status,
-            "seconds": round(r.seconds, 4),
-            "diagnostics": r.diagnostics[-2000:],
-            **{k: r.details[k] for k in BENCH_KEYS if k in r.details},
-        }
-        for r in reports
-    ]
+    out["checks"] = _check_records(reports)
     for stage in ("compile", "verify", "bench"):
         out[stage] = _stage_status(reports, stage)
     skip = _machine_missing(reports, out)
@@ -200,6 +213,20 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     out["compiled"] = out["compile"] != "failed" and program_built
     ran_correct = out["task_run"] == "passed" if run else out["verify"] == "passed"
     out["correct"] = out["compiled"] and out["verify"] != "failed" and ran_correct
+    _record_speed_figures(out, run, reports, node_speedup, ctx, task, settings)
+    return finish_verdict(out, start)
+
+
+def _record_speed_figures(
+    out: dict[str, Any],
+    run: dict[str, Any],
+    reports: list[Any],
+    node_speedup: float | None,
+    ctx: Any,
+    task: Any,
+    settings: AISettings,
+) -> None:
+    """Speed figures from one place: the task run when it was timed, else the bench stage's node figures."""
     if run.get("speedup") is not None:
         out["speedup_source"] = "task run (the whole program vs each baseline, same child, interleaved)"
         out.update(speedups(run))
@@ -217,7 +244,6 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
             ),
             None,
         )
-    return finish_verdict(out, start)
 
 
 def attempt_speed_of_light(

@@ -184,6 +184,53 @@ def _timing_figures(bench: dict[str, Any], sides: list[dict[str, Any]], left_out
     return figures
 
 
+def _verify_job(candidate: dict[str, Any], baseline: dict[str, Any], cases: Sequence[Case], outputs: Path) -> ChildJob:
+    """The child's job without its bench section: both programs on every case, outputs saved for judging here."""
+    job: ChildJob = {
+        "mode": "verify",
+        "candidate": candidate,
+        "reference": baseline,
+        "cases": list(cases),
+        "save_outputs": str(outputs),
+        "bench": None,
+    }
+    return job
+
+
+def _bench_section(
+    spec: dict[str, Any],
+    suite: Any,
+    task: Any,
+    digest: str,
+    case: Case,
+    args: dict[str, Any],
+    build_root: Path,
+    result: dict[str, Any],
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the job's bench section, the baselines' sides): the first seed's case timed against the native
+    baseline and, unless turned off, the task's baselines (records their label and those left out)."""
+    from dace_ai.storage.files import ai_folder
+
+    sides: list[dict[str, Any]] = []
+    bench_case = {**case, "id": "timed"}
+    if spec.get("baselines", True):  # the strongest implementations here, timed in the same child
+        from dace_ai.evaluation.task_baselines import native_label, task_baseline_sides
+
+        result["native_label"] = native_label(suite, task)
+        sides, result["baselines_left_out"] = task_baseline_sides(
+            suite, task, digest, args, lambda program: _built(program, build_root)
+        )
+    bench = {
+        "cases": [bench_case],
+        "time": True,
+        "repeats": int(spec.get("repeats", 5)),
+        "lock": str(ai_folder("ai-check") / "bench.lock"),
+        "bytes": None,
+        "baselines": [{k: v for k, v in side.items() if k != "name"} for side in sides],
+    }
+    return bench, sides
+
+
 def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dict[str, Any]:
     """The task run's result for ``spec`` (suite, task, answer, build_root, settings, seeds, repeats, time)."""
     import dace
@@ -196,7 +243,6 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
     from dace_ai.expansion.expansion_pass import node_context
     from dace_ai.expansion.tasklet import make_tasklet, place_tasklet
     from dace_ai.prompt.answer import Answer
-    from dace_ai.storage.files import ai_folder
 
     build_root = Path(spec["build_root"])
     dace.Config.set("default_build_folder", value=str(build_root))
@@ -234,32 +280,10 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
         cases, arguments = zip(*(_case(sdfg, task, seed, folder) for seed in seeds)) if seeds else ((), ())
         outputs = folder / "outputs"
         outputs.mkdir()
-        job: ChildJob = {
-            "mode": "verify",
-            "candidate": candidate,
-            "reference": baseline,
-            "cases": list(cases),
-            "save_outputs": str(outputs),
-            "bench": None,
-        }
+        job = _verify_job(candidate, baseline, cases, outputs)
         sides: list[dict[str, Any]] = []
         if timed and cases:
-            bench_case = {**cases[0], "id": "timed"}
-            if spec.get("baselines", True):  # the strongest implementations here, timed in the same child
-                from dace_ai.evaluation.task_baselines import native_label, task_baseline_sides
-
-                result["native_label"] = native_label(suite, task)
-                sides, result["baselines_left_out"] = task_baseline_sides(
-                    suite, task, digest, arguments[0], lambda program: _built(program, build_root)
-                )
-            job["bench"] = {
-                "cases": [bench_case],
-                "time": True,
-                "repeats": int(spec.get("repeats", 5)),
-                "lock": str(ai_folder("ai-check") / "bench.lock"),
-                "bytes": None,
-                "baselines": [{k: v for k, v in side.items() if k != "name"} for side in sides],
-            }
+            job["bench"], sides = _bench_section(spec, suite, task, digest, cases[0], arguments[0], build_root, result)
         limits = SandboxLimits(cpu_seconds=CPU_SECONDS, wall_seconds=wall_seconds, memory_bytes=MEMORY_BYTES)
         threads = int(os.environ.get("OMP_NUM_THREADS", "1") or 1)  # single-threaded unless the user says
         job["threads"] = threads
