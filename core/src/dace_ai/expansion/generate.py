@@ -212,9 +212,8 @@ def generate(
     """
     from dace_ai.execution.jobs import ExecutorOptions
     from dace_ai.expansion.dispatch import CheckDispatcher, executor_options
-    from dace_ai.expansion.expansion_pass import expansion_pass, node_context, resolve
-    from dace_ai.expansion.pending import expand_nodes_leading_to_ai, pending_nodes
-    from dace_ai.expansion.requests import build_request
+    from dace_ai.expansion.expansion_pass import resolve
+    from dace_ai.expansion.pending import expand_nodes_leading_to_ai
     from dace_ai.providers.select import make_client, select_provider
 
     started = time.perf_counter()
@@ -228,28 +227,8 @@ def generate(
     provider = select_provider(settings)
     summary = GenerateSummary(provider.name)
     cache = AnswerCache()
-    jobs: dict[str, _Job] = {}
     expand_nodes_leading_to_ai(sdfg)
-    with expansion_pass():
-        for nsdfg, state, node in pending_nodes(sdfg):
-            result = NodeResult(name=str(node.label), sdfg=str(nsdfg.name), state=str(state.label), status="pending")
-            summary.nodes.append(result)
-            try:
-                ctx = node_context(nsdfg, state, node, settings)
-                request = build_request(ctx, settings)
-            except Exception as exc:  # noqa: BLE001 - this node cannot be asked; the others still can
-                result.status = "failed"
-                result.error = str(exc) if isinstance(exc, DaceAIError) else f"{type(exc).__name__}: {exc}"
-                continue
-            key = result.key = cache_key(provider.name, request)
-            if key in jobs:
-                result.shared = True
-                jobs[key].results.append(result)
-            elif (hit := cache.get(key)) is not None:
-                result.status = "cached"
-                result.verification = hit.verification
-            else:
-                jobs[key] = _Job(key, request, ctx, [result])
+    jobs = _pending_jobs(sdfg, settings, provider.name, summary, cache)
 
     name, options = executor_options(
         settings, executor, ExecutorOptions(workers=workers, scheduler=scheduler) if (workers or scheduler) else None
@@ -280,6 +259,38 @@ def generate(
     summary.seconds = time.perf_counter() - started
     _warn_failures(summary, settings)
     return summary
+
+
+def _pending_jobs(
+    sdfg: Any, settings: Any, provider: str, summary: GenerateSummary, cache: AnswerCache
+) -> dict[str, _Job]:
+    """Add every pending node's result to ``summary``; return the distinct requests still to ask, by cache key."""
+    from dace_ai.expansion.expansion_pass import expansion_pass, node_context
+    from dace_ai.expansion.pending import pending_nodes
+    from dace_ai.expansion.requests import build_request
+
+    jobs: dict[str, _Job] = {}
+    with expansion_pass():
+        for nsdfg, state, node in pending_nodes(sdfg):
+            result = NodeResult(name=str(node.label), sdfg=str(nsdfg.name), state=str(state.label), status="pending")
+            summary.nodes.append(result)
+            try:
+                ctx = node_context(nsdfg, state, node, settings)
+                request = build_request(ctx, settings)
+            except Exception as exc:  # noqa: BLE001 - this node cannot be asked; the others still can
+                result.status = "failed"
+                result.error = str(exc) if isinstance(exc, DaceAIError) else f"{type(exc).__name__}: {exc}"
+                continue
+            key = result.key = cache_key(provider, request)
+            if key in jobs:
+                result.shared = True
+                jobs[key].results.append(result)
+            elif (hit := cache.get(key)) is not None:
+                result.status = "cached"
+                result.verification = hit.verification
+            else:
+                jobs[key] = _Job(key, request, ctx, [result])
+    return jobs
 
 
 @dataclass

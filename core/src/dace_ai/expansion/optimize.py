@@ -152,13 +152,10 @@ def optimize(
     changed in place (winners become tasklets, refused nodes are set to their native
     implementation), and only when the run completes.
     """
-    import sys
-
     from dace_ai.execution.jobs import ExecutorOptions
     from dace_ai.expansion.answer_source import AnswerSource
     from dace_ai.expansion.dispatch import CheckDispatcher, executor_options
     from dace_ai.expansion.expansion_pass import expansion_pass, node_context, resolve
-    from dace_ai.expansion.job_board import JobBoard
     from dace_ai.expansion.pending import expand_nodes_leading_to_ai
     from dace_ai.providers.select import select_provider
 
@@ -166,12 +163,7 @@ def optimize(
         raise AIUsageError(f"dace_ai.optimize: samples must be >= 1 and rounds >= 0 (got {samples}, {rounds})")
     started = time.perf_counter()
     base = resolve(settings)
-    # Optimizing means measuring: every candidate is timed ("report"); the gate, when set, is
-    # applied to the fastest one at the end, so slower candidates still inform the refinement.
-    update: dict[str, Any] = {"compile_check": True, "bench": "report"}
-    if sizes:
-        update["bench_sizes"] = ",".join(f"{k}={int(v)}" for k, v in sizes.items())
-    settings = base.model_copy(update=update)
+    settings = _measuring(base, sizes)
     provider = select_provider(settings)
     report = OptimizeReport(provider.name, samples, rounds)
     report.expanded = expand_nodes_leading_to_ai(sdfg)
@@ -192,40 +184,64 @@ def optimize(
     try:
         with CheckDispatcher(name, options) as dispatcher:
             report.stats = dispatcher.stats
-            board = JobBoard(
-                "dace-ai optimize",
-                enabled=sys.stderr.isatty() if progress is None else progress,
-                running=dispatcher.running,
+            outcomes = _run_on_board(
+                work,
+                settings,
+                dispatcher,
+                progress,
+                lambda w: _optimize_node(w, settings, provider, answers, samples, rounds, dispatcher, asks),
             )
-            dispatcher.board = board
-            with board:
-                outcomes = _run_nodes(
-                    work,
-                    _nodes_at_once(settings, dispatcher, len(work)),
-                    lambda w: _optimize_node(w, settings, provider, answers, samples, rounds, dispatcher, asks),
-                )
-            for item, (result, best, session) in zip(work, outcomes):  # placed in the nodes' order
-                if session is not None:
-                    _apply(
-                        result,
-                        best,
-                        item.sdfg,
-                        item.state,
-                        item.node,
-                        item.ctx,
-                        gate,
-                        provider.name,
-                        session,
-                        changes,
-                        settings.on_failure,
-                    )
-                report.nodes.append(result)
+            _place_winners(work, outcomes, report, gate, provider.name, changes, settings.on_failure)
     except BaseException:
         changes.undo()
         raise
     changes.commit()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _measuring(base: Any, sizes: dict[str, int] | None) -> Any:
+    """``base`` for checking candidates: every one compiled and timed, at ``sizes`` when given."""
+    # Optimizing means measuring: every candidate is timed ("report"); the gate, when set, is
+    # applied to the fastest one at the end, so slower candidates still inform the refinement.
+    update: dict[str, Any] = {"compile_check": True, "bench": "report"}
+    if sizes:
+        update["bench_sizes"] = ",".join(f"{k}={int(v)}" for k, v in sizes.items())
+    return base.model_copy(update=update)
+
+
+def _run_on_board(work: list[_NodeWork], settings: Any, dispatcher: Any, progress: bool | None, run: Any) -> list[Any]:
+    """``run`` of every node (:func:`_run_nodes`), their check jobs shown live on a :class:`JobBoard`."""
+    import sys
+
+    from dace_ai.expansion.job_board import JobBoard
+
+    board = JobBoard(
+        "dace-ai optimize",
+        enabled=sys.stderr.isatty() if progress is None else progress,
+        running=dispatcher.running,
+    )
+    dispatcher.board = board
+    with board:
+        return _run_nodes(work, _nodes_at_once(settings, dispatcher, len(work)), run)
+
+
+def _place_winners(
+    work: list[_NodeWork],
+    outcomes: list[Any],
+    report: OptimizeReport,
+    gate: float | None,
+    provider: str,
+    changes: _Changes,
+    on_failure: str | None,
+) -> None:
+    """Place each node's winner, or keep its native expansion, in the nodes' order; add its result to ``report``."""
+    for item, (result, best, session) in zip(work, outcomes):  # placed in the nodes' order
+        if session is not None:
+            _apply(
+                result, best, item.sdfg, item.state, item.node, item.ctx, gate, provider, session, changes, on_failure
+            )
+        report.nodes.append(result)
 
 
 @dataclass
@@ -659,7 +675,7 @@ def _apply(
     )
     changes.place(state, node, make_tasklet(node, best.answer, ctx, provenance, environments))
     if best.verdict is not None:  # the winner is used: never silently while one of its checks could not decide
-        best.verdict.warn(ctx, session.folder, stacklevel=4)
+        best.verdict.warn(ctx, session.folder, stacklevel=5)
     result.outcome = "optimized"
     changes.summarize(session, result, c.session_round)
 

@@ -18,20 +18,23 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dace_ai import compat
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
 from dace_ai.errors import AnswerError, NativeKept
 from dace_ai.expansion.answer_source import AnswerSource
-from dace_ai.expansion.checked_answer import check_recorded
+from dace_ai.expansion.checked_answer import CheckedAnswer, check_recorded
 from dace_ai.expansion.expansion_pass import node_context, resolve
 from dace_ai.expansion.provenance import accepted_provenance
 from dace_ai.expansion.requests import node_record, request_for, request_record
 from dace_ai.prompt.answer import Answer, parse_answer
 from dace_ai.providers.api import Message, ProviderReply
 from dace_ai.storage.cache import cache_key
+
+if TYPE_CHECKING:
+    from dace_ai.checking.verdict import Verdict
 
 
 @dataclass
@@ -49,6 +52,32 @@ class Outcome:
     #: How far the answer was checked (:func:`dace_ai.checking.levels.verification_level`).
     level: str = ""
     reports: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class _Solving:
+    """What every round of solving one node shares: its context, provider, prompt, session and answers."""
+
+    ctx: NodeContext
+    settings: AISettings
+    provider: Any
+    prompt: Any
+    session: Any
+    answers: AnswerSource
+    node_json: Any
+
+
+@dataclass
+class _Round:
+    """One round: its reply, the answer parsed from it, that answer's checks and verdict, and its session round."""
+
+    reply: ProviderReply
+    source: str
+    key: str
+    answer: Answer
+    checked: CheckedAnswer
+    verdict: Verdict
+    number: int
 
 
 def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None, node_json: Any = None) -> Outcome:
@@ -70,95 +99,99 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
     prompt = render_prompt(ctx, settings)
     live_node = (ctx.live or {}).get("node")
     session = open_session(ctx.sdfg_name, ctx.key, guid=compat.node_guid(live_node), label=ctx.name)
-    answers = AnswerSource(provider, settings)
+    solving = _Solving(ctx, settings, provider, prompt, session, AnswerSource(provider, settings), node_json)
     history: list[Message] = []
     attempts = 1 + (settings.max_repair_attempts if settings.compile_check else 0)
-    reports: list[Any] = []
     for attempt in range(attempts):
-        started = time.time()
-        request = request_for(prompt.system, prompt.user, settings, history)
-        if supplied is not None and attempt == 0:
-            key = cache_key(provider.name, request)
-            reply, source = ProviderReply(supplied, model="supplied"), "supplied"
-        else:
-            reply, source, key = answers.reply(request, ctx)
-        record = request_record(provider.name, request, key)
-        conversation = [(m.role, m.content) for m in request.messages]
-        try:
-            answer = parse_answer(
-                reply.text,
-                origin=f"{source} answer for node {ctx.name!r} (session {session.folder})",
-                max_tokens=request.max_tokens,
-            )
-        except AnswerError as exc:
-            session.record_round(
-                node=node_record(ctx),
-                system=request.system,
-                messages=conversation,
-                request=record,
-                reply_text=reply.text,
-                answer=None,
-                reports=[],
-                status="error",
-                error=str(exc),
-                source=source,
-                node_json=node_json,
-                usage=reply.usage,
-                started=started,
-            )
-            raise
-        checked = check_recorded(answer, ctx, settings, answers.recorded_checks(key, source))
-        reports, environments = checked.reports, checked.environments
-        from dace_ai.checking.stages import failure_error, inconclusive_error, repair_message
-        from dace_ai.checking.verdict import judge
+        rnd = _round(solving, attempt, history, supplied if attempt == 0 else None)
+        if rnd.verdict.accepted:
+            return _accepted(solving, rnd)
+        from dace_ai.checking.stages import inconclusive_error, repair_message
 
-        verdict = judge(reports, settings)
-        if not verdict.accepted:
-            environments = set()
-        rnd = session.record_round(
-            node=node_record(ctx),
-            system=request.system,
-            messages=conversation,
-            request=record,
-            reply_text=reply.text,
-            answer=answer.model_dump(mode="json"),
-            reports=reports,
-            status="accepted" if verdict.accepted else "rejected",
-            source=source,
-            node_json=node_json,
-            usage=reply.usage,
-            started=started,
-            reason="expansion" if attempt == 0 else "repair",
-            level=verdict.reached,
-            extra={"checks_reused": True} if checked.reused else None,
+        if not rnd.verdict.repairable:  # no repair round can fix a check that cannot decide
+            raise inconclusive_error(ctx, list(rnd.verdict.inconclusive), session.folder)
+        history += [Message("assistant", rnd.reply.text), Message("user", repair_message(rnd.checked.reports))]
+    raise _refused(solving, rnd, attempts - 1)
+
+
+def _round(solving: _Solving, attempt: int, history: list[Message], supplied: str | None) -> _Round:
+    """One round: ask for an answer (or replay it, or take the ``supplied`` one), check and judge it, record it."""
+    from dace_ai.checking.verdict import judge
+
+    ctx, settings, session = solving.ctx, solving.settings, solving.session
+    started = time.time()
+    request = request_for(solving.prompt.system, solving.prompt.user, settings, history)
+    if supplied is not None:
+        key = cache_key(solving.provider.name, request)
+        reply, source = ProviderReply(supplied, model="supplied"), "supplied"
+    else:
+        reply, source, key = solving.answers.reply(request, ctx)
+    common: dict[str, Any] = {
+        "system": request.system,
+        "messages": [(m.role, m.content) for m in request.messages],
+        "request": request_record(solving.provider.name, request, key),
+        "reply_text": reply.text,
+        "source": source,
+        "node_json": solving.node_json,
+        "usage": reply.usage,
+        "started": started,
+    }
+    try:
+        answer = parse_answer(
+            reply.text,
+            origin=f"{source} answer for node {ctx.name!r} (session {session.folder})",
+            max_tokens=request.max_tokens,
         )
-        if verdict.accepted:
-            answers.keep(key, reply, source, reports, verdict.level, checked.record(verdict.level))
-            verdict.warn(ctx, session.folder, stacklevel=2)
-            return Outcome(
-                answer,
-                reply,
-                provider.name,
-                key,
-                source,
-                str(session.folder),
-                rnd.number,
-                environments,
-                verdict.level,
-                reports,
-            )
-        if not verdict.repairable:  # no repair round can fix a check that cannot decide
-            raise inconclusive_error(ctx, list(verdict.inconclusive), session.folder)
-        history += [Message("assistant", reply.text), Message("user", repair_message(reports))]
-    error = failure_error(ctx, reports, attempts - 1, session.folder)
-    if verdict.too_slow:
-        raise NativeKept(
-            f"node {ctx.name!r}: every candidate was slower than the native expansion "
-            f"(bench=gate, min_speedup {settings.min_speedup}); keeping the native expansion. {error}",
-            node=ctx.name,
-            session=str(session.folder),
+    except AnswerError as exc:
+        session.record_round(node=node_record(ctx), answer=None, reports=[], status="error", error=str(exc), **common)
+        raise
+    checked = check_recorded(answer, ctx, settings, solving.answers.recorded_checks(key, source))
+    verdict = judge(checked.reports, settings)
+    rnd = session.record_round(
+        node=node_record(ctx),
+        answer=answer.model_dump(mode="json"),
+        reports=checked.reports,
+        status="accepted" if verdict.accepted else "rejected",
+        reason="expansion" if attempt == 0 else "repair",
+        level=verdict.reached,
+        extra={"checks_reused": True} if checked.reused else None,
+        **common,
+    )
+    return _Round(reply, source, key, answer, checked, verdict, rnd.number)
+
+
+def _accepted(solving: _Solving, rnd: _Round) -> Outcome:
+    """Cache the round's accepted answer, warn about checks that could not decide, and say where it came from."""
+    reports, level = rnd.checked.reports, rnd.verdict.level
+    solving.answers.keep(rnd.key, rnd.reply, rnd.source, reports, level, rnd.checked.record(level))
+    rnd.verdict.warn(solving.ctx, solving.session.folder, stacklevel=3)
+    return Outcome(
+        rnd.answer,
+        rnd.reply,
+        solving.provider.name,
+        rnd.key,
+        rnd.source,
+        str(solving.session.folder),
+        rnd.number,
+        rnd.checked.environments,
+        level,
+        reports,
+    )
+
+
+def _refused(solving: _Solving, last: _Round, repairs: int) -> Exception:
+    """The error to raise when no round's answer passed (:class:`NativeKept` when every candidate was too slow)."""
+    from dace_ai.checking.stages import failure_error
+
+    error = failure_error(solving.ctx, last.checked.reports, repairs, solving.session.folder)
+    if last.verdict.too_slow:
+        return NativeKept(
+            f"node {solving.ctx.name!r}: every candidate was slower than the native expansion "
+            f"(bench=gate, min_speedup {solving.settings.min_speedup}); keeping the native expansion. {error}",
+            node=solving.ctx.name,
+            session=str(solving.session.folder),
         )
-    raise error
+    return error
 
 
 def generate_tasklet(sdfg: Any, state: Any, node: Any, settings: Any = None, *, supplied: str | None = None) -> Any:

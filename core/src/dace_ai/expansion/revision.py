@@ -54,16 +54,7 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
     from dace_ai.providers.select import select_provider
 
     session: Session = g.session  # type: ignore[assignment]
-    conversation = session.conversation(g.round) if g.round is not None else None
-    if conversation is None:
-        raise CheckFailed(
-            f"{g.describe()}: the recorded conversation of round {g.round} cannot be read "
-            f"(messages.json and answer.txt in {session.round_folder(g.round or 0)}), so it cannot "
-            "be continued",
-            node=g.name,
-            session=str(session.folder),
-        )
-    system, messages = conversation
+    system, messages = _recorded_conversation(g, session)
     provider = select_provider(settings)
     ctx = _checked_context(g, session, settings)
     node = {**(session.summary().get("node") or {}), "tasklet": g.tasklet.label}
@@ -122,6 +113,20 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
             raise inconclusive_error(ctx, list(verdict.inconclusive), session.folder)
         history += [("assistant", reply.text), ("user", repair_message(reports))]
     raise failure_error(ctx, reports, attempts - 1, session.folder)
+
+
+def _recorded_conversation(g: Generated, session: Session) -> tuple[str, list[tuple[str, str]]]:
+    """(system, messages) of ``g``'s round with its answer, to be continued; raise when they cannot be read."""
+    conversation = session.conversation(g.round) if g.round is not None else None
+    if conversation is None:
+        raise CheckFailed(
+            f"{g.describe()}: the recorded conversation of round {g.round} cannot be read "
+            f"(messages.json and answer.txt in {session.round_folder(g.round or 0)}), so it cannot "
+            "be continued",
+            node=g.name,
+            session=str(session.folder),
+        )
+    return conversation
 
 
 def _checked_context(g: Generated, session: Session, settings: AISettings) -> NodeContext:

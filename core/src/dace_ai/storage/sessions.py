@@ -353,44 +353,11 @@ class Session:
                 and last.get("status") == status
                 and not feedback
             ):
-                last["replayed"] = last.get("replayed", 0) + 1
-                if status == "accepted":
-                    summary["current"] = last["number"]
-                if level:
-                    last["verification"] = level
-                if level and status == "accepted":
-                    summary["verification"] = level
-                summary["updated"] = time.time()
-                atomic_write_json(self.summary_path, summary)
-                return RoundRecord(last["number"], self.round_folder(last["number"]))
+                return self._count_replay(summary, last, status, level)
             number = max((r["number"] for r in summary["rounds"]), default=0) + 1
             folder = self.round_folder(number)
-            atomic_write(folder / "prompt.md", render_conversation(system, messages))
-            atomic_write_json(folder / "messages.json", {"system": system, "messages": [list(m) for m in messages]})
-            atomic_write_json(folder / "request.json", request)
-            if reply_text is not None:
-                atomic_write(folder / "answer.txt", reply_text)
-            if answer is not None:
-                atomic_write_json(folder / "answer.json", answer)
-            if feedback:
-                atomic_write(folder / "feedback.md", feedback.rstrip() + "\n")
-            report_rows = []
-            for report in reports:
-                row = {
-                    "checker": report.checker,
-                    "status": report.status,
-                    "seconds": round(report.seconds, 3),
-                    "stage": report.stage,
-                }
-                if report.rule:
-                    row["rule"] = report.rule
-                figures = {k: v for k, v in report.details.items() if k in _FIGURES}
-                if figures:
-                    row["figures"] = figures
-                report_rows.append(row)
-                atomic_write(folder / f"check-{_safe(report.checker)}.log", report.diagnostics or "")
-            # checks.json keeps each whole report (seeds, sizes, reasons, bench timings, ...)
-            atomic_write_json(folder / "checks.json", [report.record() for report in reports])
+            _write_round_files(folder, system, messages, request, reply_text, answer, feedback)
+            report_rows = _write_checks(folder, reports)
             if node_json is not None and not (self.folder / "node.json").exists():
                 atomic_write_json(self.folder / "node.json", node_json)
             tokens, cost = _tokens(usage)
@@ -422,6 +389,19 @@ class Session:
             atomic_write_json(self.summary_path, summary)
             return RoundRecord(number, folder)
 
+    def _count_replay(self, summary: dict[str, Any], last: dict[str, Any], status: str, level: str) -> RoundRecord:
+        """A cache replay identical to the ``last`` round: count it there instead of recording a new round."""
+        last["replayed"] = last.get("replayed", 0) + 1
+        if status == "accepted":
+            summary["current"] = last["number"]
+        if level:
+            last["verification"] = level
+        if level and status == "accepted":
+            summary["verification"] = level
+        summary["updated"] = time.time()
+        atomic_write_json(self.summary_path, summary)
+        return RoundRecord(last["number"], self.round_folder(last["number"]))
+
     def record_fallback(self, implementation: str, reason: str) -> None:
         """Note that the node was expanded natively (``implementation``) because no answer passed."""
         self.update_summary(
@@ -432,6 +412,49 @@ class Session:
     def update_summary(self, **fields: Any) -> None:
         """Set top-level fields of ``session.json`` (e.g. ``current``, an ``optimize`` summary)."""
         self._update(lambda summary: summary.update(fields))
+
+
+def _write_round_files(
+    folder: Path,
+    system: str,
+    messages: list[tuple[str, str]],
+    request: dict[str, Any],
+    reply_text: str | None,
+    answer: dict[str, Any] | None,
+    feedback: str,
+) -> None:
+    """Write a new round's conversation, request, answer and feedback into its ``folder``."""
+    atomic_write(folder / "prompt.md", render_conversation(system, messages))
+    atomic_write_json(folder / "messages.json", {"system": system, "messages": [list(m) for m in messages]})
+    atomic_write_json(folder / "request.json", request)
+    if reply_text is not None:
+        atomic_write(folder / "answer.txt", reply_text)
+    if answer is not None:
+        atomic_write_json(folder / "answer.json", answer)
+    if feedback:
+        atomic_write(folder / "feedback.md", feedback.rstrip() + "\n")
+
+
+def _write_checks(folder: Path, reports: list[Any]) -> list[dict[str, Any]]:
+    """Write a new round's check logs and reports into its ``folder``; return their rows for ``session.json``."""
+    report_rows = []
+    for report in reports:
+        row = {
+            "checker": report.checker,
+            "status": report.status,
+            "seconds": round(report.seconds, 3),
+            "stage": report.stage,
+        }
+        if report.rule:
+            row["rule"] = report.rule
+        figures = {k: v for k, v in report.details.items() if k in _FIGURES}
+        if figures:
+            row["figures"] = figures
+        report_rows.append(row)
+        atomic_write(folder / f"check-{_safe(report.checker)}.log", report.diagnostics or "")
+    # checks.json keeps each whole report (seeds, sizes, reasons, bench timings, ...)
+    atomic_write_json(folder / "checks.json", [report.record() for report in reports])
+    return report_rows
 
 
 def _summary_problem(raw: bytes) -> str | None:
