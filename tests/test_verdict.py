@@ -128,6 +128,12 @@ def test_on_failure_and_the_bench_gate_decide_the_fallback():
 
 
 # ------------------------------------------------------------------------------------ on_inconclusive
+def _pointing_here(caught) -> bool:
+    """Every InconclusiveCheckWarning points at the line of this file that called dace-ai, as warnings should."""
+    found = [w for w in caught if issubclass(w.category, InconclusiveCheckWarning)]
+    return bool(found) and all(Path(w.filename) == Path(__file__) for w in found)
+
+
 def test_expansion_warns_or_refuses_an_undecided_answer(checker):
     checker.status = "inconclusive"
     sdfg = ai_program()
@@ -148,8 +154,9 @@ def test_expansion_warns_or_refuses_an_undecided_answer(checker):
 
 def test_generate_warns_or_refuses_an_undecided_answer(checker):
     checker.status = "inconclusive"
-    with pytest.warns(InconclusiveCheckWarning, match=r"'copyit'.*t-verdict: tool missing"):
+    with pytest.warns(InconclusiveCheckWarning, match=r"'copyit'.*t-verdict: tool missing") as caught:
         summary = dace_ai.generate(ai_program())
+    assert _pointing_here(caught)
     assert summary.generated == 1 and summary.nodes[0].verification.startswith("unverified: t-verdict")
 
     dace.Config.set("ai", "on_inconclusive", value="reject")
@@ -165,8 +172,9 @@ def test_generate_warns_or_refuses_an_undecided_answer(checker):
 def test_optimize_warns_about_or_refuses_an_undecided_winner(checker):
     checker.status = "inconclusive"
     sdfg = ai_program()
-    with pytest.warns(InconclusiveCheckWarning, match=r"'copyit'.*t-verdict: tool missing"):
+    with pytest.warns(InconclusiveCheckWarning, match=r"'copyit'.*t-verdict: tool missing") as caught:
         report = dace_ai.optimize(sdfg, samples=1, rounds=0)
+    assert _pointing_here(caught)
     assert report.nodes[0].outcome == "optimized"
     assert level_from_code(generated(sdfg)[0].code.as_string).startswith("unverified: t-verdict")
 
@@ -192,8 +200,9 @@ def test_refine_warns_or_refuses_an_undecided_answer_and_keeps_the_level(checker
         dace_ai.refine(sdfg, "copyit", "make it faster")
     assert tasklet.code.as_string == before  # a refused round changes nothing
     dace.Config.set("ai", "on_inconclusive", value="warn")
-    with pytest.warns(InconclusiveCheckWarning, match="'copyit'"):
+    with pytest.warns(InconclusiveCheckWarning, match="'copyit'") as caught:
         dace_ai.refine(sdfg, "copyit", "make it faster still")
+    assert _pointing_here(caught)
     assert level_from_code(tasklet.code.as_string) == "unverified: t-verdict: tool missing (inconclusive)"
 
 

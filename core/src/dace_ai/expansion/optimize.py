@@ -675,7 +675,7 @@ def _apply(
     )
     changes.place(state, node, make_tasklet(node, best.answer, ctx, provenance, environments))
     if best.verdict is not None:  # the winner is used: never silently while one of its checks could not decide
-        best.verdict.warn(ctx, session.folder, stacklevel=5)
+        best.verdict.warn(ctx, session.folder, stacklevel=4)
     result.outcome = "optimized"
     changes.summarize(session, result, c.session_round)
 
