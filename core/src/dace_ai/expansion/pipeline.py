@@ -34,7 +34,11 @@ from dace_ai.providers.api import Message, ProviderReply
 from dace_ai.storage.cache import cache_key
 
 if TYPE_CHECKING:
+    from dace_ai.checking.api import CheckReport
     from dace_ai.checking.verdict import Verdict
+    from dace_ai.plugins.registrations import Provider
+    from dace_ai.prompt.render import Prompt
+    from dace_ai.storage.sessions import Session
 
 
 @dataclass
@@ -51,7 +55,7 @@ class Outcome:
     environments: set[str]
     #: How far the answer was checked (:func:`dace_ai.checking.levels.verification_level`).
     level: str = ""
-    reports: list[Any] = field(default_factory=list)
+    reports: list[CheckReport] = field(default_factory=list)
 
 
 @dataclass
@@ -60,9 +64,9 @@ class _Solving:
 
     ctx: NodeContext
     settings: AISettings
-    provider: Any
-    prompt: Any
-    session: Any
+    provider: Provider
+    prompt: Prompt
+    session: Session
     answers: AnswerSource
     node_json: Any
 
