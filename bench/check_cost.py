@@ -138,10 +138,10 @@ def time_default_checks(ctx: Any, settings: Any, answers: list[Answer]) -> tuple
         bad = [r for r in reports if r.status == "failed"]
         if bad:
             sys.exit("a default check failed: " + "; ".join(f"{r.checker}: {r.diagnostics}" for r in bad))
-        names = [f"{r.checker} ({r.details.get('stage')}, {r.status})" for r in reports]
+        names = [f"{r.checker} ({r.stage}, {r.status})" for r in reports]
         BENCH_LINES[ctx.name] = next((r.diagnostics for r in reports if r.checker == "bench"), "")
         for stage in STAGES:
-            mine = [r.seconds for r in reports if r.details.get("stage") == stage]
+            mine = [r.seconds for r in reports if r.stage == stage]
             if mine:
                 per_stage[stage].append(sum(mine))
     return dict(per_stage), names

@@ -90,7 +90,7 @@ def measure(label, sdfg, code_for, candidates):
     print(
         f"{label:<34} shared compile {statistics.median(shared_s):.3f} s | verify {v:6.3f} s (link "
         f"{statistics.median(link_s):.3f}, sandbox run "
-        f"{statistics.median(run_s):.3f}; seeds {first.details['seeds']}, sizes {first.details['sizes']}) | "
+        f"{statistics.median(run_s):.3f}; seeds {first.seeds}, sizes {first.sizes}) | "
         f"faithful build {f:6.3f} s | verify/faithful {v / f:5.2f} | goal verify <= 1.0 s: "
         f"{'met' if v <= 1.0 else 'NOT met'}"
     )
