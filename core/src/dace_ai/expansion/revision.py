@@ -27,7 +27,7 @@ from dace_ai.expansion.checked_answer import check_answer
 from dace_ai.expansion.expansion_pass import node_context
 from dace_ai.expansion.provenance import accepted_provenance
 from dace_ai.expansion.requests import request_for, request_record
-from dace_ai.expansion.sessions import Generated, replaced_node
+from dace_ai.expansion.sessions import Generated, replaced_node, session_of
 from dace_ai.storage.sessions import Session
 
 
@@ -45,15 +45,15 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
     """Continue ``g``'s conversation with ``revision.message``; place the first accepted answer; return the tasklet.
 
     ``sdfg`` is the program whose build folder is discarded after the change, so the
-    next ``compile()`` builds the new code. ``g.session`` must be set (the caller says
-    what is wrong when it is not).
+    next ``compile()`` builds the new code. ``g`` must have a session
+    (:func:`~dace_ai.expansion.sessions.session_of` says what is wrong when it has not).
     """
     from dace_ai.checking.stages import failure_error, inconclusive_error, repair_message
     from dace_ai.checking.verdict import judge
     from dace_ai.prompt.answer import parse_answer
     from dace_ai.providers.select import select_provider
 
-    session: Session = g.session  # type: ignore[assignment]
+    session = session_of(g)
     system, messages = _recorded_conversation(g, session)
     provider = select_provider(settings)
     ctx = _checked_context(g, session, settings)

@@ -219,22 +219,24 @@ def show(sdfg: Any, name: Any = None) -> dict[str, Any]:
 
 def history(sdfg: Any, name: Any = None) -> list[dict[str, Any]]:
     """Every recorded round of the selected tasklet's session, oldest first (``in_use`` marks its round)."""
-    g = _with_session(select(sdfg, name))
+    g = select(sdfg, name)
+    session = session_of(g)
     rounds = []
-    for entry in g.session.summary()["rounds"]:  # type: ignore[union-attr]
-        answer = g.session.answer(entry["number"]) or {}  # type: ignore[union-attr]
+    for entry in session.summary()["rounds"]:
+        answer = session.answer(entry["number"]) or {}
         rounds.append(
             {
                 **entry,
                 "in_use": entry["number"] == g.round,
                 "code": answer.get("code"),
-                "folder": str(g.session.round_folder(entry["number"])),
+                "folder": str(session.round_folder(entry["number"])),
             }
-        )  # type: ignore[union-attr]
+        )
     return rounds
 
 
-def _with_session(g: Generated) -> Generated:
+def session_of(g: Generated) -> Session:
+    """The session of the generated tasklet ``g``; a clear error when it is not under this build folder root."""
     if g.session is None:
         from dace_ai.storage.files import build_root
 
@@ -242,7 +244,7 @@ def _with_session(g: Generated) -> Generated:
             f"the session of {g.describe()} is not under the build folder root {build_root()}: "
             "run where the SDFG was generated, or set DaCe's default_build_folder to that root"
         )
-    return g
+    return g.session
 
 
 def _refuse_pinned(g: Generated, what: str) -> None:
@@ -291,9 +293,9 @@ def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings
 
     if not isinstance(feedback, str) or not feedback.strip():
         raise AIUsageError("refine needs feedback: the text telling the model what to improve")
-    g = _with_session(select(sdfg, name))
+    g = select(sdfg, name)
+    session = session_of(g)
     _refuse_pinned(g, "refine")
-    session: Session = g.session  # type: ignore[assignment]
     edited_code, edited_global = hand_edits(g.tasklet, session, g.round)
     edited = edited_code is not None
     message = refine_message(feedback, edited_code, edited_global, _time_section(session, g.round, edited))
@@ -305,8 +307,8 @@ def rollback(sdfg: Any, name: Any = None, round: int | None = None) -> Any:
     from dace_ai.expansion.tasklet import update_tasklet
     from dace_ai.prompt.answer import Answer
 
-    g = _with_session(select(sdfg, name))
-    session: Session = g.session  # type: ignore[assignment]
+    g = select(sdfg, name)
+    session = session_of(g)
     summary = session.summary()
     accepted = [r["number"] for r in summary["rounds"] if r.get("status") == "accepted"]
     if not isinstance(round, int) or isinstance(round, bool):
