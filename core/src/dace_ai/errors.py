@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os as _os
 import re as _re
+from pathlib import Path as _Path
 
 
 class DaceAIError(Exception):
@@ -58,7 +59,16 @@ class NativeFallbackWarning(DaceAIWarning):
 
 
 class MissingAnswer(DaceAIError):
-    """The manual provider has no answer yet for a prompt; the message says where to put it."""
+    """The manual provider has no answer yet for a prompt; the message says where to put it.
+
+    ``prompt_path`` and ``response_path`` name the prompt file written and the answer file
+    expected (``None`` where a provider raises it without files).
+    """
+
+    def __init__(self, message: str, *, prompt_path: _Path | None = None, response_path: _Path | None = None) -> None:
+        super().__init__(message)
+        self.prompt_path = prompt_path
+        self.response_path = response_path
 
 
 class AIUsageError(DaceAIError, ValueError):

@@ -157,12 +157,7 @@ def read_prompt_responses(
                 report.expanded.append(name)
                 report.verification[name] = tasklet_level(tasklet)
             except MissingAnswer as exc:
-                files = PromptFile(
-                    name,
-                    nsdfg.name,
-                    exc.prompt_path,  # type: ignore[attr-defined]
-                    exc.response_path,
-                )  # type: ignore[attr-defined]
+                files = PromptFile(name, nsdfg.name, exc.prompt_path, exc.response_path)
                 failure = _failed_round(session, rounds_before, files)
                 if failure is not None:
                     report.failed.append(failure)

@@ -49,14 +49,19 @@ import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dace_ai import compat
 from dace_ai.checking.deception import format_seconds
 from dace_ai.errors import AIUsageError, DaceAIError
 from dace_ai.expansion.optimize_report import Candidate, NodeOptimization, OptimizeReport
 from dace_ai.prompt.feedback import TimeEvidence, where_the_time_goes
-from dace_ai.providers.api import Message, ProviderReply
+from dace_ai.providers.api import Message, ProviderReply, ProviderRequest
+
+if TYPE_CHECKING:
+    from dace_ai.checking.api import CheckReport
+    from dace_ai.checking.verdict import Verdict
+    from dace_ai.prompt.answer import Answer
 
 #: Nodes optimized at once on an executor when ``node_concurrency`` is 0 (each holds a few waiting threads).
 MAX_NODES_AT_ONCE = 64
@@ -77,13 +82,14 @@ class _Attempt:
     """One candidate in flight: its request, reply, answer and check reports."""
 
     candidate: Candidate
-    request: Any
+    request: ProviderRequest
     reply: ProviderReply | None = None
-    answer: Any = None
-    reports: list[Any] | None = None
+    key: str = ""  #: the reply's answer-cache key
+    answer: Answer | None = None
+    reports: list[CheckReport] | None = None
     environments: set[str] | None = None  #: class paths the answer's environments resolved to (when it passed)
     figures: dict[str, Any] | None = None
-    verdict: Any = None  #: :func:`dace_ai.checking.verdict.judge` on its reports
+    verdict: Verdict | None = None  #: :func:`dace_ai.checking.verdict.judge` on its reports
 
 
 class _Changes:
@@ -437,7 +443,7 @@ class _Runner:
             c.stage, c.reason = "provider", f"{type(exc).__name__}: {exc}"
             return
         attempt.reply, c.source = reply, source
-        attempt.key = key  # type: ignore[attr-defined]
+        attempt.key = key
         usage = reply.usage
         c.input_tokens, c.output_tokens, c.cost_usd = usage.input_tokens or 0, usage.output_tokens or 0, usage.cost_usd
         try:
@@ -505,7 +511,7 @@ class _Runner:
         from dace_ai.expansion.requests import node_record, request_record
 
         request = attempt.request
-        record = request_record(self.provider.name, request, getattr(attempt, "key", ""))
+        record = request_record(self.provider.name, request, attempt.key)
         record["optimize"] = {"round": attempt.candidate.round, "sample": attempt.candidate.sample}
         with self._record_lock:
             rnd = self.session.record_round(

@@ -364,6 +364,13 @@ class PluginManager:
             raise PluginError(f"no {kind[:-1].replace('_', ' ')} named {name!r} (installed: {known}).{hint}{why}")
         return regs[name]
 
+    def get_as(self, kind: str, name: str, of: type[R]) -> R:
+        """:meth:`get`, for a kind whose registrations are all ``of`` (``get_as("providers", name, Provider)``)."""
+        found = self.get(kind, name)
+        if not isinstance(found, of):  # the collector checks each hook's type: a kind and a type out of step
+            raise PluginError(f"{kind} {name!r} from {found.origin} is a {type(found).__name__}, not {of.__name__}")
+        return found
+
     @property
     def pluggy_manager(self) -> pluggy.PluginManager:
         self.load()

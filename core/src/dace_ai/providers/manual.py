@@ -107,14 +107,13 @@ def _paste(files: PromptFile) -> str:
 
 
 def missing_answer(files: PromptFile) -> MissingAnswer:
-    error = MissingAnswer(
+    return MissingAnswer(
         f"no answer yet for node {files.node!r} (SDFG {files.sdfg!r}) from the manual provider. "
         f"The prompt is in {files.prompt}; save the answer (JSON) as {files.response} and run again "
-        f"(or call dace_ai.read_prompt_responses(sdfg, {str(files.prompt.parent)!r}))."
+        f"(or call dace_ai.read_prompt_responses(sdfg, {str(files.prompt.parent)!r})).",
+        prompt_path=files.prompt,
+        response_path=files.response,
     )
-    error.prompt_path = files.prompt  # type: ignore[attr-defined]
-    error.response_path = files.response  # type: ignore[attr-defined]
-    return error
 
 
 def read_response_file(path: Path, max_tokens: int | None) -> str:

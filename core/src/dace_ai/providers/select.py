@@ -28,11 +28,11 @@ def _usable(provider: Provider) -> bool:
 def select_provider(settings: AISettings, manager: PluginManager | None = None) -> Provider:
     manager = manager or get_plugin_manager()
     if settings.provider:
-        return manager.get("providers", settings.provider)  # type: ignore[return-value]
+        return manager.get_as("providers", settings.provider, Provider)
     candidates = [p for p in manager.providers().values() if _usable(p)]
     if candidates:
         return max(candidates, key=lambda p: (p.auto_rank, p.name))
-    return manager.get("providers", FALLBACK_PROVIDER)  # type: ignore[return-value]
+    return manager.get_as("providers", FALLBACK_PROVIDER, Provider)
 
 
 def missing_key_message(provider: Provider) -> str | None:

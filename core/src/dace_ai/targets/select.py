@@ -70,9 +70,9 @@ def resolve_target(
     manager = manager or get_plugin_manager()
     targets = manager.targets()
     if settings.target:
-        configured = manager.get("targets", settings.target)
-        if configured.kind == kind:  # type: ignore[attr-defined]
-            return configured, detect(configured), f"configured by {settings.source('target')}"  # type: ignore
+        configured = manager.get_as("targets", settings.target, Target)
+        if configured.kind == kind:
+            return configured, detect(configured), f"configured by {settings.source('target')}"
         # A configured GPU target says nothing about the host code around it, and vice versa.
     of_kind = [(t, detect(t)) for t in targets.values() if t.kind == kind]
     matched = [(t, d) for t, d in of_kind if d.matched]
