@@ -353,3 +353,31 @@ def test_the_session_record_keeps_unknown_fields_and_reads_damaged_files(_isolat
     assert data["pinned"] is True and data["format"] == 1 and data["events"][0]["action"] == "pin"
     session.summary_path.write_text("{not json")
     assert session.summary()["rounds"] == [] and not session.pinned and session.conversation(1) is None
+
+
+def test_a_round_is_recorded_from_one_typed_content_and_refused_without_a_status(_isolated_dace_ai):
+    from dataclasses import replace
+
+    from dace_ai.checking.api import CheckReport
+    from dace_ai.storage.sessions import RoundContent, session_by_id
+
+    session = session_by_id("prog-typed")
+    asked = RoundContent(
+        node={"name": "n"},
+        system="sys",
+        messages=[("user", "write it")],
+        request={"provider": "p", "cache_key": "k1"},
+        reply_text='{"code": "x"}',
+        source="p",
+    )
+    with pytest.raises(ValueError, match="needs a status"):
+        session.record_round(asked)
+    assert not session.summary_path.exists()  # nothing half-written
+    report = CheckReport("probe", "failed", "error: x", stage="compile", reason="compile error")
+    first = session.record_round(replace(asked, status="rejected", reports=[report], level="unverified: failed probe"))
+    second = session.record_round(replace(asked, status="error", error="reply is not JSON"))
+    rounds = session.summary()["rounds"]
+    assert [r["status"] for r in rounds] == ["rejected", "error"] and (first.number, second.number) == (1, 2)
+    assert rounds[0]["verification"] == "unverified: failed probe" and rounds[1]["error"] == "reply is not JSON"
+    assert json.loads((first.folder / "checks.json").read_text())[0]["reason"] == "compile error"
+    assert (first.folder / "prompt.md").is_file() and not (second.folder / "checks.json").read_text().strip("[]\n")

@@ -509,24 +509,27 @@ class _Runner:
 
     def _record(self, attempt: _Attempt, status: str, error: str = "") -> None:
         from dace_ai.expansion.requests import node_record, request_record
+        from dace_ai.storage.sessions import RoundContent
 
         request = attempt.request
         record = request_record(self.provider.name, request, attempt.key)
         record["optimize"] = {"round": attempt.candidate.round, "sample": attempt.candidate.sample}
         with self._record_lock:
             rnd = self.session.record_round(
-                node=node_record(self.ctx),
-                system=request.system,
-                messages=[(m.role, m.content) for m in request.messages],
-                request=record,
-                reply_text=attempt.reply.text if attempt.reply else None,
-                answer=attempt.answer.model_dump(mode="json") if attempt.answer is not None else None,
-                reports=attempt.reports or [],
-                status=status,
-                error=error,
-                source=attempt.candidate.source,
-                node_json=self.node_json,
-                level=attempt.verdict.reached if attempt.verdict else "",
+                RoundContent(
+                    node=node_record(self.ctx),
+                    system=request.system,
+                    messages=[(m.role, m.content) for m in request.messages],
+                    request=record,
+                    reply_text=attempt.reply.text if attempt.reply else None,
+                    answer=attempt.answer.model_dump(mode="json") if attempt.answer is not None else None,
+                    reports=attempt.reports or [],
+                    status=status,
+                    error=error,
+                    source=attempt.candidate.source,
+                    node_json=self.node_json,
+                    level=attempt.verdict.reached if attempt.verdict else "",
+                )
             )
         attempt.candidate.session_round = rnd.number
 

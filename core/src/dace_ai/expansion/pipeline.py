@@ -16,7 +16,7 @@ The node's context comes from the SDFG context collected once per expansion pass
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ from dace_ai.expansion.requests import node_record, request_for, request_record
 from dace_ai.prompt.answer import Answer, parse_answer
 from dace_ai.providers.api import Message, ProviderReply
 from dace_ai.storage.cache import cache_key
+from dace_ai.storage.sessions import RoundContent
 
 if TYPE_CHECKING:
     from dace_ai.checking.api import CheckReport
@@ -130,16 +131,17 @@ def _round(solving: _Solving, attempt: int, history: list[Message], supplied: st
         reply, source = ProviderReply(supplied, model="supplied"), "supplied"
     else:
         reply, source, key = solving.answers.reply(request, ctx)
-    common: dict[str, Any] = {
-        "system": request.system,
-        "messages": [(m.role, m.content) for m in request.messages],
-        "request": request_record(solving.provider.name, request, key),
-        "reply_text": reply.text,
-        "source": source,
-        "node_json": solving.node_json,
-        "usage": reply.usage,
-        "started": started,
-    }
+    content = RoundContent(
+        node=node_record(ctx),
+        system=request.system,
+        messages=[(m.role, m.content) for m in request.messages],
+        request=request_record(solving.provider.name, request, key),
+        reply_text=reply.text,
+        source=source,
+        node_json=solving.node_json,
+        usage=reply.usage,
+        started=started,
+    )
     try:
         answer = parse_answer(
             reply.text,
@@ -147,19 +149,20 @@ def _round(solving: _Solving, attempt: int, history: list[Message], supplied: st
             max_tokens=request.max_tokens,
         )
     except AnswerError as exc:
-        session.record_round(node=node_record(ctx), answer=None, reports=[], status="error", error=str(exc), **common)
+        session.record_round(replace(content, status="error", error=str(exc)))
         raise
     checked = check_recorded(answer, ctx, settings, solving.answers.recorded_checks(key, source))
     verdict = judge(checked.reports, settings)
     rnd = session.record_round(
-        node=node_record(ctx),
-        answer=answer.model_dump(mode="json"),
-        reports=checked.reports,
-        status="accepted" if verdict.accepted else "rejected",
-        reason="expansion" if attempt == 0 else "repair",
-        level=verdict.reached,
-        extra={"checks_reused": True} if checked.reused else None,
-        **common,
+        replace(
+            content,
+            answer=answer.model_dump(mode="json"),
+            reports=checked.reports,
+            status="accepted" if verdict.accepted else "rejected",
+            reason="expansion" if attempt == 0 else "repair",
+            level=verdict.reached,
+            extra={"checks_reused": True} if checked.reused else None,
+        )
     )
     return _Round(reply, source, key, answer, checked, verdict, rnd.number)
 

@@ -15,7 +15,7 @@ session) and raises :class:`~dace_ai.errors.CheckFailed`.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dace_ai import compat
@@ -28,7 +28,7 @@ from dace_ai.expansion.expansion_pass import node_context
 from dace_ai.expansion.provenance import accepted_provenance
 from dace_ai.expansion.requests import request_for, request_record
 from dace_ai.expansion.sessions import Generated, replaced_node, session_of
-from dace_ai.storage.sessions import Session
+from dace_ai.storage.sessions import RoundContent, Session
 
 
 @dataclass(frozen=True)
@@ -66,19 +66,19 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
         started = time.time()
         request = request_for(system, messages[0][1], settings, history)
         reply, source, key = answers.reply(request, ctx)
-        common: dict[str, Any] = {
-            "node": node,
-            "system": request.system,
-            "messages": [(m.role, m.content) for m in request.messages],
-            "request": {**request_record(provider.name, request, key), "reason": revision.reason},
-            "reply_text": reply.text,
-            "source": source,
-            "usage": reply.usage,
-            "started": started,
-            "reason": revision.reason if attempt == 0 else "repair",
-            "feedback": revision.feedback if attempt == 0 else "",
-            "extra": {"parent": g.round, "edited_by_hand": revision.edited_by_hand},
-        }
+        content = RoundContent(
+            node=node,
+            system=request.system,
+            messages=[(m.role, m.content) for m in request.messages],
+            request={**request_record(provider.name, request, key), "reason": revision.reason},
+            reply_text=reply.text,
+            source=source,
+            usage=reply.usage,
+            started=started,
+            reason=revision.reason if attempt == 0 else "repair",
+            feedback=revision.feedback if attempt == 0 else "",
+            extra={"parent": g.round, "edited_by_hand": revision.edited_by_hand},
+        )
         try:
             answer = parse_answer(
                 reply.text,
@@ -86,16 +86,18 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
                 max_tokens=request.max_tokens,
             )
         except AnswerError as exc:
-            session.record_round(answer=None, reports=[], status="error", error=str(exc), **common)
+            session.record_round(replace(content, status="error", error=str(exc)))
             raise
         reports, environments = check_answer(answer, ctx, settings)
         verdict = judge(reports, settings)
         rnd = session.record_round(
-            answer=answer.model_dump(mode="json"),
-            reports=reports,
-            status="accepted" if verdict.accepted else "rejected",
-            level=verdict.reached,
-            **common,
+            replace(
+                content,
+                answer=answer.model_dump(mode="json"),
+                reports=reports,
+                status="accepted" if verdict.accepted else "rejected",
+                level=verdict.reached,
+            )
         )
         if verdict.accepted:
             answers.keep(key, reply, source, reports, verdict.level)  # only an answer that passed is cached

@@ -61,8 +61,8 @@ import os
 import re
 import time
 import warnings
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +116,38 @@ class RoundRecord:
 
     number: int
     folder: Path
+
+
+@dataclass(frozen=True)
+class RoundContent:
+    """What one round records (:meth:`Session.record_round`): the conversation sent, the reply, the
+    answer parsed from it with its check reports, and how the round ended.
+
+    A caller fills what it knows before the answer is parsed and adds the rest with
+    :func:`dataclasses.replace`, so an answer that does not parse and one that was checked are
+    recorded from the same conversation.
+    """
+
+    node: dict[str, Any]  #: what the session keeps of the node (name, type, SDFG, state, target)
+    system: str
+    messages: list[tuple[str, str]]  #: (role, text), the user's prompt first
+    request: dict[str, Any]  #: provider, model, endpoint, cache key (never a key)
+    reply_text: str | None = None
+    answer: dict[str, Any] | None = None  #: the parsed answer (None when it did not parse)
+    reports: Sequence[Any] = ()  #: the answer's check reports (``CheckReport``)
+    #: ``accepted``, ``rejected`` (refused by its checks), ``passed`` (an optimize candidate) or ``error``
+    #: (the answer did not parse).
+    status: str = ""
+    error: str = ""
+    source: str = ""  #: ``cache``, the provider's name, or ``supplied``
+    node_json: Any = None  #: the library node as DaCe serialises it (kept once per session)
+    usage: Any = None  #: the provider's token counts and cost
+    reason: str = ""  #: ``expansion``, ``repair``, ``refine``, ``program build repair``, ...
+    feedback: str = ""  #: the user's feedback of a refine round
+    started: float | None = None
+    extra: dict[str, Any] | None = None  #: more fields of the round's entry (``parent``, ``checks_reused``)
+    #: The level its checks reached (``verified (3 seeds)``, ``compile-only``, ``unverified: <reason>``).
+    level: str = ""
 
 
 def _tokens(usage: Any) -> tuple[dict[str, int | None], float | None]:
@@ -265,81 +297,24 @@ class Session:
     def pinned(self) -> bool:
         return bool(self.summary().get("pinned"))
 
-    def record_round(
-        self,
-        *,
-        node: dict[str, Any],
-        system: str,
-        messages: list[tuple[str, str]],
-        request: dict[str, Any],
-        reply_text: str | None,
-        answer: dict[str, Any] | None,
-        reports: list[Any],
-        status: str,
-        error: str = "",
-        source: str = "",
-        node_json: Any = None,
-        usage: Any = None,
-        reason: str = "",
-        feedback: str = "",
-        started: float | None = None,
-        extra: dict[str, Any] | None = None,
-        level: str = "",
-    ) -> RoundRecord:
+    def record_round(self, content: RoundContent) -> RoundRecord:
         """Append one round (prompt, answer, checks) and update ``session.json``.
 
-        ``status`` is ``accepted``, ``rejected`` (failed its checks) or ``error``
-        (the answer did not parse). ``level`` is an accepted answer's verification
-        level (``verified (3 seeds)``, ``compile-only``, ``unverified: <reason>``).
-        A cache replay identical to the last round only bumps that round's
-        ``replayed`` count. A folder that cannot be written is a
+        ``content.status`` is ``accepted``, ``rejected`` (failed its checks), ``passed``
+        (an optimize candidate) or ``error`` (the answer did not parse); ``content.level``
+        the level its checks reached. A cache replay identical to the last round only
+        bumps that round's ``replayed`` count. A folder that cannot be written is a
         :class:`SessionWarning` and a round numbered 0: the answer is still used.
         """
+        if not content.status:
+            raise ValueError("a session round needs a status (accepted, rejected, passed or error)")
         try:
-            return self._record_round(
-                node=node,
-                system=system,
-                messages=messages,
-                request=request,
-                reply_text=reply_text,
-                answer=answer,
-                reports=reports,
-                status=status,
-                error=redact(error),
-                source=source,
-                node_json=node_json,
-                usage=usage,
-                reason=reason,
-                feedback=feedback,
-                started=started,
-                extra=extra,
-                level=level,
-            )
+            return self._record_round(replace(content, error=redact(content.error)))
         except OSError as exc:
             _warn(f"session {self.folder}: cannot record the round ({exc}); the answer is used without a record")
             return RoundRecord(0, self.folder)
 
-    def _record_round(
-        self,
-        *,
-        node: dict[str, Any],
-        system: str,
-        messages: list[tuple[str, str]],
-        request: dict[str, Any],
-        reply_text: str | None,
-        answer: dict[str, Any] | None,
-        reports: list[Any],
-        status: str,
-        error: str,
-        source: str,
-        node_json: Any,
-        usage: Any,
-        reason: str,
-        feedback: str,
-        started: float | None,
-        extra: dict[str, Any] | None,
-        level: str,
-    ) -> RoundRecord:
+    def _record_round(self, c: RoundContent) -> RoundRecord:
         with lock_for(self.summary_path):
             summary = self.summary()
             summary.setdefault("format", FORMAT)
@@ -347,44 +322,44 @@ class Session:
             summary.setdefault("created", time.time())
             last = summary["rounds"][-1] if summary["rounds"] else None
             if (
-                source == "cache"
+                c.source == "cache"
                 and last is not None
-                and last.get("cache_key") == request.get("cache_key")
-                and last.get("status") == status
-                and not feedback
+                and last.get("cache_key") == c.request.get("cache_key")
+                and last.get("status") == c.status
+                and not c.feedback
             ):
-                return self._count_replay(summary, last, status, level)
+                return self._count_replay(summary, last, c.status, c.level)
             number = max((r["number"] for r in summary["rounds"]), default=0) + 1
             folder = self.round_folder(number)
-            _write_round_files(folder, system, messages, request, reply_text, answer, feedback)
-            report_rows = _write_checks(folder, reports)
-            if node_json is not None and not (self.folder / "node.json").exists():
-                atomic_write_json(self.folder / "node.json", node_json)
-            tokens, cost = _tokens(usage)
+            _write_round_files(folder, c)
+            report_rows = _write_checks(folder, c.reports)
+            if c.node_json is not None and not (self.folder / "node.json").exists():
+                atomic_write_json(self.folder / "node.json", c.node_json)
+            tokens, cost = _tokens(c.usage)
             now = time.time()
-            summary["node"] = {**(summary.get("node") or {}), **node}
+            summary["node"] = {**(summary.get("node") or {}), **c.node}
             summary["updated"] = now
             entry = {
                 "number": number,
-                "status": status,
-                "source": source,
-                "error": error,
-                "cache_key": request.get("cache_key"),
-                "started": started or now,
+                "status": c.status,
+                "source": c.source,
+                "error": c.error,
+                "cache_key": c.request.get("cache_key"),
+                "started": c.started or now,
                 "time": now,
                 "tokens": tokens,
                 "cost_usd": cost,
-                "reason": reason or "expansion",
+                "reason": c.reason or "expansion",
                 "checks": report_rows,
-                "verification": level,
+                "verification": c.level,
             }
-            if feedback:
-                entry["feedback"] = feedback
-            entry.update(extra or {})
+            if c.feedback:
+                entry["feedback"] = c.feedback
+            entry.update(c.extra or {})
             summary["rounds"].append(entry)
-            if status == "accepted":
+            if c.status == "accepted":
                 summary["current"] = number
-                summary["verification"] = level
+                summary["verification"] = c.level
                 summary.pop("fallback", None)
             atomic_write_json(self.summary_path, summary)
             return RoundRecord(number, folder)
@@ -414,28 +389,20 @@ class Session:
         self._update(lambda summary: summary.update(fields))
 
 
-def _write_round_files(
-    folder: Path,
-    system: str,
-    messages: list[tuple[str, str]],
-    request: dict[str, Any],
-    reply_text: str | None,
-    answer: dict[str, Any] | None,
-    feedback: str,
-) -> None:
+def _write_round_files(folder: Path, c: RoundContent) -> None:
     """Write a new round's conversation, request, answer and feedback into its ``folder``."""
-    atomic_write(folder / "prompt.md", render_conversation(system, messages))
-    atomic_write_json(folder / "messages.json", {"system": system, "messages": [list(m) for m in messages]})
-    atomic_write_json(folder / "request.json", request)
-    if reply_text is not None:
-        atomic_write(folder / "answer.txt", reply_text)
-    if answer is not None:
-        atomic_write_json(folder / "answer.json", answer)
-    if feedback:
-        atomic_write(folder / "feedback.md", feedback.rstrip() + "\n")
+    atomic_write(folder / "prompt.md", render_conversation(c.system, c.messages))
+    atomic_write_json(folder / "messages.json", {"system": c.system, "messages": [list(m) for m in c.messages]})
+    atomic_write_json(folder / "request.json", c.request)
+    if c.reply_text is not None:
+        atomic_write(folder / "answer.txt", c.reply_text)
+    if c.answer is not None:
+        atomic_write_json(folder / "answer.json", c.answer)
+    if c.feedback:
+        atomic_write(folder / "feedback.md", c.feedback.rstrip() + "\n")
 
 
-def _write_checks(folder: Path, reports: list[Any]) -> list[dict[str, Any]]:
+def _write_checks(folder: Path, reports: Sequence[Any]) -> list[dict[str, Any]]:
     """Write a new round's check logs and reports into its ``folder``; return their rows for ``session.json``."""
     report_rows = []
     for report in reports:
