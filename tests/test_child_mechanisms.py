@@ -15,7 +15,7 @@ import sys
 import pytest
 from dace_ai.checking.child import buffers, timing
 from dace_ai.checking.child.process import Phase, Threads
-from dace_ai.checking.child.records import Case, Job
+from dace_ai.checking.child.records import Case, SandboxJob
 from dace_ai.checking.child.runs import run_case
 from dace_ai.checking.sandbox import CHILD
 
@@ -72,7 +72,7 @@ def _threads(runtime: bool = False) -> Threads:
     return threads
 
 
-JOB: Job = {"mode": "verify"}
+JOB: SandboxJob = {"mode": "verify"}
 
 
 def test_buffers_of_a_run_that_raises_are_freed(tmp_path):

@@ -272,6 +272,19 @@ def test_long_functions_are_measured_from_def_to_last_line():
     assert _long_functions(tree, "m", limit=81) == []
 
 
+def test_each_class_name_in_core_means_one_thing():
+    """Two classes of one name (a plugin's origin and a tasklet's provenance, the sandbox's job and an
+    executor's) make every import and docstring ambiguous; each name is defined once in core."""
+    defined: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef):
+                defined.setdefault(node.name, []).append(module)
+    twice = {name: modules for name, modules in defined.items() if len(modules) > 1}
+    assert not twice, f"class names defined more than once: {twice}"
+
+
 def _module_names() -> dict[str, Path]:
     """``dace_ai.checking.api`` -> its file, for every module of the package (packages by their ``__init__``)."""
     names = {}

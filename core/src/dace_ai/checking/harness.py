@@ -26,7 +26,7 @@ and returns a :class:`SandboxRun` (a plain dict, typed)::
      "seconds": {"compile": ..., "reference": ..., "run": ..., "total": ...}}
 
 The job, its cases and the child's records are the TypedDicts of :mod:`dace_ai.checking.child.records`
-(:class:`~dace_ai.checking.child.records.Job`, :class:`~dace_ai.checking.child.records.Case`,
+(:class:`~dace_ai.checking.child.records.SandboxJob`, :class:`~dace_ai.checking.child.records.Case`,
 :class:`~dace_ai.checking.child.records.CaseRecord`, :class:`~dace_ai.checking.child.records.Problem`), defined
 there once because the child imports nothing else. Callers that act on a failure read
 ``result["problem"]`` (:class:`RunProblem`), never the message, which is worded for the model.
@@ -53,7 +53,7 @@ import numpy as np
 
 from dace_ai.checking import distributions
 from dace_ai.checking.api import CheckRequest, SharedKey
-from dace_ai.checking.child.records import Case, CaseRecord, Job, Problem
+from dace_ai.checking.child.records import Case, CaseRecord, Problem, SandboxJob
 from dace_ai.checking.constraints import first_point, point_text
 from dace_ai.checking.ladder import Ladder, SkippedSize, build_ladder, case_place
 from dace_ai.checking.sandbox import ChildOutcome, SandboxLimits, run_child
@@ -787,11 +787,11 @@ def _child_job(
     bench: BenchPlan | None,
     count: int,
     timing: dict[str, Any],
-) -> Job:
+) -> SandboxJob:
     """The job the child reads: its cases, the candidate, the bench section (reference added later)."""
     from dace_ai.checking.runner import baseline_timing_file
 
-    job: Job = {
+    job: SandboxJob = {
         "mode": "verify" if mode == "bench" else mode,
         **timing,
         "threads": count,
@@ -811,7 +811,7 @@ def _child_job(
     return job
 
 
-def _add_native_reference(request: CheckRequest, job: Job, plan: _Plan, count: int, result: SandboxRun) -> None:
+def _add_native_reference(request: CheckRequest, job: SandboxJob, plan: _Plan, count: int, result: SandboxRun) -> None:
     """Build (or reuse) the node's native program and give it to the job; one DaCe cannot build
     says nothing about the candidate, so the run ends inconclusive."""
     from dace_ai.checking.reference import build_native_reference
@@ -920,7 +920,7 @@ def _new_result(mode: str, seeds: list[int], count: int) -> SandboxRun:
     return result
 
 
-def _bench_record(written: dict[str, Any], bench: BenchPlan, job: Job, library: Path) -> dict[str, Any]:
+def _bench_record(written: dict[str, Any], bench: BenchPlan, job: SandboxJob, library: Path) -> dict[str, Any]:
     """``result["bench"]``: what the child's bench section wrote, with the plan it ran and the library it timed."""
     return {
         **(written.get("bench") or {}),

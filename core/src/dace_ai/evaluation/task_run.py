@@ -27,8 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from dace_ai.checking.child.records import Case
-from dace_ai.checking.child.records import Job as ChildJob  # the sandbox child's job, not an executor's Job
+from dace_ai.checking.child.records import Case, SandboxJob
 
 #: Limits of the child: wall seconds, CPU seconds, address space bytes.
 WALL_SECONDS = 600
@@ -184,9 +183,11 @@ def _timing_figures(bench: dict[str, Any], sides: list[dict[str, Any]], left_out
     return figures
 
 
-def _verify_job(candidate: dict[str, Any], baseline: dict[str, Any], cases: Sequence[Case], outputs: Path) -> ChildJob:
+def _verify_job(
+    candidate: dict[str, Any], baseline: dict[str, Any], cases: Sequence[Case], outputs: Path
+) -> SandboxJob:
     """The child's job without its bench section: both programs on every case, outputs saved for judging here."""
-    job: ChildJob = {
+    job: SandboxJob = {
         "mode": "verify",
         "candidate": candidate,
         "reference": baseline,

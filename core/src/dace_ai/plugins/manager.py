@@ -37,8 +37,8 @@ from dace_ai.plugins.registrations import (
     Checker,
     EnvironmentGenerator,
     Executor,
+    PluginOrigin,
     PromptSection,
-    Provenance,
     Provider,
     Registration,
     Setting,
@@ -82,8 +82,8 @@ class PluginRecord:
     registered: dict[str, list[str]] = field(default_factory=dict)
 
     @property
-    def provenance(self) -> Provenance:
-        return Provenance(self.name, self.distribution, self.version)
+    def provenance(self) -> PluginOrigin:
+        return PluginOrigin(self.name, self.distribution, self.version)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -235,7 +235,7 @@ class PluginManager:
             found: dict[str, list[Registration]] = {}
             for impl in reversed(caller.get_hookimpls()):  # registration order
                 record = self._records.get(impl.plugin_name)
-                provenance = record.provenance if record else Provenance(impl.plugin_name, "unknown", "unknown")
+                provenance = record.provenance if record else PluginOrigin(impl.plugin_name, "unknown", "unknown")
                 try:
                     produced = impl.function()
                     items = list(produced) if produced is not None else []

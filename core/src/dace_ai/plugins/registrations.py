@@ -2,7 +2,7 @@
 
 Every hook of dace-ai returns an iterable of these frozen dataclasses and has no
 side effects: the plugin manager collects them, validates them, detects
-duplicate names and stamps each with its :class:`Provenance` (which plugin,
+duplicate names and stamps each with its :class:`PluginOrigin` (which plugin,
 which distribution, which version), so listings, errors and traces can always
 say where a registration came from.
 
@@ -35,7 +35,7 @@ STAGES: tuple[str, ...] = ("compile", "verify", "bench")
 
 
 @dataclass(frozen=True)
-class Provenance:
+class PluginOrigin:
     """Where a registration came from: entry-point name, distribution and its version."""
 
     plugin: str
@@ -119,7 +119,7 @@ class Registration:
     description: str = ""
     settings: tuple[Setting, ...] = ()
     tools: tuple[str, ...] = ()
-    provenance: Provenance | None = field(default=None, compare=False)
+    provenance: PluginOrigin | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -136,7 +136,7 @@ class Registration:
                     f"got {type(setting).__name__}"
                 )
 
-    def with_provenance(self, provenance: Provenance) -> Registration:
+    def with_provenance(self, provenance: PluginOrigin) -> Registration:
         return dataclasses.replace(self, provenance=provenance)
 
     @property

@@ -25,7 +25,7 @@ the other modules of ``dace_ai.checking``) there would let those names shadow ot
 ``__main__.py`` loads this folder as a package of its own name, ``dace_ai_child``, from
 its own location (:func:`importlib.util.spec_from_file_location` with
 ``submodule_search_locations``), and the modules import each other relatively
-(``from .records import Job``). The same files are ``dace_ai.checking.child.*`` in the
+(``from .records import SandboxJob``). The same files are ``dace_ai.checking.child.*`` in the
 parent, where they are ordinary modules of the installed package (a wheel ships them
 like any other: they are ``.py`` files of a package). This file imports nothing, so
 loading the package costs nothing beyond the modules the child uses.

@@ -23,7 +23,7 @@ from .compare import same_outputs
 from .inputs import case_data, output_containers
 from .process import Phase, Threads
 from .programs import PythonBaseline, Reference
-from .records import BaselineSpec, BenchJob, BenchResult, Case, CaseRecord, Job, Timed
+from .records import BaselineSpec, BenchJob, BenchResult, Case, CaseRecord, SandboxJob, Timed
 from .reuse import REUSE_NATIVE_SECONDS, Known, known_samples, save_array, save_samples
 from .runs import run_case
 from .timing import bench_lock, measure_bandwidth, time_calls
@@ -66,7 +66,7 @@ def _held(program: Any, case: Case, threads: Threads, stack: contextlib.ExitStac
 
 
 def _baseline_sides(
-    bench: BenchJob, phase: Phase, threads: Threads, job: Job, stack: contextlib.ExitStack
+    bench: BenchJob, phase: Phase, threads: Threads, job: SandboxJob, stack: contextlib.ExitStack
 ) -> list[_Side]:
     """Load and prepare the bench section's baselines (DaCe's library implementations, a NumPy reference).
 
@@ -94,7 +94,9 @@ def _baseline_sides(
     return sides
 
 
-def _save_baseline_outputs(job: Job, case: Case, spec: BaselineSpec, index: int, buffers: dict[str, Any]) -> None:
+def _save_baseline_outputs(
+    job: SandboxJob, case: Case, spec: BaselineSpec, index: int, buffers: dict[str, Any]
+) -> None:
     if job.get("save_outputs") and spec.get("kind") != "python":
         for name in output_containers(case):
             save_array(
@@ -135,7 +137,13 @@ def _baseline_samples(sides: list[_Side], timed: Timed) -> tuple[dict[str, list[
 
 
 def _time_bench(
-    job: Job, candidate: Any, prepared: Any, reference: Any, records: list[CaseRecord], phase: Phase, threads: Threads
+    job: SandboxJob,
+    candidate: Any,
+    prepared: Any,
+    reference: Any,
+    records: list[CaseRecord],
+    phase: Phase,
+    threads: Threads,
 ) -> BenchResult:
     """The bench section's timing under the lock: the candidate on its kept buffers, interleaved with
     the native reference and the baselines on the same inputs and threads, and the memory bandwidth.
@@ -176,7 +184,7 @@ def _time_bench(
 
 
 def run_bench(
-    job: Job, candidate: Any, reference: Any, natives: list[Any], phase: Phase, threads: Threads
+    job: SandboxJob, candidate: Any, reference: Any, natives: list[Any], phase: Phase, threads: Threads
 ) -> tuple[BenchResult, list[CaseRecord]]:
     """The bench section: its cases (seeds at the bench sizes), the run rules, then the timing under the lock."""
     bench = job["bench"]

@@ -14,8 +14,8 @@ import numpy as np
 from .bench import run_bench
 from .compare import expected_of, same_outputs
 from .process import Phase, Threads, apply_limits
-from .programs import Candidate, Reference
-from .records import Case, CaseRecord, ChildResult, Job, LibrarySpec
+from .programs import CandidateLibrary, Reference
+from .records import Case, CaseRecord, ChildResult, LibrarySpec, SandboxJob
 from .reuse import save_array
 from .runs import reference_outputs, run_case, time_reference
 
@@ -43,7 +43,7 @@ def _name_stale(record: CaseRecord, case: Case, earlier: dict[str, tuple[int, di
 
 
 def _reference_for(
-    reference: Any, case: Case, job: Job, phase: Phase, threads: Threads
+    reference: Any, case: Case, job: SandboxJob, phase: Phase, threads: Threads
 ) -> dict[str, np.ndarray] | None:
     """The native reference's outputs of a case (None when a reference function's files give them)."""
     if reference is None or case.get("expected"):
@@ -80,10 +80,10 @@ def _skip_reason(case: Case, native: dict[str, np.ndarray] | None, settled: set[
 
 def _program(spec: LibrarySpec, fault_fd: int) -> Any:
     """The candidate side: the entry-point library of the one compile, or a program DaCe built."""
-    return Reference(spec) if spec.get("kind") == "program" else Candidate(spec, fault_fd)
+    return Reference(spec) if spec.get("kind") == "program" else CandidateLibrary(spec, fault_fd)
 
 
-def run_job(job: Job) -> ChildResult:
+def run_job(job: SandboxJob) -> ChildResult:
     """Reference outputs first (before any candidate code is loaded), then the cases, then the bench section.
 
     ``job``: ``mode`` (``verify``: compare; ``time``: also time each side per case),

@@ -14,7 +14,7 @@ from .buffers import GuardedBuffer
 from .records import BaselineSpec, Case, LibrarySpec
 
 
-class Candidate:
+class CandidateLibrary:
     """The candidate library's C entry points (written by the parent around the answer's code)."""
 
     def __init__(self, spec: LibrarySpec, fault_fd: int) -> None:

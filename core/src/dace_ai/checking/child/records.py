@@ -2,7 +2,7 @@
 
 Defined here, once: the child imports nothing of dace_ai (it runs under ``python -I``), and
 the parents (:mod:`dace_ai.checking.harness`, :mod:`dace_ai.evaluation.task_run`) import
-them from here (``from dace_ai.checking.child.records import Job``). Standard library only.
+them from here (``from dace_ai.checking.child.records import SandboxJob``). Standard library only.
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ class Limits(TypedDict, total=False):
     memory_bytes: int
 
 
-class Job(TypedDict, total=False):
+class SandboxJob(TypedDict, total=False):
     """The JSON job the parent writes for one child run (see :func:`dace_ai_child.job.run_job`)."""
 
     mode: str  #: "verify" or "time"

@@ -29,7 +29,7 @@ from .compare import (
 )
 from .inputs import case_data, output_containers, view
 from .process import Phase, Threads
-from .records import Case, CaseRecord, Job, Problem
+from .records import Case, CaseRecord, Problem, SandboxJob
 from .reuse import save_array
 from .timing import time_calls
 
@@ -41,7 +41,9 @@ def where(case: Case, buffers: dict[str, GuardedBuffer]) -> dict[str, Any]:
     return {"seed": case["seed"], "sizes": case["sizes"], "buffers": [b.layout() for b in buffers.values()]}
 
 
-def time_side(label: str, program: Any, prepared: Any, job: Job, phase: Phase, context: dict[str, Any]) -> list[float]:
+def time_side(
+    label: str, program: Any, prepared: Any, job: SandboxJob, phase: Phase, context: dict[str, Any]
+) -> list[float]:
     """The ``time`` mode's samples of one side on its prepared buffers (:func:`~.timing.time_calls`, one side)."""
     timed = time_calls(
         {label: lambda: program.call(prepared)},
@@ -52,7 +54,7 @@ def time_side(label: str, program: Any, prepared: Any, job: Job, phase: Phase, c
     return timed["samples"][label]
 
 
-def time_reference(reference: Any, case: Case, job: Job, phase: Phase, threads: Threads) -> list[float]:
+def time_reference(reference: Any, case: Case, job: SandboxJob, phase: Phase, threads: Threads) -> list[float]:
     """The ``time`` mode's samples of the native reference on the case's inputs, in buffers of its own."""
     threads.use(None)
     with allocated(case, case_data(case)) as buffers:
@@ -142,7 +144,7 @@ def _call_again(
     }
 
 
-def _save_outputs(job: Job, case: Case, returned: dict[str, np.ndarray]) -> None:
+def _save_outputs(job: SandboxJob, case: Case, returned: dict[str, np.ndarray]) -> None:
     """The candidate's outputs as .npy files, when the parent asked (whole programs it judges itself)."""
     if job.get("save_outputs"):
         for name in output_containers(case):
@@ -156,7 +158,7 @@ def _first_run_problem(
     native: dict[str, np.ndarray] | None,
     phase: Phase,
     threads: Threads,
-    job: Job,
+    job: SandboxJob,
     data: dict[str, np.ndarray],
     buffers: dict[str, GuardedBuffer],
     returned: dict[str, np.ndarray],
@@ -246,7 +248,7 @@ def _run_once(
     native: Outputs | None,
     phase: Phase,
     threads: Threads,
-    job: Job,
+    job: SandboxJob,
     run: tuple[int, int | None, bool],
     data: Outputs,
     buffers: dict[str, GuardedBuffer],
@@ -314,7 +316,7 @@ def run_case(
     native: Outputs | None,
     phase: Phase,
     threads: Threads,
-    job: Job,
+    job: SandboxJob,
     keep: contextlib.ExitStack | None = None,
     again_native: Outputs | None = None,
 ) -> tuple[CaseRecord, Any]:
