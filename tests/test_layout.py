@@ -4,6 +4,7 @@ and shipped packs that use only the public door ``dace_ai.plugin``."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -283,6 +284,65 @@ def test_each_class_name_in_core_means_one_thing():
                 defined.setdefault(node.name, []).append(module)
     twice = {name: modules for name, modules in defined.items() if len(modules) > 1}
     assert not twice, f"class names defined more than once: {twice}"
+
+
+#: Parameters and fields that always hold one of the project's own types; ``Any`` is for DaCe's
+#: objects (an SDFG, a state, a node) and JSON values, whose shape the project does not own.
+PROJECT_TYPED = {
+    "ctx": "NodeContext",
+    "settings": "AISettings",
+    "session": "Session",
+    "provider": "Provider",
+    "task": "Task",
+    "manager": "PluginManager",
+    "dispatcher": "CheckDispatcher",
+    "verdict": "Verdict",
+    "answer": "Answer",
+    "candidate": "CandidateLibrary",
+    "prepared": "a program's prepared arguments",
+}
+
+
+def _any_annotated(tree: ast.Module, names: Iterable[str]) -> list[str]:
+    """``function(name)`` / ``Class.name`` for every parameter or field of ``names`` annotated plain ``Any``."""
+    wanted, found = set(names), []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+            found += [
+                f"{node.name}({a.arg})"
+                for a in arguments
+                if a.arg in wanted and a.annotation is not None and ast.unparse(a.annotation).strip("'\"") == "Any"
+            ]
+        elif isinstance(node, ast.ClassDef):
+            found += [
+                f"{node.name}.{item.target.id}"
+                for item in node.body
+                if isinstance(item, ast.AnnAssign)
+                and isinstance(item.target, ast.Name)
+                and item.target.id in wanted
+                and ast.unparse(item.annotation).strip("'\"") == "Any"
+            ]
+    return found
+
+
+def test_project_types_are_not_annotated_any():
+    """A node context, the settings, a session, a provider, ... are typed where they pass (under
+    ``TYPE_CHECKING`` where only an annotation needs them), so a reader and a type checker know them."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        offenders += [f"{path.relative_to(PACKAGE)}: {where}" for where in _any_annotated(tree, PROJECT_TYPED)]
+    assert not offenders, "annotated Any, expected their type:\n" + "\n".join(offenders)
+
+
+def test_any_annotations_are_found_in_parameters_and_fields():
+    tree = ast.parse(
+        "def f(ctx: Any, settings: 'Any' = None, sdfg: Any = None): ...\n"
+        "class C:\n    session: Any = None\n    other: Any\n"
+        "def g(ctx: NodeContext): ...\n"
+    )
+    assert _any_annotated(tree, PROJECT_TYPED) == ["f(ctx)", "f(settings)", "C.session"]
 
 
 def _module_names() -> dict[str, Path]:

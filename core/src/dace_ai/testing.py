@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dace_ai.providers.api import ProviderRequest
 
 
 class FakeProvider:
@@ -37,7 +40,7 @@ class FakeProvider:
         with self._lock:
             self._answers.extend(answers)
 
-    def complete(self, request: Any) -> Any:
+    def complete(self, request: ProviderRequest) -> Any:
         from dace_ai.providers.api import ProviderReply, Usage
 
         with self._lock:
@@ -75,7 +78,7 @@ class FakeProvider:
         return _Plugin()
 
 
-def _hook_results(plugin: Any, hook_name: str) -> list[Any]:
+def _hook_results(plugin: object, hook_name: str) -> list[Any]:
     function = getattr(plugin, hook_name, None)
     if function is None:
         return []
@@ -97,7 +100,7 @@ def _check_settings(items: list[Any], declared: dict[str, Any]) -> None:
             )
 
 
-def check_registrations(plugin: Any) -> dict[str, list[Any]]:
+def check_registrations(plugin: object) -> dict[str, list[Any]]:
     """Run every hook the plugin implements and check each registration's contract (and the settings it declares).
 
     Checks: the hook yields the right registration type; names are unique within the

@@ -260,7 +260,7 @@ def compare_times(candidate: float, baselines: Mapping[str, float], native_label
 
 
 # ----------------------------------------------------------------------------- the bench stage's wiring
-def bench_programs(request: Any, build: bool = True) -> tuple[str | None, dict[str, Any], list[Unavailable]]:
+def bench_programs(request: CheckRequest, build: bool = True) -> tuple[str | None, dict[str, Any], list[Unavailable]]:
     """(native label, built baseline programs by label -> the sandbox child's program spec, baselines not
     timed and why).
 

@@ -16,17 +16,20 @@ need from the context).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dace_ai.checking.api import CheckReport, CheckRequest
 from dace_ai.context.types import NodeContext
 from dace_ai.prompt.answer import Answer
 
+if TYPE_CHECKING:
+    from dace_ai.config.settings import AISettings
+
 
 def check_candidate(
     answer: Answer,
     node_ctx: NodeContext,
-    settings: Any,
+    settings: AISettings,
     environments: Iterable[str] | None = None,
     make_tasklet: Callable[[set[str]], Any] | None = None,
 ) -> list[CheckReport]:

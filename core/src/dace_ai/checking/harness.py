@@ -55,7 +55,7 @@ from dace_ai.checking import distributions
 from dace_ai.checking.api import CheckRequest, SharedKey
 from dace_ai.checking.child.records import Case, CaseRecord, Problem, SandboxJob
 from dace_ai.checking.constraints import first_point, point_text
-from dace_ai.checking.ladder import Ladder, SkippedSize, build_ladder, case_place
+from dace_ai.checking.ladder import GivenSizes, Ladder, SkippedSize, build_ladder, case_place
 from dace_ai.checking.sandbox import ChildOutcome, SandboxLimits, run_child
 from dace_ai.context.types import ConnectorInfo
 from dace_ai.state import STATE
@@ -158,7 +158,9 @@ def _substituted(value: Any, items: tuple[tuple[str, Any], ...]) -> int:
     return int(value.subs({s: named[str(s)] for s in value.free_symbols}))
 
 
-def size_cases(request: CheckRequest, sizes: Any = None, bench_sizes: Any = None) -> list[dict[str, int]]:
+def size_cases(
+    request: CheckRequest, sizes: GivenSizes | None = None, bench_sizes: Mapping[str, int] | str | None = None
+) -> list[dict[str, int]]:
     """Symbol values to run: ``sizes`` as given (list of dicts, or dict of lists zipped), else the size ladder.
 
     The ladder's rungs in order (see :func:`dace_ai.checking.ladder.build_ladder`, which
@@ -676,7 +678,9 @@ class _Plan:
 _NO_VALUES = "Not verified: could not give the node's symbols values ({})."
 
 
-def _ladder_cases(request: CheckRequest, mode: str, seeds: list[int], sizes: Any, bench: BenchPlan | None) -> _Plan:
+def _ladder_cases(
+    request: CheckRequest, mode: str, seeds: list[int], sizes: GivenSizes | None, bench: BenchPlan | None
+) -> _Plan:
     """The ladder's cases and the bench section's; which rungs depends on the mode, since the
     bench section checks the bench sizes against the reference itself."""
     if mode == "time":
@@ -709,7 +713,7 @@ def _plan_cases(
     request: CheckRequest,
     mode: str,
     seeds: list[int],
-    sizes: Any,
+    sizes: GivenSizes | None,
     bench: BenchPlan | None,
     kind: str | None,
     count: int,
@@ -937,7 +941,7 @@ def run_against_reference(
     *,
     mode: str = "verify",
     seeds: Sequence[int] | int = DEFAULT_SEEDS,
-    sizes: Any = None,
+    sizes: GivenSizes | None = None,
     repeats: int = 5,
     warmup: int = 1,
     limits: SandboxLimits | None = None,

@@ -362,7 +362,12 @@ def _bench(program: ProgramSizes, given: Mapping[str, int]) -> dict[str, int]:
 
 
 # ----------------------------------------------------------------------------- the ladder
-def _given_list(sizes: Any) -> list[dict[str, int]]:
+#: Sizes a user gives (``verify_sizes``, ``dace_ai.verify(sizes=...)``): a list of ``{symbol: value}``
+#: or one ``{symbol: [values]}``.
+GivenSizes = Sequence[Mapping[str, int]] | Mapping[str, "int | Sequence[int]"]
+
+
+def _given_list(sizes: GivenSizes) -> list[dict[str, int]]:
     """``verify_sizes`` as a list of dicts (a ``{symbol: [values]}`` is zipped, shorter lists repeat their last)."""
     if isinstance(sizes, Mapping):
         lists = {k: list(v) if isinstance(v, (list, tuple)) else [v] for k, v in sizes.items()}
@@ -373,7 +378,7 @@ def _given_list(sizes: Any) -> list[dict[str, int]]:
 
 def build_ladder(
     request: CheckRequest,
-    sizes: Any = None,
+    sizes: GivenSizes | None = None,
     *,
     bench_sizes: Mapping[str, int] | str | None = None,
     seeds: Sequence[int] | int = (0, 1, 2),

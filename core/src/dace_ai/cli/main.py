@@ -16,10 +16,13 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dace_ai.cli.help import add_example
 from dace_ai.errors import DaceAIError
+
+if TYPE_CHECKING:
+    from dace_ai.plugins.manager import PluginManager
 
 
 def _print_json(data: Any) -> None:
@@ -190,7 +193,7 @@ def dace_report() -> dict[str, Any]:
     }
 
 
-def environment_report(manager: Any) -> dict[str, list[dict[str, Any]]]:
+def environment_report(manager: PluginManager) -> dict[str, list[dict[str, Any]]]:
     """Every environment: registered in DaCe, offered by packs (generators), stored by earlier runs."""
     from dace_ai import compat
     from dace_ai.environments.generated import (

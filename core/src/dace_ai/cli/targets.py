@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dace_ai.cli.help import add_example
 from dace_ai.config.settings import resolve_settings
@@ -19,8 +19,11 @@ from dace_ai.errors import DaceAIError
 from dace_ai.plugins.manager import PluginManager, get_plugin_manager
 from dace_ai.targets.select import detect, resolve_target
 
+if TYPE_CHECKING:
+    from dace_ai.config.settings import AISettings
 
-def collect(manager: PluginManager | None = None, settings: Any = None) -> dict[str, Any]:
+
+def collect(manager: PluginManager | None = None, settings: AISettings | None = None) -> dict[str, Any]:
     """Installed targets with their detection, and the target chosen for cpu and gpu code."""
     manager = manager or get_plugin_manager()
     settings = settings or resolve_settings()
@@ -69,7 +72,7 @@ def _print_table(report: dict[str, Any]) -> None:
 
 
 def roofline_report(
-    remeasure: bool = False, manager: PluginManager | None = None, settings: Any = None
+    remeasure: bool = False, manager: PluginManager | None = None, settings: AISettings | None = None
 ) -> dict[str, Any]:
     """This machine's roofline (measured once and stored; again with ``remeasure``) and the vendor's peaks.
 

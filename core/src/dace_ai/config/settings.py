@@ -28,7 +28,7 @@ import sys
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, field_validator
 
@@ -36,6 +36,9 @@ from dace_ai.config.definitions import BY_KEY, SettingDef
 from dace_ai.errors import SettingsError, remember_secret
 from dace_ai.plugins.registrations import Setting
 from dace_ai.state import STATE
+
+if TYPE_CHECKING:
+    from dace_ai.plugins.manager import PluginManager
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -179,7 +182,7 @@ class SettingsWarning(UserWarning):
     """A ``DACE_ai_*`` environment variable names no setting (probably a typo)."""
 
 
-def plugin_settings(manager: Any = None) -> dict[str, tuple[Setting, Any]]:
+def plugin_settings(manager: PluginManager | None = None) -> dict[str, tuple[Setting, Any]]:
     """The settings installed plugins declare, by name, with the registration declaring each.
 
     Loads the plugins (once per process) and registers the keys in DaCe's config schema,

@@ -21,7 +21,7 @@ import json
 import threading
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -30,6 +30,10 @@ from dace_ai.environments import fields
 from dace_ai.environments.spec import EnvironmentSpec
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import EnvironmentGenerator
+
+if TYPE_CHECKING:
+    from dace_ai.context.types import NodeContext
+    from dace_ai.prompt.answer import EnvironmentRequest
 
 #: The module that generated classes belong to (a real module file, see ``environments/ai.py``).
 HOME_MODULE = "dace_ai.environments.ai"
@@ -165,7 +169,7 @@ def load_generated(root: Path | None = None) -> list[str]:
 
 
 # ------------------------------------------------------------------------ the generic generator
-def _offer(ctx: Any) -> str | None:
+def _offer(ctx: NodeContext) -> str | None:
     if getattr(ctx, "in_gpu_kernel", False):
         return (
             "Inside this GPU kernel an environment may only add headers whose functions are `__device__` "
@@ -182,7 +186,7 @@ def _offer(ctx: Any) -> str | None:
     )
 
 
-def _generate(request: Any) -> EnvironmentSpec:
+def _generate(request: EnvironmentRequest) -> EnvironmentSpec:
     data = request.model_dump(mode="json") if hasattr(request, "model_dump") else dict(request)
     return EnvironmentSpec.model_validate({key: data[key] for key in EnvironmentSpec.model_fields if key in data})
 

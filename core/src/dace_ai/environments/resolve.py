@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dace_ai.environments.generated import HOME_MODULE, materialise
 from dace_ai.environments.installed import EnvironmentInfo, environment_infos, find_header, suits
 from dace_ai.environments.spec import EnvironmentSpec
 from dace_ai.plugins.registrations import Detection, EnvironmentGenerator
 from dace_ai.state import STATE
+
+if TYPE_CHECKING:
+    from dace_ai.context.types import NodeContext
+    from dace_ai.prompt.answer import Answer, EnvironmentRequest
 
 #: Largest part of a header read when looking for ``__device__`` functions.
 _HEADER_SCAN = 4 << 20
@@ -60,7 +64,7 @@ def _generators() -> dict[str, EnvironmentGenerator]:
     return get_plugin_manager().environment_generators()
 
 
-def offers(ctx: Any) -> list[tuple[str, str]]:
+def offers(ctx: NodeContext) -> list[tuple[str, str]]:
     """(generator name, prompt text) for every generator installed here that suits the node."""
     texts = []
     for name, generator in _generators().items():
@@ -75,7 +79,7 @@ def offers(ctx: Any) -> list[tuple[str, str]]:
     return texts
 
 
-def suitable_environments(ctx: Any) -> list[EnvironmentInfo]:
+def suitable_environments(ctx: NodeContext) -> list[EnvironmentInfo]:
     """Registered DaCe environments installed here that suit the node's target (generated ones left out)."""
     infos = getattr(ctx, "environments", None) or environment_infos()
     kind = ctx.target.kind
@@ -90,7 +94,7 @@ def _named(name: str, infos: list[EnvironmentInfo]) -> EnvironmentInfo | None:
     return short[0] if len(short) == 1 else None
 
 
-def _use(name: str, ctx: Any) -> tuple[str | None, str | None]:
+def _use(name: str, ctx: NodeContext) -> tuple[str | None, str | None]:
     infos = getattr(ctx, "environments", None) or environment_infos()
     installed = ", ".join(e.name for e in suitable_environments(ctx)) or "none"
     info = _named(name, infos)
@@ -124,7 +128,9 @@ def _kernel_problems(spec: EnvironmentSpec) -> list[str]:
     return problems
 
 
-def _generate(request: Any, ctx: Any, generators: dict[str, EnvironmentGenerator]) -> tuple[str | None, str | None]:
+def _generate(
+    request: EnvironmentRequest, ctx: NodeContext, generators: dict[str, EnvironmentGenerator]
+) -> tuple[str | None, str | None]:
     where = f"'environments' entry {request.name!r} (generator {request.generator!r})"
     generator = generators.get(request.generator)
     if generator is None:
@@ -149,7 +155,7 @@ def _generate(request: Any, ctx: Any, generators: dict[str, EnvironmentGenerator
         return None, f"{where}: cannot be registered: {exc}"
 
 
-def resolve_environments(answer: Any, ctx: Any) -> Resolution:
+def resolve_environments(answer: Answer, ctx: NodeContext) -> Resolution:
     """The class paths for ``answer``'s environments, registering generated ones; refusals as problems."""
     result = Resolution()
     for name in answer.use_environments:

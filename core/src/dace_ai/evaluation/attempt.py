@@ -28,7 +28,11 @@ from typing import TYPE_CHECKING, Any
 from dace_ai.errors import AnswerError, DaceAIError
 
 if TYPE_CHECKING:
+    from dace_ai.checking.verdict import Verdict
     from dace_ai.config.settings import AISettings
+    from dace_ai.context.types import NodeContext
+    from dace_ai.evaluation.tasks import Task
+    from dace_ai.prompt.answer import Answer
 
 
 def prompt_hash(system: str, user: str) -> str:
@@ -54,7 +58,7 @@ def _bench_speedup(reports: list[Any]) -> float | None:
     return None
 
 
-def _record_refusal(out: dict[str, Any], reports: list[Any], verdict: Any) -> None:
+def _record_refusal(out: dict[str, Any], reports: list[Any], verdict: Verdict) -> None:
     """Name what refused the attempt: the first stage that failed (its diagnostics), or, when a
     check could not decide and ``on_inconclusive=reject``, the undecided stage (the verdict's reason)."""
     for stage in ("compile", "verify", "bench"):
@@ -72,7 +76,7 @@ def _record_refusal(out: dict[str, Any], reports: list[Any], verdict: Any) -> No
 
 
 def _run_whole_program(
-    payload: dict[str, Any], suite: Any, task: Any, answer: Any, out: dict[str, Any]
+    payload: dict[str, Any], suite: str, task: Task, answer: Answer, out: dict[str, Any]
 ) -> dict[str, Any]:
     """Run the task's whole program with the answer in the sandbox, unless the target is not the
     host or the checks already verified it and nothing is timed; records ``task_run`` and errors.
@@ -222,8 +226,8 @@ def _record_speed_figures(
     run: dict[str, Any],
     reports: list[Any],
     node_speedup: float | None,
-    ctx: Any,
-    task: Any,
+    ctx: NodeContext,
+    task: Task,
     settings: AISettings,
 ) -> None:
     """Speed figures from one place: the task run when it was timed, else the bench stage's node figures."""
@@ -247,7 +251,7 @@ def _record_speed_figures(
 
 
 def attempt_speed_of_light(
-    ctx: Any, task: Any, seconds: float | None, threads: int | None, out: dict[str, Any], setting: str = "on"
+    ctx: NodeContext, task: Task, seconds: float | None, threads: int | None, out: dict[str, Any], setting: str = "on"
 ) -> dict[str, Any] | None:
     """The task run's time against this machine's roofline: the node's work at the task's sizes.
 
@@ -365,7 +369,7 @@ def verdict(a: dict[str, Any]) -> str:
     return f"correct, {a['speedup']:.2f}x vs {a.get('strongest')}"
 
 
-def stage_settings(task: Any, settings: dict[str, Any], repeats: int) -> dict[str, Any]:
+def stage_settings(task: Task, settings: dict[str, Any], repeats: int) -> dict[str, Any]:
     """Settings for the checkers of one attempt: the bench stage times at the task's sizes.
 
     Only settings this installation knows are set (the bench stage is a plugin).

@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dace_ai.evaluation.tasks import Task
 
 NUMPY = "NumPy"
 #: The task's native program (AI-node tasks: the ``baseline`` program of the suite).
 NATIVE_PROGRAM = "DaCe native program"
 
 
-def native_label(suite: str, task: Any) -> str:
+def native_label(suite: str, task: Task) -> str:
     """How the task's native baseline is named: ``DaCe pure`` for a library node, else the native program."""
     if task.kind != "library":
         return NATIVE_PROGRAM
@@ -37,7 +40,7 @@ def native_label(suite: str, task: Any) -> str:
 
 
 def task_baseline_sides(
-    suite: str, task: Any, digest: str, arguments: dict[str, Any], build: Callable[[Any], dict[str, Any]]
+    suite: str, task: Task, digest: str, arguments: dict[str, Any], build: Callable[[Any], dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """(the bench section's extra sides for one task, baselines left out with their reason).
 

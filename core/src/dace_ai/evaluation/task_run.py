@@ -23,11 +23,15 @@ import statistics
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dace_ai.checking.child.records import Case, SandboxJob
+
+if TYPE_CHECKING:
+    from dace_ai.checking.sandbox import ChildOutcome
+    from dace_ai.evaluation.tasks import Task
 
 #: Limits of the child: wall seconds, CPU seconds, address space bytes.
 WALL_SECONDS = 600
@@ -61,7 +65,7 @@ def _built(sdfg: Any, build_root: Path, prepare: Any = None) -> dict[str, Any]:
         return spec
 
 
-def _case(sdfg: Any, task: Any, seed: int, folder: Path) -> tuple[Case, dict[str, Any]]:
+def _case(sdfg: Any, task: Task, seed: int, folder: Path) -> tuple[Case, dict[str, Any]]:
     """(the child's case for one seed: the program's arrays, inputs from files; the arguments here)."""
     from dace_ai.evaluation.programs import make_arguments
 
@@ -103,7 +107,7 @@ def _case(sdfg: Any, task: Any, seed: int, folder: Path) -> tuple[Case, dict[str
     return case, args
 
 
-def _child_failure(outcome: Any, wall_seconds: float) -> str:
+def _child_failure(outcome: ChildOutcome, wall_seconds: float) -> str:
     """Who (the native baseline, the candidate, a baseline) made the child stop, and how, in words."""
     who = {
         "reference": "the native baseline",
@@ -120,7 +124,7 @@ def _child_failure(outcome: Any, wall_seconds: float) -> str:
 
 
 def _judge_outputs(
-    task: Any,
+    task: Task,
     reference: Any,
     cases: Sequence[Any],
     arguments: Sequence[Any],
@@ -200,8 +204,8 @@ def _verify_job(
 
 def _bench_section(
     spec: dict[str, Any],
-    suite: Any,
-    task: Any,
+    suite: str,
+    task: Task,
     digest: str,
     case: Case,
     args: dict[str, Any],

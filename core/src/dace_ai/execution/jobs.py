@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from dace_ai.errors import DaceAIError
+from dace_ai.plugins.types import SettingsView
 
 JobStage = Literal["check", "verify", "bench"]
 #: Resource name a worker advertises to accept timing jobs (one slot per set of dedicated cores).
@@ -101,7 +102,7 @@ class ExecutorOptions:
     workers: int | None = None
     scheduler: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-    settings: Any = None
+    settings: SettingsView | None = None
 
 
 class Runner(Protocol):

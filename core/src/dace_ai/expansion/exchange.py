@@ -30,7 +30,7 @@ import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dace_ai import compat
 from dace_ai.config.settings import AISettings
@@ -44,8 +44,11 @@ from dace_ai.providers.manual import (
     write_prompt,
 )
 
+if TYPE_CHECKING:
+    from dace_ai.storage.sessions import Session
 
-def _manual_settings(settings: Any, directory: str | Path | None) -> AISettings:
+
+def _manual_settings(settings: AISettings | dict[str, Any] | None, directory: str | Path | None) -> AISettings:
     from dace_ai.expansion.expansion_pass import resolve
 
     base = resolve(settings)
@@ -56,7 +59,11 @@ def _manual_settings(settings: Any, directory: str | Path | None) -> AISettings:
 
 
 def generate_prompts(
-    sdfg: Any, directory: str | Path | None = None, settings: Any = None, *, expand_others: bool = True
+    sdfg: Any,
+    directory: str | Path | None = None,
+    settings: AISettings | dict[str, Any] | None = None,
+    *,
+    expand_others: bool = True,
 ) -> list[PromptFile]:
     """Write ``<node>_<hash>_prompt.md`` for every node that would expand with 'ai' (nested SDFGs too).
 
@@ -126,7 +133,11 @@ class ResponseReport:
 
 
 def read_prompt_responses(
-    sdfg: Any, directory: str | Path | None = None, settings: Any = None, *, expand_others: bool = True
+    sdfg: Any,
+    directory: str | Path | None = None,
+    settings: AISettings | dict[str, Any] | None = None,
+    *,
+    expand_others: bool = True,
 ) -> ResponseReport:
     """Expand every pending node whose response file exists; report the others.
 
@@ -173,7 +184,7 @@ def read_prompt_responses(
     return report
 
 
-def _failed_round(session: Any, rounds_before: int, files: PromptFile) -> FailedAnswer | None:
+def _failed_round(session: Session, rounds_before: int, files: PromptFile) -> FailedAnswer | None:
     """The answer of this call that failed its checks (from the session), or None when none did."""
     rounds = session.summary().get("rounds", [])[rounds_before:]
     rejected = [r for r in rounds if r.get("status") == "rejected"]
@@ -229,7 +240,7 @@ def _pending(sdfg: Any) -> list[tuple[Any, Any, Any]]:
     return pending_nodes(sdfg)
 
 
-def generate_prompt(node: Any, state: Any, settings: Any = None) -> str:
+def generate_prompt(node: Any, state: Any, settings: AISettings | dict[str, Any] | None = None) -> str:
     """The prompt document for one node (nothing written)."""
     from dace_ai.expansion.expansion_pass import node_context, resolve
     from dace_ai.expansion.requests import build_request
@@ -241,7 +252,7 @@ def generate_prompt(node: Any, state: Any, settings: Any = None) -> str:
     return prompt_document(ctx.name, request, folder / f"{file_stem(ctx.name, request)}{RESPONSE_SUFFIX}")
 
 
-def read_prompt_response(node: Any, state: Any, reply: Any, settings: Any = None) -> Any:
+def read_prompt_response(node: Any, state: Any, reply: Any, settings: AISettings | dict[str, Any] | None = None) -> Any:
     """Expand one node now with ``reply`` (JSON text, a dict, or an Answer); return the tasklet.
 
     None when the reply (and its repairs) failed and ``on_failure=native`` expanded the node natively.

@@ -43,13 +43,20 @@ import warnings
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dace_ai import compat
 from dace_ai.errors import AIUsageError, DaceAIError, DaceAIWarning, ProviderError
 from dace_ai.prompt.answer import parse_answer
 from dace_ai.providers.api import ProviderReply, ProviderRequest, Usage
 from dace_ai.storage.cache import AnswerCache, cache_key
+
+if TYPE_CHECKING:
+    from dace_ai.checking.verdict import Verdict
+    from dace_ai.config.settings import AISettings
+    from dace_ai.context.types import NodeContext
+    from dace_ai.expansion.dispatch import CheckDispatcher, DispatchStats
+    from dace_ai.plugins.registrations import Provider
 
 Status = Literal["pending", "cached", "generated", "failed"]
 
@@ -87,7 +94,7 @@ class GenerateSummary:
     seconds: float = 0.0
     #: The executor that ran the checks and where their time went.
     executor: str = ""
-    stats: Any = None
+    stats: DispatchStats | None = None
 
     def count(self, status: Status) -> int:
         return sum(1 for n in self.nodes if n.status == status)
@@ -158,7 +165,7 @@ class GenerateWarning(DaceAIWarning):
     """Some nodes of ``dace_ai.generate`` got no answer (see the summary's ``failures``)."""
 
 
-def _warn_failures(summary: GenerateSummary, settings: Any) -> None:
+def _warn_failures(summary: GenerateSummary, settings: AISettings) -> None:
     """Say, as a Python warning, which nodes failed and, when no provider was chosen, what to choose."""
     if not summary.failures:
         return
@@ -184,13 +191,13 @@ class _Job:
 
     key: str
     request: ProviderRequest
-    ctx: Any
+    ctx: NodeContext
     results: list[NodeResult]
 
 
 def generate(
     sdfg: Any,
-    settings: Any = None,
+    settings: AISettings | dict[str, Any] | None = None,
     *,
     progress: bool | None = None,
     executor: str | None = None,
@@ -262,7 +269,7 @@ def generate(
 
 
 def _pending_jobs(
-    sdfg: Any, settings: Any, provider: str, summary: GenerateSummary, cache: AnswerCache
+    sdfg: Any, settings: AISettings, provider: str, summary: GenerateSummary, cache: AnswerCache
 ) -> dict[str, _Job]:
     """Add every pending node's result to ``summary``; return the distinct requests still to ask, by cache key."""
     from dace_ai.expansion.expansion_pass import expansion_pass, node_context
@@ -301,17 +308,17 @@ class _Answered:
     level: str = ""
     job: dict[str, Any] = field(default_factory=dict)  #: where the checks ran (``details["job"]``)
     #: The verdict on an accepted answer and its node: checks that could not decide are warned about afterwards.
-    verdict: Any = None
-    ctx: Any = None
+    verdict: Verdict | None = None
+    ctx: NodeContext | None = None
 
 
 def _answer(
-    provider: Any,
+    provider: Provider,
     client: Any,
     job: _Job,
     cache: AnswerCache,
-    settings: Any,
-    dispatcher: Any,
+    settings: AISettings,
+    dispatcher: CheckDispatcher,
     asks: threading.BoundedSemaphore,
 ) -> _Answered:
     """Ask for one distinct request; cache the reply only when it is a valid answer that passes its checks."""
@@ -418,7 +425,7 @@ class _Progress:
         self._header()
         self.board.__enter__()
 
-    def watch(self, dispatcher: Any) -> None:
+    def watch(self, dispatcher: CheckDispatcher) -> None:
         """Count the dispatcher's jobs on the board (running ones as its executor reports them)."""
         self.board.running_jobs = dispatcher.running
         dispatcher.board = self.board

@@ -28,12 +28,15 @@ from __future__ import annotations
 import os
 import re
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dace.transformation.transformation import ExpandTransformation
 
 from dace_ai import compat
 from dace_ai.expansion.takeover import CHARGE
+
+if TYPE_CHECKING:
+    from dace_ai.config.settings import AISettings
 
 #: ``'ai'``, or ``'dace-ai'`` on DaCe 2 when DaCe's own library keeps ``'ai'`` (see :mod:`~dace_ai.expansion.takeover`).
 IMPLEMENTATION = CHARGE.implementation
@@ -176,7 +179,7 @@ def install() -> None:
     _installed = True
 
 
-def expand(sdfg: Any, state: Any, node: Any, settings: Any = None) -> Any:
+def expand(sdfg: Any, state: Any, node: Any, settings: AISettings | dict[str, Any] | None = None) -> Any:
     """Expand one library node now with dace-ai and return the tasklet that replaced it.
 
     None when no answer passed its checks and ``on_failure=native`` expanded the node

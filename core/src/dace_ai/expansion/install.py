@@ -4,21 +4,26 @@ per-node manual-exchange methods, and the environments stored (as data) by earli
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dace_ai import compat
+
+if TYPE_CHECKING:
+    from dace_ai.config.settings import AISettings
 
 _done = False
 
 
-def _generate_prompt(self: Any, state: Any, settings: Any = None) -> str:
+def _generate_prompt(self: Any, state: Any, settings: AISettings | dict[str, Any] | None = None) -> str:
     """The dace-ai prompt document for this node (see :func:`dace_ai.expansion.exchange.generate_prompt`)."""
     from dace_ai.expansion.exchange import generate_prompt
 
     return generate_prompt(self, state, settings)
 
 
-def _read_prompt_response(self: Any, state: Any, reply: Any, settings: Any = None) -> Any:
+def _read_prompt_response(
+    self: Any, state: Any, reply: Any, settings: AISettings | dict[str, Any] | None = None
+) -> Any:
     """Expand this node now with an answer (see :func:`dace_ai.expansion.exchange.read_prompt_response`)."""
     from dace_ai.expansion.exchange import read_prompt_response
 

@@ -47,6 +47,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -61,7 +62,13 @@ from dace_ai.providers.api import Message, ProviderReply, ProviderRequest
 if TYPE_CHECKING:
     from dace_ai.checking.api import CheckReport
     from dace_ai.checking.verdict import Verdict
+    from dace_ai.config.settings import AISettings
+    from dace_ai.context.types import NodeContext
+    from dace_ai.expansion.answer_source import AnswerSource
+    from dace_ai.expansion.dispatch import CheckDispatcher
+    from dace_ai.plugins.registrations import Provider
     from dace_ai.prompt.answer import Answer
+    from dace_ai.storage.sessions import Session
 
 #: Nodes optimized at once on an executor when ``node_concurrency`` is 0 (each holds a few waiting threads).
 MAX_NODES_AT_ONCE = 64
@@ -117,7 +124,7 @@ class _Changes:
 
         self._undo.append(put_back)
 
-    def summarize(self, session: Any, result: NodeOptimization, current: int | None) -> None:
+    def summarize(self, session: Session, result: NodeOptimization, current: int | None) -> None:
         self._summaries.append((session, result, current))
 
     def undo(self) -> None:
@@ -139,7 +146,7 @@ def optimize(
     samples: int = 4,
     rounds: int = 2,
     sizes: dict[str, int] | None = None,
-    settings: Any = None,
+    settings: AISettings | dict[str, Any] | None = None,
     executor: str | None = None,
     scheduler: str | None = None,
     workers: int | None = None,
@@ -216,7 +223,9 @@ def _measuring(base: Any, sizes: dict[str, int] | None) -> Any:
     return base.model_copy(update=update)
 
 
-def _run_on_board(work: list[_NodeWork], settings: Any, dispatcher: Any, progress: bool | None, run: Any) -> list[Any]:
+def _run_on_board(
+    work: list[_NodeWork], settings: AISettings, dispatcher: CheckDispatcher, progress: bool | None, run: Any
+) -> list[Any]:
     """``run`` of every node (:func:`_run_nodes`), their check jobs shown live on a :class:`JobBoard`."""
     import sys
 
@@ -257,10 +266,10 @@ class _NodeWork:
     sdfg: Any
     state: Any
     node: Any
-    ctx: Any
+    ctx: NodeContext
 
 
-def _nodes_at_once(settings: Any, dispatcher: Any, nodes: int) -> int:
+def _nodes_at_once(settings: AISettings, dispatcher: CheckDispatcher, nodes: int) -> int:
     """How many nodes are optimized together (see the module docstring)."""
     if settings.node_concurrency:
         return max(1, min(settings.node_concurrency, nodes))
@@ -309,12 +318,12 @@ def _pinned(sdfg_name: str, key: str) -> bool:
 
 def _optimize_node(
     work: _NodeWork,
-    settings: Any,
-    provider: Any,
-    answers: Any,
+    settings: AISettings,
+    provider: Provider,
+    answers: AnswerSource,
     samples: int,
     rounds: int,
-    dispatcher: Any,
+    dispatcher: CheckDispatcher,
     asks: threading.BoundedSemaphore,
 ) -> tuple[NodeOptimization, Any, Any]:
     """The node's candidates, round after round: (its result, the best attempt, its session or None if skipped)."""
@@ -382,14 +391,14 @@ class _Runner:
 
     def __init__(
         self,
-        ctx: Any,
-        settings: Any,
-        provider: Any,
-        answers: Any,
-        session: Any,
+        ctx: NodeContext,
+        settings: AISettings,
+        provider: Provider,
+        answers: AnswerSource,
+        session: Session,
         node_json: Any,
         prompt: Any,
-        dispatcher: Any,
+        dispatcher: CheckDispatcher,
         asks: threading.BoundedSemaphore,
     ) -> None:
         self.ctx, self.settings, self.provider, self.answers = ctx, settings, provider, answers
@@ -542,7 +551,7 @@ def _approach(rnd: int, sample: int, samples: int) -> str:
     )
 
 
-def _refinement_history(best: _Attempt, attempts: list[_Attempt], ctx: Any) -> list[Message]:
+def _refinement_history(best: _Attempt, attempts: list[_Attempt], ctx: NodeContext) -> list[Message]:
     """The best answer so far, then its timings and the other candidates' failure reasons."""
     c = best.candidate
     if c.speedup is not None:
@@ -607,7 +616,7 @@ def _first_lines(text: str, limit: int = 12) -> str:
     return "\n  ".join(lines[:limit]) + ("\n  ..." if len(lines) > limit else "")
 
 
-def _sizes(sizes: Any) -> str:
+def _sizes(sizes: Mapping[str, int] | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in (sizes or {}).items()) or "default"
 
 
@@ -617,10 +626,10 @@ def _apply(
     sdfg: Any,
     state: Any,
     node: Any,
-    ctx: Any,
+    ctx: NodeContext,
     gate: float | None,
     provider: str,
-    session: Any,
+    session: Session,
     changes: _Changes,
     on_failure: str | None = None,
 ) -> None:
@@ -689,7 +698,7 @@ def _apply(
     changes.summarize(session, result, c.session_round)
 
 
-def _summarize(session: Any, result: NodeOptimization, current: int | None) -> None:
+def _summarize(session: Session, result: NodeOptimization, current: int | None) -> None:
     from dataclasses import asdict
 
     summary = {"outcome": result.outcome, "reason": result.reason, "candidates": [asdict(c) for c in result.candidates]}

@@ -7,9 +7,12 @@ Plain dataclasses with a JSON form (``dace-ai optimize --json``), a one-line
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dace_ai.checking.deception import format_seconds
+
+if TYPE_CHECKING:
+    from dace_ai.expansion.dispatch import DispatchStats
 
 CandidateStatus = Literal["passed", "refused", "error"]
 
@@ -153,7 +156,7 @@ class OptimizeReport:
     expanded: int = 0
     #: The executor that ran the checks, and where their time went (``DispatchStats``).
     executor: str = ""
-    stats: Any = None
+    stats: DispatchStats | None = None
 
     def node(self, name: str) -> NodeOptimization:
         for item in self.nodes:

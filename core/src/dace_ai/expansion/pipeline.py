@@ -201,7 +201,14 @@ def _refused(solving: _Solving, last: _Round, repairs: int) -> Exception:
     return error
 
 
-def generate_tasklet(sdfg: Any, state: Any, node: Any, settings: Any = None, *, supplied: str | None = None) -> Any:
+def generate_tasklet(
+    sdfg: Any,
+    state: Any,
+    node: Any,
+    settings: AISettings | dict[str, Any] | None = None,
+    *,
+    supplied: str | None = None,
+) -> Any:
     """The tasklet for ``node`` (not yet placed in the SDFG)."""
     from dace_ai.expansion.tasklet import make_tasklet
 
@@ -231,7 +238,14 @@ def generate_tasklet(sdfg: Any, state: Any, node: Any, settings: Any = None, *, 
     return make_tasklet(node, outcome.answer, ctx, provenance, outcome.environments)
 
 
-def implement(sdfg: Any, state: Any, node: Any, settings: Any = None, *, supplied: str | None = None) -> Any:
+def implement(
+    sdfg: Any,
+    state: Any,
+    node: Any,
+    settings: AISettings | dict[str, Any] | None = None,
+    *,
+    supplied: str | None = None,
+) -> Any:
     """Replace ``node`` in ``state`` by a tasklet written from a model's answer; return the tasklet.
 
     When no answer passes (rounds exhausted, or an undecidable check with

@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dace_ai import compat
 from dace_ai.errors import AIUsageError
 from dace_ai.expansion.provenance import Provenance, body, is_pinned, provenance, session_round, with_fields
 from dace_ai.storage.sessions import Session, session_by_id
+
+if TYPE_CHECKING:
+    from dace_ai.config.settings import AISettings
 
 
 @dataclass
@@ -278,7 +281,9 @@ def _time_section(session: Session, number: int | None, edited: bool) -> str:
     return where_the_time_goes(session.checks(number))
 
 
-def refine(sdfg: Any, name: Any = None, feedback: str | None = None, *, settings: Any = None) -> Any:
+def refine(
+    sdfg: Any, name: Any = None, feedback: str | None = None, *, settings: AISettings | dict[str, Any] | None = None
+) -> Any:
     """Ask for a new round of the selected tasklet's conversation with ``feedback``; return the tasklet.
 
     The message carries the feedback and, when the round's checks measured its code, the

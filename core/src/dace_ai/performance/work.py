@@ -21,9 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dace_ai.compat import symbolic
+
+if TYPE_CHECKING:
+    from dace_ai.context.types import NodeContext
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ def _size(conn: Any) -> Any:
     return symbolic.product(_shape(conn))
 
 
-def _by_name(ctx: Any) -> dict[str, Any]:
+def _by_name(ctx: NodeContext) -> dict[str, Any]:
     return {c.name: c for c in ctx.connectors}
 
 
@@ -65,7 +68,7 @@ def _nonzero(text: str | None) -> bool:
         return True  # a symbolic beta: counted
 
 
-def _gemm_like(ctx: Any) -> Any:
+def _gemm_like(ctx: NodeContext) -> Any:
     """``2*|C|*K``: K is A's inner dimension (its first one when transposed); ``+2*|C|`` with a C input."""
     conns = _by_name(ctx)
     a, c = conns.get("_a"), conns.get("_c")
@@ -79,7 +82,7 @@ def _gemm_like(ctx: Any) -> Any:
     return flops
 
 
-def _matrix_vector(ctx: Any) -> Any:
+def _matrix_vector(ctx: NodeContext) -> Any:
     conns = _by_name(ctx)
     matrix = conns.get("_A")
     if matrix is None:
@@ -90,21 +93,21 @@ def _matrix_vector(ctx: Any) -> Any:
     return flops
 
 
-def _vector(ctx: Any) -> Any:
+def _vector(ctx: NodeContext) -> Any:
     x = _by_name(ctx).get("_x")
     return 2 * _size(x) if x is not None else None
 
 
-def _reduce(ctx: Any) -> Any:
+def _reduce(ctx: NodeContext) -> Any:
     return _size(ctx.inputs[0]) if ctx.inputs else None
 
 
-def _cholesky(ctx: Any) -> Any:
+def _cholesky(ctx: NodeContext) -> Any:
     a = (ctx.inputs or [None])[0]
     return symbolic.parse(_shape(a)[0]) ** 3 / 3 if a is not None and a.shape else None
 
 
-def _solve(ctx: Any) -> Any:
+def _solve(ctx: NodeContext) -> Any:
     conns = _by_name(ctx)
     a, b = conns.get("_ain"), conns.get("_bin")
     if a is None or b is None or not a.shape:
@@ -113,7 +116,7 @@ def _solve(ctx: Any) -> Any:
     return 2 * n**3 / 3 + 2 * _size(b) * n
 
 
-def _inverse(ctx: Any) -> Any:
+def _inverse(ctx: NodeContext) -> Any:
     a = _by_name(ctx).get("_ain")
     return 2 * symbolic.parse(_shape(a)[0]) ** 3 if a is not None and a.shape else None
 
@@ -136,7 +139,7 @@ FLOPS = {
 }
 
 
-def _dtype(ctx: Any) -> str:
+def _dtype(ctx: NodeContext) -> str:
     """The element type the work is in: the widest floating-point type of the connectors, else the outputs'."""
     import numpy as np
 
@@ -150,7 +153,7 @@ def _dtype(ctx: Any) -> str:
     return str(outputs[0]) if outputs else "unknown"
 
 
-def _bytes(ctx: Any) -> Any:
+def _bytes(ctx: NodeContext) -> Any:
     sdfg = (ctx.live or {}).get("sdfg")
     total: Any = 0
     for conn in ctx.connectors:
@@ -161,7 +164,7 @@ def _bytes(ctx: Any) -> Any:
     return total
 
 
-def ai_flops(ctx: Any) -> str:
+def ai_flops(ctx: NodeContext) -> str:
     """The ``flops=`` expression an AI node was given ("" when none).
 
     The node is the one the code implements: itself, or the node a revised tasklet replaced.
@@ -171,7 +174,7 @@ def ai_flops(ctx: Any) -> str:
     return str(getattr(node, "flops", "") or "").strip()
 
 
-def node_work(ctx: Any) -> Work:
+def node_work(ctx: NodeContext) -> Work:
     """The :class:`Work` of the node of ``ctx`` (``ValueError`` when its traffic cannot be told)."""
     traffic = symbolic.text(_bytes(ctx))
     dtype = _dtype(ctx)

@@ -175,7 +175,7 @@ class PluginManager:
             raise PluginError(text + " (strict mode: DACE_ai_strict_plugins=1)") from exc
         warnings.warn(text, PluginLoadWarning, stacklevel=3)
 
-    def _register(self, plugin: Any, record: PluginRecord) -> None:
+    def _register(self, plugin: object, record: PluginRecord) -> None:
         if record.name in self._plugin_objects:
             self._fail(record, f"another plugin is already registered under the name {record.name!r}")
             return
@@ -198,7 +198,7 @@ class PluginManager:
         self._cache.clear()
 
     def register(
-        self, plugin: Any, name: str, *, distribution: str = "<registered at runtime>", version: str = "0"
+        self, plugin: object, name: str, *, distribution: str = "<registered at runtime>", version: str = "0"
     ) -> PluginRecord:
         """Register a plugin object directly (tests, notebooks). Returns its record."""
         self.load()

@@ -25,10 +25,14 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dace_ai.errors import DaceAIWarning, redact
 from dace_ai.storage.files import ai_folder, atomic_write_json
+
+if TYPE_CHECKING:
+    from dace_ai.plugins.registrations import Provider
+    from dace_ai.providers.api import ProviderRequest
 
 #: Fields every cache entry has, with the types they must have.
 _FIELDS: dict[str, type | tuple[type, ...]] = {"text": str, "provider": str}
@@ -57,7 +61,7 @@ def _provider_registration(provider_name: str) -> Any:
         return None
 
 
-def key_material(provider_name: str, request: Any, provider: Any = None) -> dict[str, Any]:
+def key_material(provider_name: str, request: ProviderRequest, provider: Provider | None = None) -> dict[str, Any]:
     """What the key hashes: the request with the provider's defaults applied, credentials removed."""
     provider = provider if provider is not None else _provider_registration(provider_name)
     model = provider.effective_model(request.model) if provider is not None else (request.model or "")
@@ -75,7 +79,7 @@ def key_material(provider_name: str, request: Any, provider: Any = None) -> dict
     }
 
 
-def cache_key(provider_name: str, request: Any, provider: Any = None) -> str:
+def cache_key(provider_name: str, request: ProviderRequest, provider: Provider | None = None) -> str:
     """A hex digest of everything that determines the answer (never an API key).
 
     ``request`` is a :class:`~dace_ai.providers.api.ProviderRequest` (read by attribute, so

@@ -26,9 +26,12 @@ import re
 import shlex
 import shutil
 import subprocess
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dace_ai.state import STATE
+
+if TYPE_CHECKING:
+    from dace_ai.targets.select import TargetInfo
 
 #: Flags CMake adds for each build type (CMake's defaults for GCC and Clang).
 BUILD_TYPE_FLAGS: dict[str, tuple[str, ...]] = {
@@ -133,7 +136,7 @@ def host_machine() -> str:
     return compiler_machine(dace_compiler()) or platform.machine()
 
 
-def builds_with_dace(target: Any) -> bool:
+def builds_with_dace(target: TargetInfo) -> bool:
     """True when code for ``target`` is compiled by DaCe's own host build (a CPU target for this machine).
 
     A target naming a compiler for another machine (a cross compiler) or a GPU
@@ -162,7 +165,7 @@ def dace_build_command() -> tuple[list[str], list[str]]:
     return [compiler], [f for f in dace_build_flags(compiler) if f not in NOT_IN_CHECKS]
 
 
-def build_command(target: Any) -> tuple[list[str], list[str]]:
+def build_command(target: TargetInfo) -> tuple[list[str], list[str]]:
     """(compiler argv, flags) that compile code for ``target`` as the real build does.
 
     For targets DaCe builds (:func:`builds_with_dace`): DaCe's compiler and flags,

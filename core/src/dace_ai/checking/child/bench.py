@@ -18,14 +18,14 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from .buffers import allocated
+from .buffers import GuardedBuffer, allocated
 from .compare import same_outputs
 from .inputs import case_data, output_containers
 from .process import Phase, Threads
-from .programs import PythonBaseline, Reference
+from .programs import CandidateArgs, CandidateLibrary, P, Prepared, Program, PythonBaseline, Reference
 from .records import BaselineSpec, BenchJob, BenchResult, Case, CaseRecord, SandboxJob, Timed
 from .reuse import REUSE_NATIVE_SECONDS, Known, known_samples, save_array, save_samples
-from .runs import run_case
+from .runs import Outputs, run_case
 from .timing import bench_lock, measure_bandwidth, time_calls
 
 
@@ -34,12 +34,12 @@ class _Side(TypedDict, total=False):
 
     label: str
     known: Known
-    program: Any
-    prepared: Any
+    program: Program[Any]
+    prepared: Prepared  #: what ``program.prepare`` made
     timing: str | None
 
 
-def _input_independent(bench: BenchJob, natives: list[Any], outputs: list[dict[str, np.ndarray]]) -> bool:
+def _input_independent(bench: BenchJob, natives: list[Outputs | None], outputs: list[dict[str, np.ndarray]]) -> bool:
     """Whether the candidate gave the same outputs for different inputs whose references differ
     (a result precomputed or kept, not computed from the inputs)."""
     refs_differ = True
@@ -55,7 +55,9 @@ def _input_independent(bench: BenchJob, natives: list[Any], outputs: list[dict[s
     )
 
 
-def _held(program: Any, case: Case, threads: Threads, stack: contextlib.ExitStack) -> Any:
+def _held(
+    program: Program[P], case: Case, threads: Threads, stack: contextlib.ExitStack
+) -> tuple[dict[str, GuardedBuffer], P]:
     """``program`` prepared on buffers of its own holding the case's inputs; the buffers and its
     ``finish`` belong to ``stack`` (finished first, then freed)."""
     threads.use(None)
@@ -138,9 +140,9 @@ def _baseline_samples(sides: list[_Side], timed: Timed) -> tuple[dict[str, list[
 
 def _time_bench(
     job: SandboxJob,
-    candidate: Any,
-    prepared: Any,
-    reference: Any,
+    candidate: CandidateLibrary,
+    prepared: CandidateArgs,
+    reference: Reference | PythonBaseline,
     records: list[CaseRecord],
     phase: Phase,
     threads: Threads,
@@ -184,7 +186,12 @@ def _time_bench(
 
 
 def run_bench(
-    job: SandboxJob, candidate: Any, reference: Any, natives: list[Any], phase: Phase, threads: Threads
+    job: SandboxJob,
+    candidate: CandidateLibrary,
+    reference: Reference | PythonBaseline,
+    natives: list[Outputs | None],
+    phase: Phase,
+    threads: Threads,
 ) -> tuple[BenchResult, list[CaseRecord]]:
     """The bench section: its cases (seeds at the bench sizes), the run rules, then the timing under the lock."""
     bench = job["bench"]
@@ -192,7 +199,7 @@ def run_bench(
     began = time.perf_counter()
     records: list[CaseRecord] = []
     with contextlib.ExitStack() as kept:  # the first case's buffers, for the timing
-        prepared: Any = None
+        prepared: CandidateArgs | None = None
         for index, case in enumerate(bench["cases"]):
             record, held = run_case(
                 case, candidate, natives[index], phase, threads, job, keep=kept if index == 0 else None

@@ -1,17 +1,47 @@
 """The programs the child calls: the candidate's entry points, a program DaCe built, a trusted NumPy baseline.
 
-Each has ``prepare(case, buffers)`` (its arguments for one case's buffers),
-``call(prepared)`` and ``finish(prepared)``.
+Each is a :class:`Program`: ``prepare(case, buffers)`` (its arguments for one case's
+buffers), ``call(prepared)`` and ``finish(prepared)``.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
-from typing import Any
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from .buffers import GuardedBuffer
 from .records import BaselineSpec, Case, LibrarySpec
+
+P = TypeVar("P")
+
+
+class Program(Protocol[P]):
+    """What the child calls: arguments made once per case's buffers, a call, a finish that frees them."""
+
+    def prepare(self, case: Case, buffers: dict[str, GuardedBuffer]) -> P: ...
+    def call(self, prepared: P) -> None: ...
+    def finish(self, prepared: P) -> None: ...
+
+
+class CandidateArgs(NamedTuple):
+    """The candidate's arguments for one case: its state (from ``dace_ai_entry_init``) and C arrays."""
+
+    state: int | None
+    symbols: Any  #: ``c_double`` array of the node's symbol values
+    params: Any  #: ``c_double`` array of its scalar parameters
+    pointers: Any  #: ``c_void_p`` array, one per connector, into the case's buffers
+
+
+class BuiltArgs(NamedTuple):
+    """A DaCe-built program's arguments for one case: its handle (from ``__dace_init``) and call arguments."""
+
+    handle: ctypes.c_void_p
+    args: list[Any]
+
+
+#: What any program's ``prepare`` makes.
+Prepared = CandidateArgs | BuiltArgs | dict[str, Any]
 
 
 class CandidateLibrary:
@@ -29,7 +59,7 @@ class CandidateLibrary:
         self.exit.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         self.spec = spec
 
-    def prepare(self, case: Case, buffers: dict[str, GuardedBuffer]) -> Any:
+    def prepare(self, case: Case, buffers: dict[str, GuardedBuffer]) -> CandidateArgs:
         values = case["values"]
         syms = (ctypes.c_double * max(1, len(self.spec["symbols"])))(*[values[s] for s in self.spec["symbols"]])
         params = (ctypes.c_double * max(1, len(self.spec["params"])))(*[values[p] for p in self.spec["params"]])
@@ -38,15 +68,13 @@ class CandidateLibrary:
         for i, name in enumerate(self.spec["connectors"]):
             buf = buffers[conns[name]["container"]]
             ptrs[i] = buf.start + conns[name]["offset"] * buf.dtype.itemsize
-        state = self.init(syms)
-        return state, syms, params, ptrs
+        return CandidateArgs(self.init(syms), syms, params, ptrs)
 
-    def call(self, prepared: Any) -> None:
-        state, syms, params, ptrs = prepared
-        self.run(state, ptrs, syms, params)
+    def call(self, prepared: CandidateArgs) -> None:
+        self.run(prepared.state, prepared.pointers, prepared.symbols, prepared.params)
 
-    def finish(self, prepared: Any) -> None:
-        self.exit(prepared[0], prepared[1])
+    def finish(self, prepared: CandidateArgs) -> None:
+        self.exit(prepared.state, prepared.symbols)
 
 
 def _ctype(name: str) -> Any:
@@ -70,7 +98,7 @@ class Reference:
         self.exit.restype = ctypes.c_int
         self.spec = spec
 
-    def prepare(self, case: Case, buffers: dict[str, GuardedBuffer]) -> Any:
+    def prepare(self, case: Case, buffers: dict[str, GuardedBuffer]) -> BuiltArgs:
         values = case["values"]
         init_args = [_ctype(t)(values[n]) for n, t in self.spec["init"]]
         args = [
@@ -79,14 +107,13 @@ class Reference:
         handle = self.init(*init_args)
         if not handle:
             raise RuntimeError("the reference program failed to initialise")
-        return ctypes.c_void_p(handle), args
+        return BuiltArgs(ctypes.c_void_p(handle), args)
 
-    def call(self, prepared: Any) -> None:
-        handle, args = prepared
-        self.program(handle, *args)
+    def call(self, prepared: BuiltArgs) -> None:
+        self.program(prepared.handle, *prepared.args)
 
-    def finish(self, prepared: Any) -> None:
-        self.exit(prepared[0])
+    def finish(self, prepared: BuiltArgs) -> None:
+        self.exit(prepared.handle)
 
 
 class PythonBaseline:
@@ -107,12 +134,12 @@ class PythonBaseline:
         self.function = function
         self.spec = spec
 
-    def prepare(self, case: Case, buffers: dict[str, GuardedBuffer]) -> Any:
+    def prepare(self, case: Case, buffers: dict[str, GuardedBuffer]) -> dict[str, Any]:
         arrays = {name: buffers[name].array.reshape(shape) for name, shape in self.spec["arrays"].items()}
         return {**arrays, **self.spec.get("scalars", {})}
 
-    def call(self, prepared: Any) -> None:
+    def call(self, prepared: dict[str, Any]) -> None:
         self.function(**prepared)
 
-    def finish(self, prepared: Any) -> None:
+    def finish(self, prepared: dict[str, Any]) -> None:
         return None

@@ -29,6 +29,7 @@ from .compare import (
 )
 from .inputs import case_data, output_containers, view
 from .process import Phase, Threads
+from .programs import CandidateArgs, CandidateLibrary, P, Program
 from .records import Case, CaseRecord, Problem, SandboxJob
 from .reuse import save_array
 from .timing import time_calls
@@ -42,7 +43,7 @@ def where(case: Case, buffers: dict[str, GuardedBuffer]) -> dict[str, Any]:
 
 
 def time_side(
-    label: str, program: Any, prepared: Any, job: SandboxJob, phase: Phase, context: dict[str, Any]
+    label: str, program: Program[P], prepared: P, job: SandboxJob, phase: Phase, context: dict[str, Any]
 ) -> list[float]:
     """The ``time`` mode's samples of one side on its prepared buffers (:func:`~.timing.time_calls`, one side)."""
     timed = time_calls(
@@ -54,7 +55,7 @@ def time_side(
     return timed["samples"][label]
 
 
-def time_reference(reference: Any, case: Case, job: SandboxJob, phase: Phase, threads: Threads) -> list[float]:
+def time_reference(reference: Program[Any], case: Case, job: SandboxJob, phase: Phase, threads: Threads) -> list[float]:
     """The ``time`` mode's samples of the native reference on the case's inputs, in buffers of its own."""
     threads.use(None)
     with allocated(case, case_data(case)) as buffers:
@@ -66,7 +67,7 @@ def time_reference(reference: Any, case: Case, job: SandboxJob, phase: Phase, th
     return seconds
 
 
-def reference_outputs(reference: Any, case: Case, phase: Phase, threads: Threads) -> dict[str, np.ndarray]:
+def reference_outputs(reference: Program[Any], case: Case, phase: Phase, threads: Threads) -> dict[str, np.ndarray]:
     """The reference's output containers (flat) for one case: from its cache files, else run and cached.
 
     Runs before any candidate code is loaded into this process, so what is cached
@@ -104,8 +105,8 @@ def reference_outputs(reference: Any, case: Case, phase: Phase, threads: Threads
 
 def _call_again(
     case: Case,
-    candidate: Any,
-    prepared: Any,
+    candidate: CandidateLibrary,
+    prepared: CandidateArgs,
     buffers: dict[str, GuardedBuffer],
     native: dict[str, np.ndarray] | None,
     phase: Phase,
@@ -154,7 +155,7 @@ def _save_outputs(job: SandboxJob, case: Case, returned: dict[str, np.ndarray]) 
 def _first_run_problem(
     problem: Problem,
     case: Case,
-    candidate: Any,
+    candidate: CandidateLibrary,
     native: dict[str, np.ndarray] | None,
     phase: Phase,
     threads: Threads,
@@ -210,7 +211,7 @@ def _differs_from_first(
 
 def _right_with_one_thread(
     case: Case,
-    candidate: Any,
+    candidate: CandidateLibrary,
     native: dict[str, np.ndarray] | None,
     phase: Phase,
     threads: Threads,
@@ -244,7 +245,7 @@ def _right_with_one_thread(
 
 def _run_once(
     case: Case,
-    candidate: Any,
+    candidate: CandidateLibrary,
     native: Outputs | None,
     phase: Phase,
     threads: Threads,
@@ -254,7 +255,7 @@ def _run_once(
     buffers: dict[str, GuardedBuffer],
     record: CaseRecord,
     again_native: Outputs | None,
-) -> tuple[Problem | None, Outputs, Any]:
+) -> tuple[Problem | None, Outputs, CandidateArgs | None]:
     """One thread run of the candidate on ``buffers``, judged: (its problem or None, its outputs per
     connector, its prepared call). ``run``: its index, thread count, and whether it is kept (not finished)."""
     index, count, held = run
@@ -312,14 +313,14 @@ def _judge_run(
 
 def run_case(
     case: Case,
-    candidate: Any,
+    candidate: CandidateLibrary,
     native: Outputs | None,
     phase: Phase,
     threads: Threads,
     job: SandboxJob,
     keep: contextlib.ExitStack | None = None,
     again_native: Outputs | None = None,
-) -> tuple[CaseRecord, Any]:
+) -> tuple[CaseRecord, tuple[dict[str, GuardedBuffer], CandidateArgs] | None]:
     """Run the candidate on one case (once per thread count of ``case["threads"]``) and judge it.
 
     What is judged is what the outputs held the moment the call returned; an output
@@ -336,7 +337,7 @@ def run_case(
     # no OpenMP runtime loaded: the thread count changes nothing, run once
     counts = (case.get("threads") or [None]) if threads.runtime is not None else [None]
     first: Outputs = {}
-    kept: tuple[contextlib.ExitStack, Any] | None = None
+    kept: tuple[contextlib.ExitStack, tuple[dict[str, GuardedBuffer], CandidateArgs]] | None = None
     with contextlib.ExitStack() as runs:
         previous: contextlib.ExitStack | None = None
         for index, count in enumerate(counts):
