@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from dace_ai.plugins.registrations import Detection, EnvironmentGenerator
     from dace_ai.providers.api import ProviderRequest
 
 
@@ -134,7 +135,7 @@ def check_registrations(plugin: object) -> dict[str, list[Any]]:
     return found
 
 
-def _check_environment_generator(generator: Any, detection_type: type) -> None:
+def _check_environment_generator(generator: EnvironmentGenerator, detection_type: type[Detection]) -> None:
     """``detect()`` gives a Detection with a reason; when installed, a bare request gives an EnvironmentSpec."""
     from dace_ai.environments.spec import EnvironmentSpec
     from dace_ai.prompt.answer import EnvironmentRequest

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from dace_ai.checking.api import CheckRequest
 
 if TYPE_CHECKING:
+    from dace_ai.checking.child.records import LibrarySpec
     from dace_ai.checking.reference import NativeReference
 
 #: Implementation names never used as a baseline on a CPU target (devices, clusters, 'ai' itself).
@@ -260,7 +261,9 @@ def compare_times(candidate: float, baselines: Mapping[str, float], native_label
 
 
 # ----------------------------------------------------------------------------- the bench stage's wiring
-def bench_programs(request: CheckRequest, build: bool = True) -> tuple[str | None, dict[str, Any], list[Unavailable]]:
+def bench_programs(
+    request: CheckRequest, build: bool = True
+) -> tuple[str | None, dict[str, LibrarySpec], list[Unavailable]]:
     """(native label, built baseline programs by label -> the sandbox child's program spec, baselines not
     timed and why).
 
@@ -274,7 +277,7 @@ def bench_programs(request: CheckRequest, build: bool = True) -> tuple[str | Non
     if node is None:
         return None, {}, []
     found = node_baselines(node, getattr(request.node.target, "kind", "cpu"))
-    folders: dict[str, Any] = {}
+    folders: dict[str, LibrarySpec] = {}
     left_out = list(found.unavailable)
     for baseline in found.others:
         if not build:

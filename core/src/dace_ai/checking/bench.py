@@ -176,7 +176,7 @@ def _refusal(result: SandboxRun) -> CheckReport:
     if result["status"] == "inconclusive":
         return CheckReport(NAME, "inconclusive", result["message"], reason=str(result["reason"] or ""))
     problem = result.get("problem") or {}
-    reason = result["reason"]
+    reason = result["reason"] or ""
     container = problem.get("container") or "?"
     findings: dict[str, Any] = {}
     if reason == "outside_buffer":
@@ -198,6 +198,29 @@ def _refusal(result: SandboxRun) -> CheckReport:
     return CheckReport(NAME, "failed", f"Running your code failed: {result['message']}", rule=reason, reason=reason)
 
 
+def _sandbox_bench(request: CheckRequest) -> tuple[SandboxRun, dict[str, Any], float] | CheckReport:
+    """The sandboxed run to judge, its bench section and the seconds it cost: the verify stage's
+    when it timed the bench, else a run of its own (a report when that one cannot be judged)."""
+    from dace_ai.checking.harness import SANDBOX_RUN, run_against_reference
+
+    shared = request.shared.get(SANDBOX_RUN)
+    section = shared.get("bench") if shared is not None else None
+    if shared is not None and section is not None:
+        return shared, section, float(section.get("seconds") or 0.0)  # its share of the verify stage's run
+    try:
+        bench = plan(request)
+    except ValueError as exc:
+        settings = request.settings
+        return CheckReport(NAME, "inconclusive", f"setting 'bench_sizes' from {settings.source('bench_sizes')}: {exc}")
+    result = run_against_reference(request, mode="bench", bench=bench)
+    if result["status"] != "passed":
+        return _refusal(result)
+    section = result.get("bench")
+    if section is None:  # a passed run with a bench plan always has its bench section
+        raise RuntimeError("the sandboxed bench run passed without a bench section")
+    return result, section, result["seconds"]["total"]
+
+
 def bench_check(request: CheckRequest) -> CheckReport:
     """Judge the bench section of the candidate's sandboxed run (the verify stage's, else one of its own).
 
@@ -205,7 +228,6 @@ def bench_check(request: CheckRequest) -> CheckReport:
     stage linked, timed in the same child runner.
     """
     from dace_ai.checking import deception
-    from dace_ai.checking.harness import SANDBOX_RUN, run_against_reference
 
     settings = request.settings
     forbidden = deception.forbidden_library_reason(
@@ -213,22 +235,10 @@ def bench_check(request: CheckRequest) -> CheckReport:
     )
     if forbidden:
         return CheckReport(NAME, "failed", f"Refused: {forbidden}.", rule="native-library")
-    result = request.shared.get(SANDBOX_RUN)
-    seconds = 0.0
-    if result is not None and result.get("bench") is not None:
-        seconds = float(result["bench"].get("seconds") or 0.0)  # its share of the verify stage's run
-    else:
-        try:
-            bench = plan(request)
-        except ValueError as exc:
-            return CheckReport(
-                NAME, "inconclusive", f"setting 'bench_sizes' from {settings.source('bench_sizes')}: {exc}"
-            )
-        result = run_against_reference(request, mode="bench", bench=bench)
-        if result["status"] != "passed":
-            return _refusal(result)
-        seconds = result["seconds"]["total"]
-    run = result["bench"]
+    found = _sandbox_bench(request)
+    if isinstance(found, CheckReport):
+        return found
+    result, run, seconds = found
     run.setdefault("candidate", None)
     if not run.get("timed") and run.get("call_seconds"):
         run = {**run, "candidate": run["call_seconds"]}

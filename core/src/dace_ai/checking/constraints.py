@@ -215,9 +215,9 @@ def program_sizes(request: CheckRequest) -> ProgramSizes:
                 containers.setdefault(viewed, viewed_shape)
                 fits(subset_text, viewed, viewed_shape, f"view {seen}'s subset {viewed}[{subset_text}]")
                 seen = viewed
-    for scope in scopes:
+    for ranged in scopes:
         constraints.append(
-            Constraint(scope.end - scope.begin, f"the range of {scope.kind} parameter {scope.param} is empty")
+            Constraint(ranged.end - ranged.begin, f"the range of {ranged.kind} parameter {ranged.param} is empty")
         )
     ranks: dict[str, int] = {}
     for shape in containers.values():

@@ -52,8 +52,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import numpy as np
 
 from dace_ai.checking import distributions
-from dace_ai.checking.api import CheckRequest, SharedKey
-from dace_ai.checking.child.records import Case, CaseRecord, Problem, SandboxJob
+from dace_ai.checking.api import CheckRequest, SharedKey, Status
+from dace_ai.checking.child.records import Case, CaseRecord, Connector, Container, Problem, SandboxJob
 from dace_ai.checking.constraints import first_point, point_text
 from dace_ai.checking.ladder import GivenSizes, Ladder, SkippedSize, build_ladder, case_place
 from dace_ai.checking.sandbox import ChildOutcome, SandboxLimits, run_child
@@ -86,7 +86,7 @@ class SandboxRun(TypedDict, total=False):
     """What :func:`run_against_reference` returns (the module docstring shows its values)."""
 
     mode: str  #: "verify", "time" or "bench"
-    status: str  #: "passed", "failed" or "inconclusive"
+    status: Status  #: "passed", "failed" or "inconclusive"
     reason: str | None  #: why it did not pass (``mismatch``, ``outside_buffer``, ``crash``, ``compile``, ...)
     message: str  #: worded for the model; callers that act on a failure read ``problem``
     problem: RunProblem | None  #: the failure as data
@@ -117,7 +117,7 @@ def case_problem(reason: str, problem: Problem, case: Case) -> RunProblem:
     out: RunProblem = {"kind": reason, "container": container, "access": access, "input": bool(problem.get("input"))}
     for key in ("connector", "index", "expected", "got"):
         if key in problem:
-            out[key] = problem[key]  # type: ignore[literal-required]
+            out[key] = problem[key]
     return out
 
 
@@ -127,8 +127,15 @@ def fault_problem(reason: str, fault: dict[str, Any] | None) -> RunProblem:
     return {
         "kind": reason,
         "container": fault.get("container"),
-        "access": {True: "write", False: "read"}.get(fault.get("write"), ""),
+        "access": _access_word(fault.get("write"), "write", "read", ""),
     }
+
+
+def _access_word(write: bool | None, wrote: str, read: str, unknown: str) -> str:
+    """How a fault's access reads: its ``write`` flag is None where the signal did not say."""
+    if write is None:
+        return unknown
+    return wrote if write else read
 
 
 # ----------------------------------------------------------------------------- sizes and cases
@@ -204,8 +211,20 @@ def _dims(conn: ConnectorInfo, values: Mapping[str, int]) -> tuple[list[int], li
     return [n for n, _ in dims], [s for _, s in dims]
 
 
+def _live_sdfg(request: CheckRequest) -> Any:
+    """The node's live SDFG: its data descriptors give the containers' element types and extents.
+
+    Without one no case can be made; the ``AttributeError`` ends the run as the other
+    failures to give the symbols values do.
+    """
+    sdfg = (request.node.live or {}).get("sdfg")
+    if sdfg is None:
+        raise AttributeError("the node has no live SDFG")
+    return sdfg
+
+
 def _dtype(request: CheckRequest, conn: ConnectorInfo) -> np.dtype:
-    desc = (request.node.live or {}).get("sdfg").arrays[conn.container]
+    desc = _live_sdfg(request).arrays[conn.container]
     return np.dtype(desc.dtype.type)
 
 
@@ -250,11 +269,11 @@ def make_case(
     ``point`` gives the enclosing maps' parameters (default: the first point of
     each range); ``rung`` and ``point_words`` name the case in messages.
     """
-    live_sdfg = (request.node.live or {}).get("sdfg")
+    live_sdfg = _live_sdfg(request)
     values = dict(sizes)
     values.update(dict(point) if point is not None else _param_values(request, values))
-    containers: dict[str, dict[str, Any]] = {}
-    connectors = []
+    containers: dict[str, Container] = {}
+    connectors: list[Connector] = []
     for conn in request.node.connectors:
         shape, strides = _dims(conn, values)
         offset = evaluate(conn.offset, values)
@@ -269,7 +288,10 @@ def make_case(
                 "elements": _container_elements(desc, values),
             },
         )
-        cont["input" if conn.direction == "in" else "output"] = True
+        if conn.direction == "in":
+            cont["input"] = True
+        else:
+            cont["output"] = True
         extent = offset + sum((n - 1) * s for n, s in zip(shape, strides)) + 1
         cont["elements"] = max(cont["elements"], extent)
         connectors.append(
@@ -306,7 +328,7 @@ def make_case(
 
 
 # ----------------------------------------------------------------------------- input distributions, second calls
-def distribution_cases(request: CheckRequest, ladder: Any, reference: str | None) -> list[dict[str, Any]]:
+def distribution_cases(request: CheckRequest, ladder: Ladder | None, reference: str | None) -> list[Case]:
     """The extra cases of :mod:`dace_ai.checking.distributions` for the rungs of ``ladder``.
 
     Each runs at its rung's sizes with the rung's first seed, at the rung's map points
@@ -318,7 +340,7 @@ def distribution_cases(request: CheckRequest, ladder: Any, reference: str | None
     kinds = {_dtype(request, c).kind for c in request.node.connectors if c.direction == "in"}
     extra = []
     for rung in ladder.rungs:
-        made: dict[int, dict[str, Any]] = {}  # one case per map point, copied for each distribution
+        made: dict[int, Case] = {}  # one case per map point, copied for each distribution
         for j, (name, magnitude) in enumerate(distributions.planned(rung.name, kinds, reference)):
             at = -1 - j % len(rung.points)
             if at not in made:
@@ -333,7 +355,7 @@ def distribution_cases(request: CheckRequest, ladder: Any, reference: str | None
             case = copy.deepcopy(made[at])
             case["distribution"] = name
             if magnitude is not None:
-                case.update(magnitude=magnitude, group=f"{rung.name}:{name}")
+                case.update({"magnitude": magnitude, "group": f"{rung.name}:{name}"})
             extra.append(case)
     return extra
 
@@ -342,7 +364,7 @@ def distribution_cases(request: CheckRequest, ladder: Any, reference: str | None
 SECOND_CALL_SEED = 1000
 
 
-def add_second_call(request: CheckRequest, cases: list[dict[str, Any]]) -> None:
+def add_second_call(request: CheckRequest, cases: list[Case]) -> None:
     """Give one case a second call on the same buffers and state with other inputs (``case["again"]``).
 
     The first case of the vector rung (or the first case): a result kept from the
@@ -385,7 +407,7 @@ _expected_memo: dict[tuple[int, str], dict[str, Any]] = STATE.register("checking
 _EXPECTED_MEMO_BYTES = 256 << 20
 
 
-def _reference_results(function: Any, case: dict[str, Any], outputs: list[dict[str, Any]]) -> dict[str, Any]:
+def _reference_results(function: Any, case: Case, outputs: list[Connector]) -> dict[str, Any]:
     """The user's reference on the case's inputs; remembered per function and case in this process."""
     from dace_ai.checking.child.inputs import case_inputs, view
     from dace_ai.checking.reference import call_reference
@@ -406,7 +428,7 @@ def _reference_results(function: Any, case: dict[str, Any], outputs: list[dict[s
     return results
 
 
-def _expected_outputs(case: dict[str, Any], function: Any, folder: Path, index: int) -> dict[str, str]:
+def _expected_outputs(case: Case, function: Any, folder: Path, index: int | str) -> dict[str, str]:
     """Run the user's reference on the case's inputs; save its outputs as .npy files for the child."""
     outputs = [c for c in case["connectors"] if c["direction"] == "out"]
     results = _reference_results(function, case, outputs)
@@ -430,12 +452,12 @@ def _expected_outputs(case: dict[str, Any], function: Any, folder: Path, index: 
 
 
 # ----------------------------------------------------------------------------- words
-def _connectors_of(case: dict[str, Any], container: str | None) -> str:
+def _connectors_of(case: Case, container: str | None) -> str:
     names = [c["name"] for c in case["connectors"] if c["container"] == container]
     return f" (connector {', '.join(names)})" if names else ""
 
 
-def _precision_hint(problem: dict[str, Any], case: dict[str, Any]) -> str:
+def _precision_hint(problem: Problem, case: Case) -> str:
     """A sentence when a double output is off by about single-precision rounding: computed in float."""
     dtype = next(
         (
@@ -449,7 +471,10 @@ def _precision_hint(problem: dict[str, Any], case: dict[str, Any]) -> str:
     scale = problem.get("scale") or 0.0
     if dtype is None or np.dtype(dtype) not in (np.dtype(np.float64), np.dtype(np.complex128)) or not scale:
         return ""
-    relative = problem["max_error"] / scale
+    max_error = problem["max_error"]
+    if not isinstance(max_error, float):  # "inf" or "nan": no rounding error
+        return ""
+    relative = max_error / scale
     if 1e-9 < relative < 1e-4:
         return (
             f" The error, {relative:.1g} of the largest output, is the size of single-precision rounding: "
@@ -458,7 +483,7 @@ def _precision_hint(problem: dict[str, Any], case: dict[str, Any]) -> str:
     return ""
 
 
-def _describe_nondeterministic(problem: dict[str, Any], where: str) -> str:
+def _describe_nondeterministic(problem: Problem, where: str) -> str:
     """The sentence for runs that differ: by thread count, by a run leaving an output unwritten, or
     between runs with the same threads; each points at its likely cause."""
     counts = " then ".join(f"{n} thread{'s' if n != 1 else ''}" for n in problem["threads"])
@@ -486,7 +511,7 @@ def _describe_nondeterministic(problem: dict[str, Any], where: str) -> str:
     )
 
 
-def _describe_mismatch(problem: dict[str, Any], case: dict[str, Any], where: str) -> tuple[str, str]:
+def _describe_mismatch(problem: Problem, case: Case, where: str) -> tuple[str, str]:
     """(reason, sentence) for outputs that differ from the reference: not finite, or off by more than the tolerance."""
     if problem.get("not_finite"):
         return "not_finite", (
@@ -507,7 +532,7 @@ def _describe_mismatch(problem: dict[str, Any], case: dict[str, Any], where: str
     )
 
 
-def _describe_outside(problem: dict[str, Any], case: dict[str, Any], where: str) -> tuple[str, str]:
+def _describe_outside(problem: Problem, case: Case, where: str) -> tuple[str, str]:
     """(reason, sentence) for a write outside what the code may change: an input, past its subset or its buffer."""
     if problem["kind"] == "outside_subset":
         if problem.get("input"):
@@ -527,7 +552,7 @@ def _describe_outside(problem: dict[str, Any], case: dict[str, Any], where: str)
     )
 
 
-def describe_problem(problem: dict[str, Any], case: dict[str, Any]) -> tuple[str, str]:
+def describe_problem(problem: Problem, case: Case) -> tuple[str, str]:
     """(reason, sentence for the model) for a problem the child found in one case."""
     where = case_place(case)
     kind = problem["kind"]
@@ -582,13 +607,13 @@ def describe_problem(problem: dict[str, Any], case: dict[str, Any]) -> tuple[str
     return _describe_outside(problem, case, where)
 
 
-def describe_outcome(outcome: ChildOutcome, cases: list[dict[str, Any]], limits: SandboxLimits) -> tuple[str, str, str]:
+def describe_outcome(outcome: ChildOutcome, cases: list[Case], limits: SandboxLimits) -> tuple[Status, str, str]:
     """(status, reason, message) for a child that did not finish normally."""
     phase = outcome.phase
     matching = [c for c in cases if c["seed"] == phase.get("seed") and c["sizes"] == phase.get("sizes")]
     case = matching[0] if matching else None
     if len(matching) > 1:  # several map points share seed and sizes: the child does not say which one ran
-        case = {**case, "point": {}}
+        case = {**matching[0], "point": {}}
     where = f" ({case_place(case)})" if case else ""
     who = outcome.who
     if outcome.status == "timeout":
@@ -606,7 +631,7 @@ def describe_outcome(outcome: ChildOutcome, cases: list[dict[str, Any]], limits:
     elif outcome.status == "crashed":
         fault = outcome.fault or {}
         if fault.get("where") in ("after", "before") and case is not None:
-            access = {True: "wrote", False: "read"}.get(fault.get("write"), "accessed memory")
+            access = _access_word(fault.get("write"), "wrote", "read", "accessed memory")
             side = "past the end of" if fault["where"] == "after" else "before the start of"
             reason = "outside_buffer"
             text = (
@@ -653,7 +678,7 @@ class _Stop(Exception):
     :func:`run_against_reference` raise it, so a step that finds the run cannot go on says why
     in one statement, and only the entry point writes the result."""
 
-    def __init__(self, status: str, reason: str | None, message: str) -> None:
+    def __init__(self, status: Status, reason: str | None, message: str) -> None:
         super().__init__(message)
         self.status, self.reason, self.message = status, reason, message
 
@@ -665,12 +690,12 @@ class _Plan:
 
     ladder: Ladder | None
     sizes: list[dict[str, int]]
-    cases: list[dict[str, Any]]
-    bench_cases: list[dict[str, Any]]
-    agains: list[dict[str, Any]] = field(default_factory=list)
+    cases: list[Case]
+    bench_cases: list[Case]
+    agains: list[Case] = field(default_factory=list)
 
     @property
-    def all_cases(self) -> list[dict[str, Any]]:
+    def all_cases(self) -> list[Case]:
         """What the child runs, in order (the second calls ride inside their first case)."""
         return [*self.cases, *self.bench_cases]
 
@@ -790,14 +815,17 @@ def _child_job(
     library: Path,
     bench: BenchPlan | None,
     count: int,
-    timing: dict[str, Any],
+    repeats: int,
+    warmup: int,
 ) -> SandboxJob:
     """The job the child reads: its cases, the candidate, the bench section (reference added later)."""
     from dace_ai.checking.runner import baseline_timing_file
 
+    bench_job = bench.job(plan.bench_cases) if bench is not None else None
     job: SandboxJob = {
         "mode": "verify" if mode == "bench" else mode,
-        **timing,
+        "repeats": repeats,
+        "warmup": warmup,
         "threads": count,
         "candidate": {
             "library": str(library),
@@ -807,10 +835,10 @@ def _child_job(
         },
         "reference": None,
         "cases": plan.cases,
-        "bench": bench.job(plan.bench_cases) if bench is not None else None,
+        "bench": bench_job,
     }
-    if plan.bench_cases and job["bench"]["baselines"]:
-        for side in job["bench"]["baselines"]:  # slow ones timed once per node, like the native reference
+    if plan.bench_cases and bench_job is not None and bench_job["baselines"]:
+        for side in bench_job["baselines"]:  # slow ones timed once per node, like the native reference
             side["timing"] = baseline_timing_file(side["program"]["library"], plan.bench_cases[0], count)
     return job
 
@@ -836,8 +864,9 @@ def _add_native_reference(request: CheckRequest, job: SandboxJob, plan: _Plan, c
     result["reference"]["implementation"] = native.implementation
     job["reference"] = native.spec()
     cache_reference_outputs([*plan.all_cases, *plan.agains], native.library)
-    if plan.bench_cases:
-        job["bench"]["native_timing"] = native_timing_file(plan.bench_cases[0], count)
+    bench_job = job["bench"]
+    if plan.bench_cases and bench_job is not None:
+        bench_job["native_timing"] = native_timing_file(plan.bench_cases[0], count)
 
 
 def _add_function_outputs(function: Any, plan: _Plan, folder: Path) -> None:
@@ -867,9 +896,11 @@ def _read_child(outcome: ChildOutcome, plan: _Plan, limits: SandboxLimits, resul
         status, reason, message = describe_outcome(outcome, all_cases, limits)
         result["problem"] = fault_problem(reason, outcome.fault if outcome.status == "crashed" else None)
         raise _Stop(status, reason, message)
-    result["cases"] = outcome.result["cases"]
+    written = outcome.result
+    assert written is not None  # a finished child wrote its result
+    result["cases"] = written["cases"]
     result["distributions"] = distributions.summary(all_cases, result["cases"])
-    result["threads"]["runtime"] = (outcome.result.get("threads") or {}).get("runtime")
+    result["threads"]["runtime"] = (written.get("threads") or {}).get("runtime")
     for case, record in zip(all_cases, result["cases"]):  # the child runs the cases in order
         problem = record.get("problem")
         if problem is None:
@@ -877,13 +908,14 @@ def _read_child(outcome: ChildOutcome, plan: _Plan, limits: SandboxLimits, resul
         reason, message = describe_problem(problem, case)
         result["problem"] = case_problem(reason, problem, case)
         raise _Stop("failed", reason, message)
-    return outcome.result
+    return written
 
 
 def _passed_message(plan: _Plan, bench: BenchPlan | None, count: int, result: SandboxRun) -> str:
     """What a passed verification covered, in words: seeds, sizes, rungs, threads, distributions."""
     skipped = f"; not run: {'; '.join(map(str, result['skipped']))}" if result["skipped"] else ""
-    rung_names = list(dict.fromkeys([r.name for r in plan.ladder.rungs] + (["bench"] if bench is not None else [])))
+    rungs = plan.ladder.rungs if plan.ladder is not None else []  # verify runs the ladder
+    rung_names = list(dict.fromkeys([r.name for r in rungs] + (["bench"] if bench is not None else [])))
     return (
         f"matches the reference on {len(result['seeds'])} seed(s) x {len(plan.sizes)} size(s) "
         f"({len(plan.all_cases)} cases: {', '.join(rung_names)})"
@@ -926,10 +958,12 @@ def _new_result(mode: str, seeds: list[int], count: int) -> SandboxRun:
 
 def _bench_record(written: dict[str, Any], bench: BenchPlan, job: SandboxJob, library: Path) -> dict[str, Any]:
     """``result["bench"]``: what the child's bench section wrote, with the plan it ran and the library it timed."""
+    bench_job = job["bench"]
+    assert bench_job is not None  # a bench plan gives the job its bench section
     return {
         **(written.get("bench") or {}),
         "sizes": bench.sizes,
-        "timed": bool(job["bench"]["time"]),
+        "timed": bool(bench_job["time"]),
         "library": str(library),
         "native_label": bench.native_label,
         "baselines_left_out": dict(bench.baselines_left_out),
@@ -986,8 +1020,7 @@ def run_against_reference(
             raise _Stop("inconclusive", "no reference", f"Not verified: {detail}.")
         plan = _plan_cases(request, mode, seeds, sizes, bench, kind, count, result)
         library = _compile_candidate(request, plan, result)
-        timing = {"repeats": repeats, "warmup": warmup}
-        job = _child_job(request, mode, plan, library, bench, count, timing)
+        job = _child_job(request, mode, plan, library, bench, count, repeats, warmup)
         folder = Path(request.workdir) / "sandbox"
         if kind == "native":
             _add_native_reference(request, job, plan, count, result)
@@ -996,11 +1029,12 @@ def run_against_reference(
         written = _read_child(run_child(job, folder / "run", limits, threads=count), plan, limits, result)
         if bench is not None:
             result["bench"] = _bench_record(written, bench, job, library)
-        status, reason = "passed", None
+        status: Status = "passed"
+        reason: str | None = None
         message = "" if mode in ("time", "bench") else _passed_message(plan, bench, count, result)
     except _Stop as stop:
         status, reason, message = stop.status, stop.reason, stop.message
-    result.update(status=status, reason=reason, message=message)
+    result.update({"status": status, "reason": reason, "message": message})
     result["seconds"]["total"] = time.perf_counter() - total_start
     return result
 

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dace_ai.checking.api import CheckReport, CheckRequest
+from dace_ai.checking.api import CheckReport, CheckRequest, Status
 from dace_ai.checking.compile import compile_candidate
 from dace_ai.checking.diagnostics import errors_with_notes, parse_diagnostics, summarize_output
 from dace_ai.checking.remarks import cost_model_note
@@ -82,8 +82,9 @@ def probe_check(request: CheckRequest) -> CheckReport:
     if build.missing_compiler:
         return CheckReport("probe", "inconclusive", build.result.output, 0.0, details)
     if build.ok:
-        details["remarks"] = build.remarks()  # the vectoriser's word on the answer's loops, for the feedback
-        note = cost_model_note(build.remark_kind, build.flags, details["remarks"])
+        remarks = build.remarks()  # the vectoriser's word on the answer's loops, for the feedback
+        details["remarks"] = remarks
+        note = cost_model_note(build.remark_kind, build.flags, remarks)
         if note:
             details["remarks_note"] = note
         return CheckReport("probe", "passed", "", 0.0, details)
@@ -95,7 +96,7 @@ def probe_check(request: CheckRequest) -> CheckReport:
     envs, _ = environment_classes(request.answer)
     declared = {h.strip('<>"') for env in envs for h in environment_headers(env)}
     declared |= {h.strip('<>"') for req in request.answer.environments for h in req.headers}
-    status = "inconclusive" if _only_missing_declared_headers(build.result.output, declared) else "failed"
+    status: Status = "inconclusive" if _only_missing_declared_headers(build.result.output, declared) else "failed"
     return CheckReport("probe", status, build.diagnostics, 0.0, details)
 
 

@@ -364,7 +364,7 @@ def _bench(program: ProgramSizes, given: Mapping[str, int]) -> dict[str, int]:
 # ----------------------------------------------------------------------------- the ladder
 #: Sizes a user gives (``verify_sizes``, ``dace_ai.verify(sizes=...)``): a list of ``{symbol: value}``
 #: or one ``{symbol: [values]}``.
-GivenSizes = Sequence[Mapping[str, int]] | Mapping[str, "int | Sequence[int]"]
+GivenSizes = Sequence[Mapping[str, int]] | Mapping[str, "int | list[int] | tuple[int, ...]"]
 
 
 def _given_list(sizes: GivenSizes) -> list[dict[str, int]]:
@@ -393,6 +393,7 @@ def build_ladder(
     program = program_sizes(request)
     names = program.symbols
     plans: list[tuple[str, dict[str, int] | None, set[str], int, str]] = []  # rung, values, fixed, step, note
+    values: dict[str, int] | None  # None: a rung left out, its note says why
     if sizes:
         for given in _given_list(sizes):
             values = {n: ODD_SIZES[k % len(ODD_SIZES)] for k, n in enumerate(names)}
@@ -412,7 +413,8 @@ def build_ladder(
                 plans.append((name, values, set(), unit, note))
             elif name == "multi-tile":
                 sets, note = _multi_tile(program)
-                plans.extend((name, values, set(), 16, note) for values in sets or [None])
+                chosen: list[dict[str, int] | None] = [*sets] or [None]
+                plans.extend((name, values, set(), 16, note) for values in chosen)
             elif name == "bench":
                 given = _given(bench_sizes)
                 plans.append(

@@ -29,10 +29,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dace_ai.checking.api import CheckRequest
 from dace_ai.context.types import NodeContext
+
+if TYPE_CHECKING:
+    from dace_ai.checking.child.records import LibrarySpec
 
 #: Implementations never used as a reference (accelerators, vendor libraries that may be absent).
 _UNSUITABLE = ("ai", "cuda", "cublas", "rocblas", "fpga", "gpu", "mkl", "pblas", "cutensor", "cusolver", "cusparse")
@@ -122,7 +125,7 @@ class NativeReference:
     implementation: str
     seconds: float  #: 0 when reused
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> LibrarySpec:
         return {
             "kind": "program",
             "library": str(self.library),
@@ -164,7 +167,7 @@ def reference_sdfg(request: CheckRequest, implementation: str | None = None) -> 
     implementation = implementation or reference_implementation(live_node)
     if implementation is None:
         raise LookupError(f"{type(live_node).__name__} has no native implementation")
-    own = implementation
+    own: str | None = implementation
     if implementation not in (getattr(type(live_node), "implementations", None) or {}):
         # a node that only specializes (MatMul -> Gemm, Gemv, ...): its own native expansion,
         # then the library implementation for the nodes it becomes (see _expand_natively)
@@ -258,8 +261,8 @@ def build_native_reference(request: CheckRequest, implementation: str | None = N
                 return NativeReference(
                     Path(spec["library"]),
                     spec["name"],
-                    [tuple(a) for a in spec["init"]],
-                    [tuple(a) for a in spec["args"]],
+                    [(symbol, ctype) for symbol, ctype in spec["init"]],
+                    [(arg, kind) for arg, kind in spec["args"]],
                     implementation,
                     0.0,
                 )
@@ -274,14 +277,14 @@ def build_native_reference(request: CheckRequest, implementation: str | None = N
     return NativeReference(
         Path(library),
         spec["name"],
-        [tuple(a) for a in spec["init"]],
-        [tuple(a) for a in spec["args"]],
+        [(symbol, ctype) for symbol, ctype in spec["init"]],
+        [(arg, kind) for arg, kind in spec["args"]],
         implementation,
         time.perf_counter() - start,
     )
 
 
-def program_spec(sdfg: Any, library: str | Path) -> dict[str, Any]:
+def program_spec(sdfg: Any, library: str | Path) -> LibrarySpec:
     """How the sandbox child calls a program DaCe built: its entry points' name and arguments.
 
     ``init``: what ``__dace_init_<name>`` receives (:func:`dace_ai.compat.init_symbols`,

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dace_ai.checking.api import CheckRequest
-from dace_ai.checking.child.records import BenchJob, Case
+from dace_ai.checking.child.records import BaselineSpec, BenchJob, Case
 from dace_ai.checking.timing import connector_bytes, parse_sizes
 from dace_ai.config.settings import AISettings
 
@@ -63,11 +63,11 @@ def uses_openmp(library: Path) -> bool:
     return any(tag in data for tag in (b"GOMP_", b"__kmpc_", b"omp_get_", b"omp_set_"))
 
 
-def _largest(case: dict[str, Any]) -> int:
+def _largest(case: Case) -> int:
     return max([c["elements"] for c in case["containers"]] or [1])
 
 
-def plan_threads(cases: list[dict[str, Any]], count: int) -> None:
+def plan_threads(cases: list[Case], count: int) -> None:
     """Mark the cases that run with 1 and then all threads: the first seed of every size with at least
     :data:`THREAD_RUN_ELEMENTS` elements, or else of the largest size (no point at N=13)."""
     if not cases:
@@ -98,7 +98,7 @@ class BenchPlan:
     #: More sides timed with the candidate and the native reference (same inputs, interleaved, same
     #: threads): ``{"label", "kind": "program", "program": <program spec>}`` per DaCe library
     #: implementation of the node (:func:`dace_ai.checking.baselines.bench_programs`).
-    baselines: list[dict[str, Any]] = field(default_factory=list)
+    baselines: list[BaselineSpec] = field(default_factory=list)
     #: How figures name the native reference (``DaCe pure``), and the baselines not timed with their reason.
     native_label: str | None = None
     baselines_left_out: dict[str, str] = field(default_factory=dict)
@@ -111,7 +111,7 @@ class BenchPlan:
             "repeats": self.repeats,
             "lock": self.lock,
             "bytes": self.bytes,
-            "baselines": [dict(b) for b in self.baselines] if self.time else [],
+            "baselines": [b.copy() for b in self.baselines] if self.time else [],
         }
 
 
@@ -136,14 +136,19 @@ def bench_plan(request: CheckRequest, *, native: bool, sizes: dict[str, int] | N
 
 
 # ----------------------------------------------------------------------------- reference outputs cache
-def case_key(case: dict[str, Any]) -> str:
+def case_key(case: Case) -> str:
     """What determines a case's reference outputs: seed, inputs drawn, symbol values, containers, views, fill."""
-    what = {k: case[k] for k in ("seed", "values", "containers", "connectors")}
+    what: dict[str, Any] = {
+        "seed": case["seed"],
+        "values": case["values"],
+        "containers": case["containers"],
+        "connectors": case["connectors"],
+    }
     what.update(distribution=case.get("distribution") or "unit", magnitude=case.get("magnitude"), fill=OUTPUT_FILL)
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:20]
 
 
-def cache_reference_outputs(cases: list[dict[str, Any]], library: Path) -> None:
+def cache_reference_outputs(cases: list[Case], library: Path) -> None:
     """Give each case the files of its reference outputs, next to the node's native reference.
 
     The reference's folder is keyed by everything that determines the program (node,
@@ -163,7 +168,7 @@ def cache_reference_outputs(cases: list[dict[str, Any]], library: Path) -> None:
         }
 
 
-def baseline_timing_file(library: str | Path, case: dict[str, Any], threads: int) -> str:
+def baseline_timing_file(library: str | Path, case: Case, threads: int) -> str:
     """Where a baseline's timing at a bench case is kept for the node's next candidates (next to its library).
 
     The baseline's folder is keyed like the native reference's (node, implementation, DaCe
@@ -173,7 +178,7 @@ def baseline_timing_file(library: str | Path, case: dict[str, Any], threads: int
     return str(Path(library).with_name(f"timing-{case_key(case)}-{threads}threads.json"))
 
 
-def native_timing_file(case: dict[str, Any], threads: int) -> str | None:
+def native_timing_file(case: Case, threads: int) -> str | None:
     """Where the native reference's timing at a bench case is kept for the node's next candidates.
 
     A slow native (:data:`dace_ai.checking.child.reuse.REUSE_NATIVE_SECONDS` per call or more) is

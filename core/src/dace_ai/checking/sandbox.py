@@ -20,9 +20,12 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dace_ai.config.settings import AISettings
+
+if TYPE_CHECKING:
+    from dace_ai.checking.child.records import Limits, SandboxJob
 
 #: The entry file of the sandbox child (it loads the other files of its folder itself).
 CHILD = Path(__file__).with_name("child") / "__main__.py"
@@ -46,7 +49,7 @@ class SandboxLimits:
             memory_bytes=settings.sandbox_memory_mb << 20,
         )
 
-    def as_job(self) -> dict[str, Any]:
+    def as_job(self) -> Limits:
         return {"cpu_seconds": max(1, round(self.cpu_seconds)), "memory_bytes": self.memory_bytes}
 
 
@@ -160,7 +163,7 @@ def launch(
     return Launched(proc.returncode, output or b"", timed_out, time.perf_counter() - start)
 
 
-def run_child(job: dict[str, Any], folder: Path, limits: SandboxLimits, *, threads: int | None = None) -> ChildOutcome:
+def run_child(job: SandboxJob, folder: Path, limits: SandboxLimits, *, threads: int | None = None) -> ChildOutcome:
     """Write ``job`` to ``folder``, run the child on it under ``limits``, and read what happened.
 
     ``threads``: ``OMP_NUM_THREADS`` of the child (the all-core count of the job), set

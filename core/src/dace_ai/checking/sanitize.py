@@ -71,13 +71,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dace_ai.checking.api import CheckReport, CheckRequest, SharedKey, Status, stable_paths
 from dace_ai.checking.units import UNIT_FILE, ToolResult, environment_classes, unit_place
 from dace_ai.config.settings import AISettings
 from dace_ai.plugins.registrations import Checker, Setting
 from dace_ai.state import STATE
+
+if TYPE_CHECKING:
+    from dace_ai.checking.child.records import Case
 
 NAME = "sanitizers"
 #: Folder under the check's workdir.
@@ -576,7 +579,7 @@ def stop_sanitizer_builds(request: CheckRequest) -> None:
 
 
 # ----------------------------------------------------------------------------- the run
-def sanitizer_cases(request: CheckRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+def sanitizer_cases(request: CheckRequest) -> tuple[Case, Case]:
     """(case of the address run, case of the thread run): the ladder's first small case, and its first odd one
     (a bit more work per thread) or else the small one."""
     from dace_ai.checking.harness import make_case
@@ -588,13 +591,11 @@ def sanitizer_cases(request: CheckRequest) -> tuple[dict[str, Any], dict[str, An
         raise ValueError("; ".join(map(str, ladder.skipped)) or "no size")
     small = next((c for c in planned if c.rung != "odd"), planned[0])
     odd = next((c for c in planned if c.rung == "odd"), small)
-    return tuple(
-        make_case(request, c.seed, c.sizes, c.point, c.rung, c.point_words)  # type: ignore[return-value]
-        for c in (small, odd)
-    )
+    small_case, odd_case = (make_case(request, c.seed, c.sizes, c.point, c.rung, c.point_words) for c in (small, odd))
+    return small_case, odd_case
 
 
-def write_job(case: dict[str, Any], request: CheckRequest, folder: Path, cpu_seconds: int = 60) -> Path:
+def write_job(case: Case, request: CheckRequest, folder: Path, cpu_seconds: int = 60) -> Path:
     """The driver's job file and one raw data file per container (initial data of the case, outputs pre-filled).
 
     Format (whitespace separated): ``cpu_seconds n`` (the driver's own CPU-time
@@ -677,7 +678,7 @@ class SanitizerRun:
     timed_out: bool = False
 
 
-def run_sanitized(build: SanitizerBuild, case: dict[str, Any], request: CheckRequest, threads: int) -> SanitizerRun:
+def run_sanitized(build: SanitizerBuild, case: Case, request: CheckRequest, threads: int) -> SanitizerRun:
     """Run the sanitized executable on ``case`` in a sandboxed session of its own (wall and CPU time limits)."""
     from dace_ai.checking.sandbox import SandboxLimits, launch
 
@@ -731,13 +732,13 @@ def first_unit_line(report: str) -> int | None:
     return None
 
 
-def _container_words(case: dict[str, Any], index: int) -> str:
+def _container_words(case: Case, index: int) -> str:
     name = case["containers"][index]["name"]
     conns = [c["name"] for c in case["connectors"] if c["container"] == name]
     return f"container {name}" + (f" (connector {', '.join(conns)})" if conns else "")
 
 
-def _container_at(case: dict[str, Any], buffers: list[tuple[int, int, int]], start: int) -> str | None:
+def _container_at(case: Case, buffers: list[tuple[int, int, int]], start: int) -> str | None:
     for index, begin, _ in buffers:
         if begin == start and index < len(case["containers"]):
             return _container_words(case, index)
@@ -765,7 +766,7 @@ _UB_HINTS = (
 )
 
 
-def _read_address(report: str, case: dict[str, Any], buffers: list[tuple[int, int, int]]) -> Finding:
+def _read_address(report: str, case: Case, buffers: list[tuple[int, int, int]]) -> Finding:
     head = re.search(r"ERROR: AddressSanitizer: ([\w-]+)", report)
     kind = head.group(1) if head else "error"
     access = re.search(r"^(READ|WRITE) of size (\d+)", report, re.MULTILINE)
@@ -826,7 +827,7 @@ def _read_undefined(report: str) -> Finding:
     return Finding("undefined", kind, f"UndefinedBehaviorSanitizer: {message}", line, hint)
 
 
-def _read_thread(report: str, case: dict[str, Any], buffers: list[tuple[int, int, int]]) -> Finding:
+def _read_thread(report: str, case: Case, buffers: list[tuple[int, int, int]]) -> Finding:
     head = re.search(r"WARNING: ThreadSanitizer: ([^\n(]+)", report)
     kind = head.group(1).strip() if head else "error"
     # Which thread TSan catches first, and so which access it names first, depends on the schedule; the words
@@ -853,7 +854,7 @@ def _read_thread(report: str, case: dict[str, Any], buffers: list[tuple[int, int
     return Finding("thread", kind, text, min(lines) if lines else first_unit_line(report), hint, judged)
 
 
-def read_report(run: SanitizerRun, case: dict[str, Any]) -> Finding | None:
+def read_report(run: SanitizerRun, case: Case) -> Finding | None:
     """The first sanitizer report of a run, or None when there is none."""
     out = run.output
     buffers = buffers_of(out)
@@ -957,7 +958,7 @@ class _Part:
 
 
 def _judge_run(
-    build: SanitizerBuild, run: SanitizerRun, case: dict[str, Any], unit: str, answer_lines: int, threads: int | None
+    build: SanitizerBuild, run: SanitizerRun, case: Case, unit: str, answer_lines: int, threads: int | None
 ) -> _Part:
     """Passed, failed (a report in the answer's lines) or inconclusive (anything else) for one run."""
     from dace_ai.checking.ladder import case_place
@@ -1107,7 +1108,7 @@ def sanitizers_check(request: CheckRequest) -> CheckReport:
 def _run_part(
     request: CheckRequest,
     build: SanitizerBuild,
-    case: dict[str, Any],
+    case: Case,
     unit: str,
     answer_lines: int,
     threads: int,

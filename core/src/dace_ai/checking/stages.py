@@ -84,19 +84,20 @@ def select_checkers(
     else:
         names = [name for name, checker in registered.items() if checker.default]
         target = manager.targets().get(node.target.name)
-        for name in target.checkers if target is not None else ():
-            if name not in registered:
-                missing.append(
-                    CheckReport(
-                        name,
-                        "inconclusive",
-                        f"checker {name!r} named by target {node.target.name!r} "
-                        f"({target.origin}) is not installed; installed: {', '.join(registered)}",
-                        stage="compile",
+        if target is not None:
+            for name in target.checkers:
+                if name not in registered:
+                    missing.append(
+                        CheckReport(
+                            name,
+                            "inconclusive",
+                            f"checker {name!r} named by target {node.target.name!r} "
+                            f"({target.origin}) is not installed; installed: {', '.join(registered)}",
+                            stage="compile",
+                        )
                     )
-                )
-            elif name not in names:
-                names.append(name)
+                elif name not in names:
+                    names.append(name)
         for entry in signed:
             if entry[0] == "+" and entry[1:] not in names:
                 names.append(entry[1:])

@@ -10,7 +10,8 @@ chosen once, at import, from ``dace.__version__``.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import dace
 from dace.config import Config
@@ -19,10 +20,39 @@ DACE_VERSION = dace.__version__
 #: DaCe's major version (1 or 2), which picks the version module below.
 DACE_MAJOR = int(DACE_VERSION.split(".", 1)[0])
 
-if DACE_MAJOR >= 2:
-    from dace_ai.compat import dace2 as version
-else:
-    from dace_ai.compat import dace1 as version
+
+class DaceVersionModule(Protocol):
+    """What each version module provides: :mod:`~dace_ai.compat.dace1` and :mod:`~dace_ai.compat.dace2` are
+    checked against it, so the rest of the package can rely on either."""
+
+    HAS_BUILTIN_AI: bool
+
+    def config_store(self) -> tuple[dict[str, Any], dict[str, Any]]: ...
+    def config_snapshot(self) -> Any: ...
+    def use_config(self, snapshot: Any) -> None: ...
+    def cpp_standard_flags(self) -> list[str]: ...
+    def host_cpu_args(self) -> str: ...
+    def patch_expand_spellings(self) -> None: ...
+    def builtin_library(self) -> Any: ...
+    def builtin_node_class(self) -> type[Any] | None: ...
+    def route_reserved_implementation(self, expansion_for: Any) -> None: ...
+    def replace_library_functions(self, functions: dict[str, Any]) -> None: ...
+    def replaced(self) -> list[str]: ...
+    def serialize_by_class_path(self, type_name: str) -> None: ...
+
+
+def _version_module() -> DaceVersionModule:
+    """The module for the installed DaCe; only that one is imported (the other may not import at all)."""
+    if DACE_MAJOR >= 2:
+        from dace_ai.compat import dace2
+
+        return dace2
+    from dace_ai.compat import dace1
+
+    return dace1
+
+
+version = _version_module()
 
 #: True when DaCe ships its own AI library (``dace.libraries.ai``, DaCe 2.0 on).
 HAS_BUILTIN_AI: bool = version.HAS_BUILTIN_AI
@@ -120,18 +150,18 @@ def build_folder_root() -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def library_node_base() -> type:
+def library_node_base() -> type[Any]:
     """DaCe's library node base class."""
     from dace.sdfg.nodes import LibraryNode
 
     return LibraryNode
 
 
-def library_node_classes() -> list[type]:
+def library_node_classes() -> list[type[Any]]:
     """Every library node class defined so far (all subclasses, recursively)."""
     base = library_node_base()
-    seen: list[type] = []
-    stack = list(base.__subclasses__())
+    seen: list[type[Any]] = []
+    stack: list[type[Any]] = list(base.__subclasses__())
     while stack:
         cls = stack.pop()
         if cls not in seen:
@@ -140,7 +170,7 @@ def library_node_classes() -> list[type]:
     return seen
 
 
-def make_expansion_class(name: str, base: type, node_class: type) -> type:
+def make_expansion_class(name: str, base: type[Any], node_class: type[Any]) -> type[Any]:
     """A per-node-class expansion class (DaCe matches expansions by ``_match_node``, one class each)."""
     import dace.library
 
@@ -150,30 +180,30 @@ def make_expansion_class(name: str, base: type, node_class: type) -> type:
     return cls
 
 
-def own_implementations(node_class: type) -> dict[str, Any]:
+def own_implementations(node_class: type[Any]) -> dict[str, Any]:
     """The class's own implementations dict (a subclass without one would otherwise share its parent's)."""
     if "implementations" not in node_class.__dict__:
         node_class.implementations = dict(getattr(node_class, "implementations", {}) or {})
     return node_class.implementations
 
 
-def register_node_implementation(node_class: type, name: str, expansion: type) -> None:
+def register_node_implementation(node_class: type[Any], name: str, expansion: type[Any]) -> None:
     """``NodeClass.register_implementation`` (sets ``_match_node``); DaCe's module-level helper does not."""
     own_implementations(node_class)
     node_class.register_implementation(name, expansion)
 
 
-_subclass_hooks: list[Any] = []
+_subclass_hooks: list[Callable[[type[Any]], object]] = []
 
 
-def on_library_node_class(callback: Any) -> None:
+def on_library_node_class(callback: Callable[[type[Any]], object]) -> None:
     """Call ``callback(cls)`` for every existing library node class and for every one defined later.
 
     Later classes are caught in ``LibraryNode.__init_subclass__``, which runs before
     ``@dace.library.node`` rebuilds the implementations dict; the decorator then
     re-registers what it finds, the callback's addition included.
     """
-    base = library_node_base()
+    base: Any = library_node_base()  # its ``__init_subclass__`` is replaced below
     if not _subclass_hooks:
         previous = base.__dict__.get("__init_subclass__")
 
@@ -191,7 +221,7 @@ def on_library_node_class(callback: Any) -> None:
         callback(cls)
 
 
-def is_unregistered_library_node(node_class: type) -> bool:
+def is_unregistered_library_node(node_class: type[Any]) -> bool:
     from dace.sdfg.nodes import UnregisteredLibraryNode
 
     return issubclass(node_class, UnregisteredLibraryNode)
@@ -249,14 +279,14 @@ def register_frontend_call(func: Any, names: list[str]) -> None:
         oprepo.Replacements._rep[name] = func
 
 
-def syntax_error_class() -> type:
+def syntax_error_class() -> type[Any]:
     """The frontend's syntax error (carries the call's file and line)."""
     from dace.frontend.python.common import DaceSyntaxError
 
     return DaceSyntaxError
 
 
-def string_literal_class() -> type:
+def string_literal_class() -> type[Any]:
     from dace.frontend.python.common import StringLiteral
 
     return StringLiteral
@@ -294,7 +324,7 @@ class debugprint_off:
             os.environ["DACE_debugprint"] = self._env
 
 
-def compilation_error_types() -> tuple[type, type]:
+def compilation_error_types() -> tuple[type[Exception], type[Exception]]:
     """(CompilationError, CompilerConfigurationError) of this DaCe version."""
     from dace.codegen.exceptions import CompilationError, CompilerConfigurationError
 
@@ -803,8 +833,10 @@ def viewed_subsets(sdfg: Any, state: Any, container: str, depth: int = 8) -> lis
 
     view_edge = getattr(sdutil, "get_view_edge", None)
     found: list[tuple[str, str, tuple[Any, ...]]] = []
+    if view_edge is None:
+        return found
     seen = {container}
-    for _ in range(depth if view_edge is not None else 0):
+    for _ in range(depth):
         if not isinstance(sdfg.arrays.get(container), data.View):
             break
         edge = next(

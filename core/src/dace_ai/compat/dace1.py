@@ -39,7 +39,7 @@ def builtin_library() -> Any:
     return None
 
 
-def builtin_node_class() -> type | None:
+def builtin_node_class() -> type[Any] | None:
     return None
 
 

@@ -89,7 +89,7 @@ def builtin_library() -> Any:
         return None
 
 
-def builtin_node_class() -> type | None:
+def builtin_node_class() -> type[Any] | None:
     """DaCe's own ``AINode`` class, or None."""
     library = builtin_library()
     return getattr(library, "AINode", None) if library is not None else None
@@ -145,12 +145,12 @@ def serialize_by_class_path(type_name: str) -> None:
 class _ByClassPath:
     """A stand-in serializer: the class named by an object's ``classpath``, else the one registered before."""
 
-    def __init__(self, fallback: type, locate: Any) -> None:
+    def __init__(self, fallback: type[Any], locate: Any) -> None:
         self.fallback = fallback
         self._locate = locate
 
     def from_json(self, obj: Any, context: Any = None) -> Any:
         path = obj.get("classpath") if isinstance(obj, dict) else None
         located = self._locate(path) if path else None
-        cls = located if isinstance(located, type) else self.fallback
+        cls: type[Any] = located if isinstance(located, type) else self.fallback
         return cls.from_json(obj, context=context)

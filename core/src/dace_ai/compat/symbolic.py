@@ -59,6 +59,8 @@ def container_dtype(sdfg: Any, container: str) -> Any:
     import numpy as np
 
     desc = getattr(sdfg, "arrays", {}).get(container)
+    if desc is None:
+        return None
     try:
         return np.dtype(desc.dtype.type)
     except (AttributeError, TypeError):

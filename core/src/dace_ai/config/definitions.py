@@ -8,7 +8,10 @@ them (:mod:`dace_ai.config.settings`) is only imported when settings are resolve
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+#: A pydantic constraint a setting's bound sets: greater than, at least, less than, at most.
+Bound = Literal["gt", "ge", "lt", "le"]
 
 
 @dataclass(frozen=True)
@@ -17,7 +20,7 @@ class SettingDef:
     dace_type: str  #: type name in DaCe's config schema: str, int, float, bool
     default: Any
     description: str
-    bounds: tuple[tuple[str, float], ...] = ()  #: pydantic constraints, e.g. (("gt", 0),)
+    bounds: tuple[tuple[Bound, float], ...] = ()  #: pydantic constraints, e.g. (("gt", 0),)
 
 
 SETTINGS: tuple[SettingDef, ...] = (

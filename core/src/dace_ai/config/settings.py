@@ -28,7 +28,7 @@ import sys
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, field_validator
 
@@ -48,10 +48,22 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 ENV_PREFIX = "DACE_ai_"
 
 
+class FieldBounds(TypedDict, total=False):
+    """The keyword constraints of ``pydantic.Field`` that a setting's bounds become."""
+
+    gt: float
+    ge: float
+    lt: float
+    le: float
+
+
 def _field(key: str) -> Any:
     """A pydantic field whose default, bounds and description come from :mod:`setting_defs`."""
     definition = BY_KEY[key]
-    return Field(definition.default, description=definition.description, **dict(definition.bounds))
+    bounds: FieldBounds = {}
+    for name, limit in definition.bounds:
+        bounds[name] = limit
+    return Field(definition.default, description=definition.description, **bounds)
 
 
 class AISettings(BaseModel):
@@ -209,7 +221,7 @@ def _validate_plugin(setting: Setting, value: Any, source: str) -> Any:
     if isinstance(value, str) and setting.default is None and value.strip().lower() in ("", "none"):
         return None
     try:
-        checked = TypeAdapter(setting.type).validate_python(value.strip() if isinstance(value, str) else value)
+        checked: object = TypeAdapter(setting.type).validate_python(value.strip() if isinstance(value, str) else value)
     except ValidationError as exc:
         problem = "; ".join(e["msg"] for e in exc.errors())
         raise SettingsError(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from dace import data as dt
 from dace import dtypes
@@ -232,7 +232,7 @@ class SDFGContext:
                 result[prop.attr_name] = _prop_text(value)
         return result
 
-    def _connector(self, state: SDFGState, node: nd.Node, name: str, direction: str) -> ConnectorInfo:
+    def _connector(self, state: SDFGState, node: nd.Node, name: str, direction: Literal["in", "out"]) -> ConnectorInfo:
         """One connector as the tasklet sees it, following DaCe's CPU code generator."""
         edges = list(
             state.in_edges_by_connector(node, name) if direction == "in" else state.out_edges_by_connector(node, name)
@@ -256,7 +256,7 @@ class SDFGContext:
                 (),
                 "0",
                 f"{name} (not connected to a container)",
-            )  # type: ignore[arg-type]
+            )
         desc = state.sdfg.arrays[memlet.data]
         subset = memlet.subset
         storage = desc.storage.name
@@ -295,7 +295,7 @@ class SDFGContext:
         volume = _cpp(memlet.volume)
         return ConnectorInfo(
             name=name,
-            direction=direction,  # type: ignore[arg-type]
+            direction=direction,
             ctype=ctype,
             dtype=base,
             is_pointer=is_pointer,

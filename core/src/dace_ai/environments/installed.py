@@ -71,7 +71,8 @@ def _header_found(header: str, env_dir: Path | None, extra: Iterable[str]) -> bo
         return os.path.exists(header)
     if env_dir is not None and (header.startswith(".") or "/" in header) and (env_dir / header).exists():
         return True
-    return any((Path(d) / header).exists() for d in (*extra, *include_dirs()))
+    folders: tuple[str | Path, ...] = (*extra, *include_dirs())
+    return any((Path(d) / header).exists() for d in folders)
 
 
 def _library_found(lib: str) -> bool | None:

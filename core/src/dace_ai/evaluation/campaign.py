@@ -146,7 +146,7 @@ class LiveAsker:
 
 def _record(folder: Path, task: str, sample: dict[str, Any]) -> None:
     path = folder / f"{task}.json"
-    data = json.loads(path.read_text()) if path.is_file() else {"task": task, "samples": []}
+    data: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {"task": task, "samples": []}
     data["samples"].append(sample)
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write(path, json.dumps(data, indent=1) + "\n")

@@ -96,6 +96,7 @@ def make_arguments(sdfg: Any, task: Task, seed: int) -> dict[str, Any]:
             args[name] = np.full(shape, canary, dtype=dtype)
             continue
         how = task.inputs.get(name, "uniform")
+        data: np.ndarray
         if how.startswith("int:"):
             lo, hi = (int(v) for v in how.split(":")[1:3])
             data = rng.integers(lo, hi, size=shape)

@@ -78,7 +78,7 @@ def summary(attempts: Sequence[dict[str, Any]], configuration: str) -> dict[str,
         **{f"fast_{int(p)}_native": fast_p(mine, p, "speedup_native") for p in FAST_P},
         "geomean_speedup": _geomean([a["speedup"] for a in correct if a.get("speedup")]),
         "geomean_speedup_native": _geomean([a["speedup_native"] for a in correct if a.get("speedup_native")]),
-        "geomean_sol": _geomean([_sol(a)["fraction"] for a in correct if _sol(a) and _sol(a)["fraction"] > 0]),
+        "geomean_sol": _geomean([sol["fraction"] for a in correct if (sol := _sol(a)) and sol["fraction"] > 0]),
         "tokens_per_correct": tokens / len(correct) if tokens is not None and correct else None,
         "cost_per_correct": cost / len(correct) if cost is not None and correct else None,
         "retried": sum(1 for a in mine if a.get("retries")),
@@ -354,7 +354,7 @@ def roofline_axes(ax: Any, data: dict[str, Any], configurations: Sequence[str]) 
     x_floor, x_top = 1 / 64, 64.0
     xs = [x_floor * (x_top / x_floor) ** (i / 100) for i in range(101)]
     # The roof at the thread count the attempts ran with (the task runs are single-threaded by default).
-    used = sorted({_sol(a)["threads"] for a in data["attempts"] if _sol(a)})
+    used = sorted({sol["threads"] for a in data["attempts"] if (sol := _sol(a))})
     threads = str(used[0]) if len(used) == 1 else str(roofline["threads"])
     peaks = (roofline.get("peak_gflops_by_threads") or {}).get(threads) or roofline["peak_gflops"]
     bandwidth = ((roofline.get("bandwidth_gbs_by_threads") or {}).get(threads) or {}).get("memory") or roofline[

@@ -19,12 +19,30 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from dace_ai.checking.child.records import BaselineSpec
+
 if TYPE_CHECKING:
+    from dace_ai.checking.child.records import LibrarySpec
     from dace_ai.evaluation.tasks import Task
 
 NUMPY = "NumPy"
+
 #: The task's native program (AI-node tasks: the ``baseline`` program of the suite).
 NATIVE_PROGRAM = "DaCe native program"
+
+
+class TaskSide(BaselineSpec, total=False):
+    """One baseline side of a task run, with the name a baseline left out is filed under; the child's
+    job gets the side without it (:func:`job_side`)."""
+
+    name: str
+
+
+def job_side(side: TaskSide) -> BaselineSpec:
+    """The side as the sandbox child reads it: the name is the task run's own bookkeeping."""
+    spec = side.copy()
+    spec.pop("name", None)
+    return spec
 
 
 def native_label(suite: str, task: Task) -> str:
@@ -40,8 +58,8 @@ def native_label(suite: str, task: Task) -> str:
 
 
 def task_baseline_sides(
-    suite: str, task: Task, digest: str, arguments: dict[str, Any], build: Callable[[Any], dict[str, Any]]
-) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    suite: str, task: Task, digest: str, arguments: dict[str, Any], build: Callable[[Any], LibrarySpec]
+) -> tuple[list[TaskSide], dict[str, str]]:
     """(the bench section's extra sides for one task, baselines left out with their reason).
 
     ``build(sdfg)`` builds a program once per name without loading it (the task run's
@@ -57,7 +75,7 @@ def task_baseline_sides(
     from dace_ai.evaluation.programs import program_sdfg
     from dace_ai.evaluation.tasks import suite_member
 
-    sides: list[dict[str, Any]] = []
+    sides: list[TaskSide] = []
     left_out: dict[str, str] = {}
     if task.kind == "library":
         _probe, _state, node = program_sdfg(suite, task, f"bench_{task.id}_probe")

@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dace_ai.checking.child.records import Case, SandboxJob
+from dace_ai.checking.child.records import BenchJob, Case, Connector, Container, LibrarySpec, SandboxJob
 
 if TYPE_CHECKING:
     from dace_ai.checking.sandbox import ChildOutcome
+    from dace_ai.evaluation.task_baselines import TaskSide
     from dace_ai.evaluation.tasks import Task
 
 #: Limits of the child: wall seconds, CPU seconds, address space bytes.
@@ -39,7 +40,7 @@ CPU_SECONDS = 900
 MEMORY_BYTES = 16 * 2**30
 
 
-def _built(sdfg: Any, build_root: Path, prepare: Any = None) -> dict[str, Any]:
+def _built(sdfg: Any, build_root: Path, prepare: Any = None) -> LibrarySpec:
     """Build ``sdfg`` once per name under the build root (a lock and a ready spec); how to call it."""
     import json
 
@@ -70,7 +71,10 @@ def _case(sdfg: Any, task: Task, seed: int, folder: Path) -> tuple[Case, dict[st
     from dace_ai.evaluation.programs import make_arguments
 
     args = make_arguments(sdfg, task, seed)
-    containers, connectors, inputs, values = [], [], {}, dict(task.sizes)
+    containers: list[Container] = []
+    connectors: list[Connector] = []
+    inputs: dict[str, str] = {}
+    values = dict(task.sizes)
     for name, value in args.items():
         if not isinstance(value, np.ndarray):
             values[name] = value.item() if hasattr(value, "item") else value
@@ -93,7 +97,7 @@ def _case(sdfg: Any, task: Task, seed: int, folder: Path) -> tuple[Case, dict[st
         path = folder / f"input-{seed}-{name}.npy"
         np.save(path, np.ascontiguousarray(value).reshape(-1), allow_pickle=False)
         inputs[name] = str(path)
-    case = {
+    case: Case = {
         "seed": seed,
         "sizes": dict(task.sizes),
         "values": values,
@@ -126,10 +130,10 @@ def _child_failure(outcome: ChildOutcome, wall_seconds: float) -> str:
 def _judge_outputs(
     task: Task,
     reference: Any,
-    cases: Sequence[Any],
-    arguments: Sequence[Any],
+    cases: Sequence[Case],
+    arguments: Sequence[dict[str, Any]],
     outputs: Path,
-    sides: list[dict[str, Any]],
+    sides: list[TaskSide],
     timed_baselines: bool,
     result: dict[str, Any],
 ) -> None:
@@ -152,19 +156,19 @@ def _judge_outputs(
                 result["correct" if which == "candidate" else "baseline_correct"] = False
                 result.setdefault(f"{which}_mismatch", f"seed {case['seed']}, sizes {task.sizes}: {problem}")
         if case is cases[0] and timed_baselines:  # DaCe's library implementations: same answer?
-            for index, side in enumerate(sides):
+            for index, timed_side in enumerate(sides):
                 files = {name: outputs / f"timed-baseline{index}-{name}.npy" for name in task.outputs}
-                if side["kind"] != "program" or not all(f.is_file() for f in files.values()):
+                if timed_side["kind"] != "program" or not all(f.is_file() for f in files.values()):
                     continue
                 got = {name: np.load(f).reshape(args[name].shape) for name, f in files.items()}
                 problem = compare(task, got, expected)
                 if problem is not None:
-                    result.setdefault("baselines_left_out", {})[side["name"]] = (
+                    result.setdefault("baselines_left_out", {})[timed_side["name"]] = (
                         f"its outputs differ from the reference: {problem}"[:300]
                     )
 
 
-def _timing_figures(bench: dict[str, Any], sides: list[dict[str, Any]], left_out: dict[str, str]) -> dict[str, Any]:
+def _timing_figures(bench: dict[str, Any], sides: list[TaskSide], left_out: dict[str, str]) -> dict[str, Any]:
     """Medians, spreads and the speed-up of the task run's interleaved samples; the baselines whose
     outputs were wrong are not timed against."""
     base_times, cand_times = bench["native"], bench["candidate"]
@@ -187,9 +191,7 @@ def _timing_figures(bench: dict[str, Any], sides: list[dict[str, Any]], left_out
     return figures
 
 
-def _verify_job(
-    candidate: dict[str, Any], baseline: dict[str, Any], cases: Sequence[Case], outputs: Path
-) -> SandboxJob:
+def _verify_job(candidate: LibrarySpec, baseline: LibrarySpec, cases: Sequence[Case], outputs: Path) -> SandboxJob:
     """The child's job without its bench section: both programs on every case, outputs saved for judging here."""
     job: SandboxJob = {
         "mode": "verify",
@@ -211,27 +213,27 @@ def _bench_section(
     args: dict[str, Any],
     build_root: Path,
     result: dict[str, Any],
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+) -> tuple[BenchJob, list[TaskSide]]:
     """(the job's bench section, the baselines' sides): the first seed's case timed against the native
     baseline and, unless turned off, the task's baselines (records their label and those left out)."""
     from dace_ai.storage.files import ai_folder
 
-    sides: list[dict[str, Any]] = []
-    bench_case = {**case, "id": "timed"}
+    sides: list[TaskSide] = []
+    bench_case: Case = {**case, "id": "timed"}
     if spec.get("baselines", True):  # the strongest implementations here, timed in the same child
-        from dace_ai.evaluation.task_baselines import native_label, task_baseline_sides
+        from dace_ai.evaluation.task_baselines import job_side, native_label, task_baseline_sides
 
         result["native_label"] = native_label(suite, task)
         sides, result["baselines_left_out"] = task_baseline_sides(
             suite, task, digest, args, lambda program: _built(program, build_root)
         )
-    bench = {
+    bench: BenchJob = {
         "cases": [bench_case],
         "time": True,
         "repeats": int(spec.get("repeats", 5)),
         "lock": str(ai_folder("ai-check") / "bench.lock"),
         "bytes": None,
-        "baselines": [{k: v for k, v in side.items() if k != "name"} for side in sides],
+        "baselines": [job_side(side) for side in sides],
     }
     return bench, sides
 
@@ -286,7 +288,7 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
         outputs = folder / "outputs"
         outputs.mkdir()
         job = _verify_job(candidate, baseline, cases, outputs)
-        sides: list[dict[str, Any]] = []
+        sides: list[TaskSide] = []
         if timed and cases:
             job["bench"], sides = _bench_section(spec, suite, task, digest, cases[0], arguments[0], build_root, result)
         limits = SandboxLimits(cpu_seconds=CPU_SECONDS, wall_seconds=wall_seconds, memory_bytes=MEMORY_BYTES)

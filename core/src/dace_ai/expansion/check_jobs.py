@@ -114,14 +114,15 @@ def _node_fields(ctx: NodeContext) -> dict[str, Any]:
         if f.name == "live":
             continue
         value = getattr(ctx, f.name)
-        out[f.name] = (
-            dataclasses.asdict(value)
-            if dataclasses.is_dataclass(value)
-            else [dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v for v in value]
-            if isinstance(value, list)
-            else value
-        )
+        out[f.name] = [_as_dict(v) for v in value] if isinstance(value, list) else _as_dict(value)
     return json.loads(json.dumps(out))
+
+
+def _as_dict(value: Any) -> Any:
+    """A dataclass instance (a connector, a container, ...) as its dict; any other value as it is."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value
 
 
 def carrier_program(ctx: NodeContext) -> str:

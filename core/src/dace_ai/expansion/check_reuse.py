@@ -33,6 +33,7 @@ import inspect
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -151,7 +152,7 @@ def _checkers(ctx: NodeContext, settings: AISettings) -> list[Any]:
     return rows
 
 
-def _source_file(function: object) -> str | None:
+def _source_file(function: Callable[..., object] | None) -> str | None:
     try:
         return inspect.getsourcefile(function) if function is not None else None
     except TypeError:

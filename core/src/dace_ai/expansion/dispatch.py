@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dace_ai.errors import DaceAIError
-from dace_ai.execution.jobs import ExecutorOptions, ExecutorUnavailable, Job, JobResult, Runner
+from dace_ai.execution.jobs import ExecutorOptions, ExecutorUnavailable, Job, JobResult, JobStage, Runner
 
 if TYPE_CHECKING:
     from dace_ai.checking.api import CheckReport
@@ -157,10 +157,15 @@ class CheckDispatcher:
         """The reports of ``answer``'s checks, run as one job on the executor (blocks until they are back)."""
         from dace_ai.expansion.check_jobs import forget_live, make_payload, register_live, run_check_job
 
+        runner = self.runner
+        if runner is None:
+            raise RuntimeError(
+                f"executor {self.name!r} is not started: check answers inside `with CheckDispatcher(...)`"
+            )
         digest = hashlib.sha256(ctx.key.encode()).hexdigest()[:10]
         job_id = f"check-{digest}-{next(_serial)}"
         target = ctx.target.name
-        stage = "bench" if settings.bench != "off" else "check"
+        stage: JobStage = "bench" if settings.bench != "off" else "check"
         job = Job(job_id, run_check_job, {}, stage=stage, target=target)
         compile_only = None
         missing = getattr(self.runner, "missing", None)
@@ -179,7 +184,7 @@ class CheckDispatcher:
         try:
             started = time.perf_counter()
             try:
-                results = list(self.runner.run([job]))
+                results = list(runner.run([job]))
             except ExecutorUnavailable:
                 raise
             except Exception as exc:  # noqa: BLE001 - the executor itself broke (e.g. its scheduler went away)

@@ -168,6 +168,8 @@ def read_prompt_responses(
                 report.expanded.append(name)
                 report.verification[name] = tasklet_level(tasklet)
             except MissingAnswer as exc:
+                if exc.prompt_path is None or exc.response_path is None:
+                    raise  # the manual exchange always names its files; nothing here to report as missing
                 files = PromptFile(name, nsdfg.name, exc.prompt_path, exc.response_path)
                 failure = _failed_round(session, rounds_before, files)
                 if failure is not None:

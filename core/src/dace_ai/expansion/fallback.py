@@ -31,7 +31,7 @@ def expand_natively_or_raise(sdfg: Any, state: Any, node: Any, settings: AISetti
     from dace_ai.checking.verdict import falls_back_natively
 
     native = fallback_implementation(node)
-    if not falls_back_natively(settings.on_failure, native is not None):
+    if native is None or not falls_back_natively(settings.on_failure, has_native=True):
         if settings.on_failure == "native" and native is None:
             raise CheckFailed(
                 f"{error} (on_failure=native, but {type(node).__name__} {node.name!r} has no native "

@@ -157,11 +157,14 @@ def _allocate(pv: Any, sdfg: Any, inputs: dict[str, str], shape: Any, dtype: Any
         raise AICallError(pv, "no inputs to take the output's type from: give 'dtype'")
     if dtype is not None and not isinstance(dtype, dtypes.typeclass):
         raise AICallError(pv, f"'dtype' must be a DaCe type such as dace.float64, got {dtype!r:.60}")
-    dtype = dtype if dtype is not None else first.dtype
-    storage = storage if storage is not None else (first.storage if first is not None else dtypes.StorageType.Default)
-    if shape is None:
-        shape = () if isinstance(first, data.Scalar) else tuple(first.shape)
-    elif isinstance(shape, (Number, str)) or not isinstance(shape, (list, tuple)):
+    if first is not None:  # what is not given comes from the first input
+        dtype = dtype if dtype is not None else first.dtype
+        storage = storage if storage is not None else first.storage
+        if shape is None:
+            shape = () if isinstance(first, data.Scalar) else tuple(first.shape)
+    elif storage is None:
+        storage = dtypes.StorageType.Default
+    if isinstance(shape, (Number, str)) or not isinstance(shape, (list, tuple)):
         shape = (shape,)
     if not shape:
         name, _ = sdfg.add_scalar("ai_out", dtype, storage=storage, transient=True, find_new_name=True)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import re
 import traceback
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from dace.transformation.transformation import ExpandTransformation
 
@@ -36,6 +36,8 @@ from dace_ai import compat
 from dace_ai.expansion.takeover import CHARGE
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     from dace_ai.config.settings import AISettings
 
 #: ``'ai'``, or ``'dace-ai'`` on DaCe 2 when DaCe's own library keeps ``'ai'`` (see :mod:`~dace_ai.expansion.takeover`).
@@ -62,7 +64,9 @@ class user_facing_errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> bool:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> Literal[False]:
         from dace_ai.errors import DaceAIError
 
         if not isinstance(exc, DaceAIError) or _debug():
@@ -150,7 +154,9 @@ class _ExpansionPass:
         self._pass = expansion_pass()
         self._pass.__enter__()
 
-    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> bool:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> Literal[False]:
         self._pass.__exit__(kind, exc, tb)
         return user_facing_errors().__exit__(kind, exc, tb)
 

@@ -44,6 +44,7 @@ stay recorded, as what they are.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -213,7 +214,7 @@ def optimize(
     return report
 
 
-def _measuring(base: Any, sizes: dict[str, int] | None) -> Any:
+def _measuring(base: AISettings, sizes: dict[str, int] | None) -> AISettings:
     """``base`` for checking candidates: every one compiled and timed, at ``sizes`` when given."""
     # Optimizing means measuring: every candidate is timed ("report"); the gate, when set, is
     # applied to the fastest one at the end, so slower candidates still inform the refinement.
@@ -382,8 +383,8 @@ def _best(attempts: list[_Attempt]) -> _Attempt | None:
     passed = [a for a in attempts if a.candidate.status == "passed"]
     if not passed:
         return None
-    timed = [a for a in passed if a.candidate.seconds_per_call is not None]
-    return min(timed, key=lambda a: a.candidate.seconds_per_call) if timed else passed[0]
+    timed = [(seconds, a) for a in passed if (seconds := a.candidate.seconds_per_call) is not None]
+    return min(timed, key=lambda pair: pair[0])[1] if timed else passed[0]
 
 
 class _Runner:
@@ -423,20 +424,22 @@ class _Runner:
             ThreadPoolExecutor(ask_workers, "dace-ai-optimize-ask", *config) as asks,
             ThreadPoolExecutor(check_workers, "dace-ai-optimize-check", *config) as checks,
         ):
-            futures: list[Future] = []
+            futures: list[Future[None]] = []
             for attempt in attempts:
                 asked = asks.submit(self._ask, attempt)
-                asked.add_done_callback(
-                    lambda f, a=attempt: (
-                        futures.append(checks.submit(self._check, a))
-                        if f.exception() is None and a.answer is not None
-                        else None
-                    )
-                )
+                asked.add_done_callback(functools.partial(self._check_when_answered, attempt, checks, futures))
             asks.shutdown(wait=True)
             for future in futures:
                 future.result()
         return attempts
+
+    def _check_when_answered(
+        self, attempt: _Attempt, checks: ThreadPoolExecutor, futures: list[Future[None]], asked: Future[None]
+    ) -> None:
+        """Once ``attempt`` is asked: check its answer in ``checks`` (nothing to check when it has none)."""
+        answer, reply = attempt.answer, attempt.reply
+        if asked.exception() is None and answer is not None and reply is not None:
+            futures.append(checks.submit(self._check, attempt, answer, reply))
 
     def _ask(self, attempt: _Attempt) -> None:
         from dace_ai.prompt.answer import parse_answer
@@ -462,7 +465,8 @@ class _Runner:
             self._record(attempt, "error", str(exc))
             return
 
-    def _check(self, attempt: _Attempt) -> None:
+    def _check(self, attempt: _Attempt, answer: Answer, reply: ProviderReply) -> None:
+        """Check ``answer`` (parsed from ``reply``) and record the verdict; a passed answer is kept for reuse."""
         from dace_ai.checking.verdict import judge
         from dace_ai.execution.jobs import ExecutorUnavailable
         from dace_ai.expansion.checked_answer import check_answer
@@ -472,9 +476,7 @@ class _Runner:
         c = attempt.candidate
         started = time.perf_counter()
         try:
-            reports, attempt.environments = check_answer(
-                attempt.answer, self.ctx, self.settings, run=self.dispatcher.check
-            )
+            reports, attempt.environments = check_answer(answer, self.ctx, self.settings, run=self.dispatcher.check)
             attempt.reports = reports
         except ExecutorUnavailable:
             raise  # the run ends
@@ -513,7 +515,7 @@ class _Runner:
         else:
             c.status = "passed"
             c.verification = verdict.level
-            self.answers.keep(attempt.key, attempt.reply, c.source, reports, c.verification)  # only what passed
+            self.answers.keep(attempt.key, reply, c.source, reports, c.verification)  # only what passed
         self._record(attempt, "passed" if c.status == "passed" else "rejected")
 
     def _record(self, attempt: _Attempt, status: str, error: str = "") -> None:
@@ -554,16 +556,17 @@ def _approach(rnd: int, sample: int, samples: int) -> str:
 def _refinement_history(best: _Attempt, attempts: list[_Attempt], ctx: NodeContext) -> list[Message]:
     """The best answer so far, then its timings and the other candidates' failure reasons."""
     c = best.candidate
-    if c.speedup is not None:
+    seconds, native_seconds = c.seconds_per_call, c.native_seconds_per_call
+    if c.speedup is not None and seconds is not None and native_seconds is not None:
         low, high = c.speedup_range or (c.speedup, c.speedup)
         timing = (
-            f"It runs in {format_seconds(c.seconds_per_call)} per call against "
-            f"{format_seconds(c.native_seconds_per_call)} for the native expansion: speedup {c.speedup:.2f}x "
+            f"It runs in {format_seconds(seconds)} per call against "
+            f"{format_seconds(native_seconds)} for the native expansion: speedup {c.speedup:.2f}x "
             f"(range {low:.2f}-{high:.2f} over {len((best.figures or {}).get('candidate_seconds') or [])} "
             f"timed runs, sizes {_sizes((best.figures or {}).get('sizes'))})."
         )
-    elif c.seconds_per_call is not None:
-        timing = f"It runs in {format_seconds(c.seconds_per_call)} per call (no native expansion to compare)."
+    elif seconds is not None:
+        timing = f"It runs in {format_seconds(seconds)} per call (no native expansion to compare)."
     else:
         timing = "It was not timed."
     lines = [f"Your answer above is the fastest correct candidate so far for node {ctx.name!r}. {timing}"]
@@ -574,14 +577,14 @@ def _refinement_history(best: _Attempt, attempts: list[_Attempt], ctx: NodeConte
             f"- candidate r{r.round}s{r.sample} ({r.stage or r.status}): {_first_lines(r.reason)}" for r in refused
         ]
     others = [
-        a.candidate
+        (a.candidate, other_seconds)
         for a in attempts
-        if a.candidate.status == "passed" and a is not best and a.candidate.seconds_per_call
+        if a.candidate.status == "passed" and a is not best and (other_seconds := a.candidate.seconds_per_call)
     ]
     if others:
         lines.append(
             "Slower correct candidates: "
-            + ", ".join(f"r{o.round}s{o.sample} {format_seconds(o.seconds_per_call)}" for o in others)
+            + ", ".join(f"r{o.round}s{o.sample} {format_seconds(taken)}" for o, taken in others)
         )
     time_section = where_the_time_goes(best.reports or []).strip()
     if time_section:
@@ -595,8 +598,8 @@ def _refinement_history(best: _Attempt, attempts: list[_Attempt], ctx: NodeConte
 
 def _retry_history(attempts: list[_Attempt]) -> list[Message]:
     """No candidate passed: show one failed answer and every candidate's failure reason."""
-    with_reply = [a for a in attempts if a.reply is not None]
-    if not with_reply:
+    replies = [a.reply for a in attempts if a.reply is not None]
+    if not replies:
         return []
     lines = ["None of the candidates passed the checks:"]
     lines += [
@@ -608,7 +611,7 @@ def _retry_history(attempts: list[_Attempt]) -> list[Message]:
         "Write a correct answer (the one above is the first candidate). Answer with the complete answer "
         "in the same JSON format."
     )
-    return [Message("assistant", with_reply[-1].reply.text), Message("user", "\n".join(lines))]
+    return [Message("assistant", replies[-1].text), Message("user", "\n".join(lines))]
 
 
 def _first_lines(text: str, limit: int = 12) -> str:
@@ -643,7 +646,7 @@ def _apply(
     native = fallback_implementation(node)
     if best is None:
         result.reason = "no candidate passed its checks"
-        if falls_back_natively(on_failure, native is not None):
+        if native is not None and falls_back_natively(on_failure, has_native=True):
             changes.set_implementation(node, native)
             result.outcome, result.reason = "native kept", result.reason + f"; node set to {native!r}"
         elif native is not None:  # on_failure=error: no silent native code; the expansion asks again, or stops
@@ -669,6 +672,8 @@ def _apply(
         )
         changes.summarize(session, result, None)
         return
+    if best.answer is None:
+        raise RuntimeError(f"candidate r{c.round}s{c.sample} of node {ctx.name!r} passed its checks without an answer")
     c.winner = True
     for other in result.candidates:
         if other.status == "passed" and other is not c and other.seconds_per_call and c.seconds_per_call:

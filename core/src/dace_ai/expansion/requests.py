@@ -68,7 +68,7 @@ def request_record(provider: str, request: ProviderRequest, key: str) -> dict[st
         "model": request.model,
         "effort": request.effort,
         "max_tokens": request.max_tokens,
-        "base_url": redact(request.base_url),
+        "base_url": redact(request.base_url) if request.base_url is not None else None,
         "schema_name": request.schema_name,
         "cache_key": key,
     }

@@ -172,7 +172,7 @@ def _totals(rounds: list[dict[str, Any]]) -> tuple[dict[str, int], float | None]
 
 def _row(g: Generated) -> dict[str, Any]:
     summary = g.session.summary() if g.session is not None else {"rounds": []}
-    entry = next((r for r in summary["rounds"] if r["number"] == g.round), {})
+    entry: dict[str, Any] = next((r for r in summary["rounds"] if r["number"] == g.round), {})
     level = g.fields.get("verification") or entry.get("verification") or ""
     tokens, cost = _totals(summary["rounds"])
     return {

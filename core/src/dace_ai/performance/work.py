@@ -103,7 +103,7 @@ def _reduce(ctx: NodeContext) -> Any:
 
 
 def _cholesky(ctx: NodeContext) -> Any:
-    a = (ctx.inputs or [None])[0]
+    a = ctx.inputs[0] if ctx.inputs else None
     return symbolic.parse(_shape(a)[0]) ** 3 / 3 if a is not None and a.shape else None
 
 

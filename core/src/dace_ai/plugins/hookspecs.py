@@ -1,8 +1,9 @@
 """The hook specifications of dace-ai: one class of collection hooks.
 
 Every hook takes no arguments and returns (or yields) registrations from
-:mod:`dace_ai.plugins.registrations`. Hooks must not have side effects: the plugin
-manager may call them more than once and in any order.
+:mod:`dace_ai.plugins.registrations`, or None to register nothing (the plugin manager
+reads None as an empty result). Hooks must not have side effects: the plugin manager
+may call them more than once and in any order.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class DaceAISpec:
     """
 
     @hookspec
-    def dace_ai_providers(self) -> Iterable[Provider]:
+    def dace_ai_providers(self) -> Iterable[Provider] | None:
         """Providers that answer prompts.
 
         Example::
@@ -47,7 +48,7 @@ class DaceAISpec:
         """
 
     @hookspec
-    def dace_ai_targets(self) -> Iterable[Target]:
+    def dace_ai_targets(self) -> Iterable[Target] | None:
         """Hardware targets (ISA/GPU packs) with detection, prompt text, compiler and checks.
 
         Example::
@@ -59,7 +60,7 @@ class DaceAISpec:
         """
 
     @hookspec
-    def dace_ai_prompt_sections(self) -> Iterable[PromptSection]:
+    def dace_ai_prompt_sections(self) -> Iterable[PromptSection] | None:
         """Sections of the prompt, rendered in ``order``.
 
         Example::
@@ -71,7 +72,7 @@ class DaceAISpec:
         """
 
     @hookspec
-    def dace_ai_checkers(self) -> Iterable[Checker]:
+    def dace_ai_checkers(self) -> Iterable[Checker] | None:
         """Checkers of generated code, each at a stage: compile, verify or bench.
 
         Example::
@@ -82,7 +83,7 @@ class DaceAISpec:
         """
 
     @hookspec
-    def dace_ai_environment_generators(self) -> Iterable[EnvironmentGenerator]:
+    def dace_ai_environment_generators(self) -> Iterable[EnvironmentGenerator] | None:
         """Generators of DaCe environments for external libraries.
 
         Example::
@@ -93,7 +94,7 @@ class DaceAISpec:
         """
 
     @hookspec
-    def dace_ai_executors(self) -> Iterable[Executor]:
+    def dace_ai_executors(self) -> Iterable[Executor] | None:
         """Executors that run check/verify/bench jobs (local processes, a cluster).
 
         Example::
@@ -104,7 +105,7 @@ class DaceAISpec:
         """
 
     @hookspec
-    def dace_ai_bench_suites(self) -> Iterable[BenchSuite]:
+    def dace_ai_bench_suites(self) -> Iterable[BenchSuite] | None:
         """Suites of evaluation tasks for ``dace-ai bench``.
 
         Example::

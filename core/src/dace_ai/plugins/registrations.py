@@ -20,7 +20,6 @@ from typing import Any, Literal
 
 from dace_ai.plugins.types import (
     CheckReportView,
-    CheckRequestView,
     EnvironmentRequestView,
     EnvironmentSpecView,
     NodeView,
@@ -370,8 +369,11 @@ class Checker(Registration):
     """
 
     stage: Literal["compile", "verify", "bench"]
-    check: Callable[[CheckRequestView], CheckReportView]
-    applies: Callable[[CheckRequestView], bool] | None = None
+    #: Called with a :class:`dace_ai.checking.api.CheckRequest` (which satisfies
+    #: :class:`CheckRequestView`). Its parameter is left open: a checker is written against the
+    #: full request, and a callable taking that narrower type is not a ``Callable[[CheckRequestView], ...]``.
+    check: Callable[[Any], CheckReportView]
+    applies: Callable[[Any], bool] | None = None  #: same argument as ``check``
     #: Run by default (when the ``checkers`` setting does not list checkers explicitly).
     default: bool = True
     #: Place within its stage: lower runs first; equal orders keep the selection's order (name order for

@@ -12,9 +12,11 @@ of :mod:`dace_ai.checking.deception` read (``input_independent``, ``reads_outsid
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
-from typing import Any, TypedDict
+from collections.abc import Callable
+from typing import TypedDict
 
 import numpy as np
 
@@ -22,7 +24,7 @@ from .buffers import GuardedBuffer, allocated
 from .compare import same_outputs
 from .inputs import case_data, output_containers
 from .process import Phase, Threads
-from .programs import CandidateArgs, CandidateLibrary, P, Prepared, Program, PythonBaseline, Reference
+from .programs import P, Program, PythonBaseline, Reference
 from .records import BaselineSpec, BenchJob, BenchResult, Case, CaseRecord, SandboxJob, Timed
 from .reuse import REUSE_NATIVE_SECONDS, Known, known_samples, save_array, save_samples
 from .runs import Outputs, run_case
@@ -30,12 +32,11 @@ from .timing import bench_lock, measure_bandwidth, time_calls
 
 
 class _Side(TypedDict, total=False):
-    """A baseline of the bench timing: timed now (``program``, ``prepared``) or ``known`` from an earlier candidate."""
+    """A baseline of the bench timing: timed now (``call``) or ``known`` from an earlier candidate."""
 
     label: str
     known: Known
-    program: Program[Any]
-    prepared: Prepared  #: what ``program.prepare`` made
+    call: Callable[[], None]  #: one call of the baseline on its prepared buffers
     timing: str | None
 
 
@@ -43,8 +44,9 @@ def _input_independent(bench: BenchJob, natives: list[Outputs | None], outputs: 
     """Whether the candidate gave the same outputs for different inputs whose references differ
     (a result precomputed or kept, not computed from the inputs)."""
     refs_differ = True
-    if natives[0] is not None and len(natives) > 1:
-        refs_differ = not same_outputs(natives[0], natives[1])
+    first_native, second_native = natives[0], natives[1] if len(natives) > 1 else None
+    if first_native is not None and second_native is not None:
+        refs_differ = not same_outputs(first_native, second_native)
     elif bench["cases"][0].get("expected") and len(bench["cases"]) > 1:
         refs_differ = not same_outputs(
             *({k: np.load(v, allow_pickle=False) for k, v in c["expected"].items()} for c in bench["cases"][:2])
@@ -67,6 +69,15 @@ def _held(
     return buffers, prepared
 
 
+def _held_call(
+    program: Program[P], case: Case, threads: Threads, stack: contextlib.ExitStack
+) -> tuple[dict[str, GuardedBuffer], Callable[[], None]]:
+    """``program``'s buffers and one call of it on them (see :func:`_held`): a baseline is timed
+    through its call alone, whatever its kind prepares."""
+    buffers, prepared = _held(program, case, threads, stack)
+    return buffers, functools.partial(program.call, prepared)
+
+
 def _baseline_sides(
     bench: BenchJob, phase: Phase, threads: Threads, job: SandboxJob, stack: contextlib.ExitStack
 ) -> list[_Side]:
@@ -87,17 +98,19 @@ def _baseline_sides(
             sides.append({"label": label, "known": known})
             continue
         phase(who="baseline", label=label, step="load")
-        program = PythonBaseline(spec) if spec.get("kind") == "python" else Reference(spec["program"])
-        buffers, prepared = _held(program, case, threads, stack)
+        if spec.get("kind") == "python":
+            buffers, call = _held_call(PythonBaseline(spec), case, threads, stack)
+        else:
+            buffers, call = _held_call(Reference(spec["program"]), case, threads, stack)
         phase(who="baseline", label=label, step="run", seed=case["seed"], sizes=case["sizes"])
-        program.call(prepared)
+        call()
         _save_baseline_outputs(job, case, spec, index, buffers)
-        sides.append({"label": label, "program": program, "prepared": prepared, "timing": spec.get("timing")})
+        sides.append({"label": label, "call": call, "timing": spec.get("timing")})
     return sides
 
 
 def _save_baseline_outputs(
-    job: SandboxJob, case: Case, spec: BaselineSpec, index: int, buffers: dict[str, Any]
+    job: SandboxJob, case: Case, spec: BaselineSpec, index: int, buffers: dict[str, GuardedBuffer]
 ) -> None:
     if job.get("save_outputs") and spec.get("kind") != "python":
         for name in output_containers(case):
@@ -140,9 +153,9 @@ def _baseline_samples(sides: list[_Side], timed: Timed) -> tuple[dict[str, list[
 
 def _time_bench(
     job: SandboxJob,
-    candidate: CandidateLibrary,
-    prepared: CandidateArgs,
-    reference: Reference | PythonBaseline,
+    candidate: Program[P],
+    prepared: P,
+    reference: Reference | None,
     records: list[CaseRecord],
     phase: Phase,
     threads: Threads,
@@ -153,7 +166,7 @@ def _time_bench(
     bench = job["bench"]
     assert bench is not None
     result: BenchResult = {}
-    calls: dict[str, Any] = {"candidate": lambda: candidate.call(prepared)}
+    calls: dict[str, Callable[[], None]] = {"candidate": lambda: candidate.call(prepared)}
     known = known_samples(bench.get("native_timing"), REUSE_NATIVE_SECONDS)
     with contextlib.ExitStack() as sides_held:
         if reference is not None and known is None:
@@ -161,8 +174,8 @@ def _time_bench(
             calls = {"native": lambda: reference.call(ref_prepared), **calls}
         sides = _baseline_sides(bench, phase, threads, job, sides_held)
         for side in sides:  # the same inputs, interleaved with the candidate, the same threads
-            if "program" in side:
-                calls[f"baseline:{side['label']}"] = lambda s=side: s["program"].call(s["prepared"])
+            if "call" in side:
+                calls[f"baseline:{side['label']}"] = side["call"]
         threads.use(None)
         with bench_lock(bench.get("lock")):
             # the thread runs just called the candidate on these buffers, the last one with all cores
@@ -175,20 +188,22 @@ def _time_bench(
     native_samples = _native_samples(bench, known, timed, result)
     baselines, reused = _baseline_samples(sides, timed)
     result.update(
-        candidate=timed["samples"]["candidate"],
-        native=native_samples,
-        batch=timed["batch"],
-        timer_resolution=timed["timer_resolution"],
-        baselines=baselines,
-        baselines_reused=reused,
+        {
+            "candidate": timed["samples"]["candidate"],
+            "native": native_samples,
+            "batch": timed["batch"],
+            "timer_resolution": timed["timer_resolution"],
+            "baselines": baselines,
+            "baselines_reused": reused,
+        }
     )
     return result
 
 
 def run_bench(
     job: SandboxJob,
-    candidate: CandidateLibrary,
-    reference: Reference | PythonBaseline,
+    candidate: Program[P],
+    reference: Reference | None,
     natives: list[Outputs | None],
     phase: Phase,
     threads: Threads,
@@ -199,15 +214,14 @@ def run_bench(
     began = time.perf_counter()
     records: list[CaseRecord] = []
     with contextlib.ExitStack() as kept:  # the first case's buffers, for the timing
-        prepared: CandidateArgs | None = None
+        prepared: P | None = None
         for index, case in enumerate(bench["cases"]):
-            record, held = run_case(
-                case, candidate, natives[index], phase, threads, job, keep=kept if index == 0 else None
-            )
+            ran = run_case(case, candidate, natives[index], phase, threads, job, keep=kept if index == 0 else None)
+            record = ran[0]
             record.pop("returned", None)
             records.append(record)
             if index == 0:
-                prepared = held
+                prepared = ran[1]
             if "problem" in record:
                 return {}, records
         outputs = [r.pop("outputs") for r in records]

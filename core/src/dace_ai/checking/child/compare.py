@@ -109,7 +109,7 @@ def compare(conn: Connector, expected: np.ndarray, got: np.ndarray, rtol: float)
     if expected.dtype == got.dtype and np.array_equal(expected, got):  # the common case, without temporaries
         return None
 
-    def elements(kind: str, where: np.ndarray) -> dict[str, Any]:
+    def elements(kind: str, where: np.ndarray) -> Problem:
         """A problem of ``kind`` at the elements ``where`` (first index, count, the expected value there)."""
         index = np.argwhere(where)[0] if got.ndim else []
         return {
@@ -207,7 +207,7 @@ def outside_problem(
     return None
 
 
-def expected_of(case: Case, conn: dict[str, Any], native: dict[str, np.ndarray] | None) -> np.ndarray | None:
+def expected_of(case: Case, conn: Connector, native: dict[str, np.ndarray] | None) -> np.ndarray | None:
     if native is not None:
         return np.asarray(view(native[conn["container"]], conn))
     files = case.get("expected") or {}
@@ -236,7 +236,7 @@ def outputs_now(case: Case, buffers: dict[str, GuardedBuffer]) -> dict[str, np.n
 
 def written_late(
     buffers: dict[str, GuardedBuffer], returned: dict[str, np.ndarray], wait: float = 0.0
-) -> dict[str, Any] | None:
+) -> Problem | None:
     """An output container that changed after the call had returned: work left running (a detached thread)."""
     if wait:
         time.sleep(wait)
@@ -258,9 +258,7 @@ def connector_views(case: Case, containers: dict[str, np.ndarray]) -> dict[str, 
     }
 
 
-def against_reference(
-    case: Case, outs: dict[str, np.ndarray], native: dict[str, np.ndarray] | None
-) -> dict[str, Any] | None:
+def against_reference(case: Case, outs: dict[str, np.ndarray], native: dict[str, np.ndarray] | None) -> Problem | None:
     """The first output connector of ``case`` that differs from the reference, as a problem."""
     for conn in case["connectors"]:
         if conn["direction"] != "out":

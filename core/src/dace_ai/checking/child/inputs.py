@@ -6,11 +6,9 @@ sides generate the very same inputs. NumPy and the standard library only.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from .records import Case
+from .records import Case, Connector
 
 CANARY = 0xA5  #: byte that fills non-float output buffers (and the slack around buffers of non-float elements)
 #: Byte of the slack around floating-point buffers: 0xFF... is a NaN, so a read outside a buffer
@@ -57,7 +55,7 @@ def _edges(dtype: np.dtype) -> np.ndarray:
 
 
 def random_values(
-    rng: np.random.Generator, dtype: np.dtype, count: int, distribution: str = "unit", magnitude: float = 1.0
+    rng: np.random.Generator, dtype: np.dtype | str, count: int, distribution: str = "unit", magnitude: float = 1.0
 ) -> np.ndarray:
     """Values of one input container drawn from ``distribution`` (see :data:`DISTRIBUTIONS`)."""
     dtype = np.dtype(dtype)
@@ -92,7 +90,7 @@ def random_values(
     raise ValueError(f"unknown input distribution {distribution!r}")
 
 
-def fill_values(dtype: np.dtype, count: int) -> np.ndarray:
+def fill_values(dtype: np.dtype | str, count: int) -> np.ndarray:
     """``count`` elements of the fill pattern outputs hold before every call (:data:`OUTPUT_NAN`, or 0xA5 bytes)."""
     dtype = np.dtype(dtype)
     half = dtype.itemsize // 2 if dtype.kind == "c" else dtype.itemsize
@@ -121,7 +119,7 @@ def case_inputs(case: Case) -> dict[str, np.ndarray]:
     return data
 
 
-def view(flat: np.ndarray, conn: dict[str, Any]) -> np.ndarray:
+def view(flat: np.ndarray, conn: Connector) -> np.ndarray:
     """The elements a connector sees: offset, shape and element strides into its container."""
     if not conn["shape"]:
         return flat[conn["offset"] : conn["offset"] + 1].reshape(())

@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
 
 import numpy as np
 
 from .bench import run_bench
 from .compare import expected_of, same_outputs
 from .process import Phase, Threads, apply_limits
-from .programs import CandidateLibrary, Reference
-from .records import Case, CaseRecord, ChildResult, LibrarySpec, SandboxJob
+from .programs import CandidateLibrary, P, Program, Reference
+from .records import Case, CaseRecord, ChildResult, SandboxJob
 from .reuse import save_array
-from .runs import reference_outputs, run_case, time_reference
+from .runs import Outputs, reference_outputs, run_case, time_reference
 
 
 def _name_stale(record: CaseRecord, case: Case, earlier: dict[str, tuple[int, dict[str, np.ndarray]]]) -> None:
@@ -43,7 +42,7 @@ def _name_stale(record: CaseRecord, case: Case, earlier: dict[str, tuple[int, di
 
 
 def _reference_for(
-    reference: Any, case: Case, job: SandboxJob, phase: Phase, threads: Threads
+    reference: Reference | None, case: Case, job: SandboxJob, phase: Phase, threads: Threads
 ) -> dict[str, np.ndarray] | None:
     """The native reference's outputs of a case (None when a reference function's files give them)."""
     if reference is None or case.get("expected"):
@@ -78,11 +77,6 @@ def _skip_reason(case: Case, native: dict[str, np.ndarray] | None, settled: set[
     return None
 
 
-def _program(spec: LibrarySpec, fault_fd: int) -> Any:
-    """The candidate side: the entry-point library of the one compile, or a program DaCe built."""
-    return Reference(spec) if spec.get("kind") == "program" else CandidateLibrary(spec, fault_fd)
-
-
 def run_job(job: SandboxJob) -> ChildResult:
     """Reference outputs first (before any candidate code is loaded), then the cases, then the bench section.
 
@@ -101,12 +95,13 @@ def run_job(job: SandboxJob) -> ChildResult:
     fault_fd = os.open(job["fault_file"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     threads = Threads(int(job.get("threads") or os.cpu_count() or 1))
     reference = None
-    if job.get("reference"):
+    reference_spec = job.get("reference")
+    if reference_spec:
         phase(who="loader", step="reference")
-        reference = Reference(job["reference"])
+        reference = Reference(reference_spec)
         threads.attach()
     bench_cases = (job.get("bench") or {}).get("cases", [])
-    natives: list[Any] = []
+    natives: list[Outputs | None] = []
     for case in [*job["cases"], *bench_cases]:
         natives.append(_reference_for(reference, case, job, phase, threads))
     again_natives = {
@@ -115,7 +110,28 @@ def run_job(job: SandboxJob) -> ChildResult:
         if case.get("again")
     }
     phase(who="loader", step="candidate")
-    candidate = _program(job["candidate"], fault_fd)
+    spec = job["candidate"]
+    # the candidate side: the entry-point library of the one compile, or a program DaCe built
+    if spec.get("kind") == "program":
+        return _run_candidate(job, Reference(spec), reference, natives, again_natives, phase, threads)
+    return _run_candidate(job, CandidateLibrary(spec, fault_fd), reference, natives, again_natives, phase, threads)
+
+
+def _run_candidate(
+    job: SandboxJob,
+    candidate: Program[P],
+    reference: Reference | None,
+    natives: list[Outputs | None],
+    again_natives: dict[int, Outputs | None],
+    phase: Phase,
+    threads: Threads,
+) -> ChildResult:
+    """The candidate's cases in order (up to the first with a problem), then the bench section.
+
+    Generic in what the candidate's ``prepare`` makes: the entry-point library and a
+    whole program DaCe built run the very same steps. ``natives``: the reference's outputs per case, then per bench case; ``again_natives``:
+    those of each second call, by its case's index (None: a reference function's files give them).
+    """
     threads.attach()
     results: list[CaseRecord] = []
     out: ChildResult = {
@@ -143,7 +159,7 @@ def run_job(job: SandboxJob) -> ChildResult:
         results.append(record)
         if "problem" in record:
             return out
-    if bench_cases:
+    if (job.get("bench") or {}).get("cases"):
         bench, records = run_bench(job, candidate, reference, natives[len(job["cases"]) :], phase, threads)
         for record in records:
             record.pop("outputs", None)

@@ -40,10 +40,6 @@ class BuiltArgs(NamedTuple):
     args: list[Any]
 
 
-#: What any program's ``prepare`` makes.
-Prepared = CandidateArgs | BuiltArgs | dict[str, Any]
-
-
 class CandidateLibrary:
     """The candidate library's C entry points (written by the parent around the answer's code)."""
 

@@ -150,7 +150,9 @@ class BenchJob(TypedDict, total=False):
     lock: str | None  #: the machine-wide lock file around the timed runs
     bytes: int | None  #: bytes one call streams (the bandwidth rule)
     baselines: list[BaselineSpec]
-    native_timing: str  #: the file of the native reference's samples, reused by the node's next candidate
+    #: the file of the native reference's samples, reused by the node's next candidate (None: its
+    #: outputs are not cached, so neither are its samples)
+    native_timing: str | None
 
 
 class Limits(TypedDict, total=False):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from .compare import (
 )
 from .inputs import case_data, output_containers, view
 from .process import Phase, Threads
-from .programs import CandidateArgs, CandidateLibrary, P, Program
+from .programs import P, Program
 from .records import Case, CaseRecord, Problem, SandboxJob
 from .reuse import save_array
 from .timing import time_calls
@@ -55,7 +56,7 @@ def time_side(
     return timed["samples"][label]
 
 
-def time_reference(reference: Program[Any], case: Case, job: SandboxJob, phase: Phase, threads: Threads) -> list[float]:
+def time_reference(reference: Program[P], case: Case, job: SandboxJob, phase: Phase, threads: Threads) -> list[float]:
     """The ``time`` mode's samples of the native reference on the case's inputs, in buffers of its own."""
     threads.use(None)
     with allocated(case, case_data(case)) as buffers:
@@ -67,7 +68,7 @@ def time_reference(reference: Program[Any], case: Case, job: SandboxJob, phase: 
     return seconds
 
 
-def reference_outputs(reference: Program[Any], case: Case, phase: Phase, threads: Threads) -> dict[str, np.ndarray]:
+def reference_outputs(reference: Program[P], case: Case, phase: Phase, threads: Threads) -> dict[str, np.ndarray]:
     """The reference's output containers (flat) for one case: from its cache files, else run and cached.
 
     Runs before any candidate code is loaded into this process, so what is cached
@@ -105,8 +106,8 @@ def reference_outputs(reference: Program[Any], case: Case, phase: Phase, threads
 
 def _call_again(
     case: Case,
-    candidate: CandidateLibrary,
-    prepared: CandidateArgs,
+    candidate: Program[P],
+    prepared: P,
     buffers: dict[str, GuardedBuffer],
     native: dict[str, np.ndarray] | None,
     phase: Phase,
@@ -155,7 +156,7 @@ def _save_outputs(job: SandboxJob, case: Case, returned: dict[str, np.ndarray]) 
 def _first_run_problem(
     problem: Problem,
     case: Case,
-    candidate: CandidateLibrary,
+    candidate: Program[P],
     native: dict[str, np.ndarray] | None,
     phase: Phase,
     threads: Threads,
@@ -211,7 +212,7 @@ def _differs_from_first(
 
 def _right_with_one_thread(
     case: Case,
-    candidate: CandidateLibrary,
+    candidate: Program[P],
     native: dict[str, np.ndarray] | None,
     phase: Phase,
     threads: Threads,
@@ -245,7 +246,7 @@ def _right_with_one_thread(
 
 def _run_once(
     case: Case,
-    candidate: CandidateLibrary,
+    candidate: Program[P],
     native: Outputs | None,
     phase: Phase,
     threads: Threads,
@@ -255,7 +256,7 @@ def _run_once(
     buffers: dict[str, GuardedBuffer],
     record: CaseRecord,
     again_native: Outputs | None,
-) -> tuple[Problem | None, Outputs, CandidateArgs | None]:
+) -> tuple[Problem | None, Outputs, P]:
     """One thread run of the candidate on ``buffers``, judged: (its problem or None, its outputs per
     connector, its prepared call). ``run``: its index, thread count, and whether it is kept (not finished)."""
     index, count, held = run
@@ -313,14 +314,14 @@ def _judge_run(
 
 def run_case(
     case: Case,
-    candidate: CandidateLibrary,
+    candidate: Program[P],
     native: Outputs | None,
     phase: Phase,
     threads: Threads,
     job: SandboxJob,
     keep: contextlib.ExitStack | None = None,
     again_native: Outputs | None = None,
-) -> tuple[CaseRecord, tuple[dict[str, GuardedBuffer], CandidateArgs] | None]:
+) -> tuple[CaseRecord, P | None]:
     """Run the candidate on one case (once per thread count of ``case["threads"]``) and judge it.
 
     What is judged is what the outputs held the moment the call returned; an output
@@ -335,9 +336,9 @@ def run_case(
     data = case_data(case)
     record: CaseRecord = {"seed": case["seed"], "sizes": case["sizes"], "call_seconds": []}
     # no OpenMP runtime loaded: the thread count changes nothing, run once
-    counts = (case.get("threads") or [None]) if threads.runtime is not None else [None]
+    counts: Sequence[int | None] = (case.get("threads") or [None]) if threads.runtime is not None else [None]
     first: Outputs = {}
-    kept: tuple[contextlib.ExitStack, tuple[dict[str, GuardedBuffer], CandidateArgs]] | None = None
+    kept: tuple[contextlib.ExitStack, P] | None = None
     with contextlib.ExitStack() as runs:
         previous: contextlib.ExitStack | None = None
         for index, count in enumerate(counts):

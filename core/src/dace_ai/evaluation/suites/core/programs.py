@@ -625,7 +625,7 @@ def attention_native(
     out: dace.float64[N, DH],
 ):
     s = scale * (q @ np.transpose(k))
-    p = np.ndarray([N, N], dtype=np.float64)
+    p = np.empty((N, N), dtype=np.float64)
     for i in dace.map[0:N]:
         mx = np.max(s[i])
         e = np.exp(s[i] - mx)
