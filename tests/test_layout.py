@@ -4,6 +4,7 @@ and shipped packs that use only the public door ``dace_ai.plugin``."""
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -11,6 +12,20 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "core" / "src" / "dace_ai"
+
+
+@functools.cache
+def _core_modules() -> tuple[tuple[Path, str, ast.Module], ...]:
+    """Every module of the core package, in path order: its file, dotted name and parsed tree (parsed once)."""
+    return tuple(
+        (
+            path,
+            ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts),
+            ast.parse(path.read_text(encoding="utf-8")),
+        )
+        for path in sorted(PACKAGE.rglob("*.py"))
+    )
+
 
 #: Concern packages by layer: a package may import its own layer's packages (without
 #: cycles) and lower layers, never a higher one.
@@ -218,9 +233,8 @@ def _private_uses(tree: ast.AST, unit: str) -> list[tuple[int, str]]:
 def test_no_module_uses_a_private_name_of_another_package():
     """A leading underscore means "this package only": another package asks for a public name instead."""
     offenders = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        unit = _unit("dace_ai." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts))
-        for line, name in _private_uses(ast.parse(path.read_text(encoding="utf-8")), unit):
+    for path, module, tree in _core_modules():
+        for line, name in _private_uses(tree, _unit(module)):
             offenders.append(f"{path.relative_to(ROOT)}:{line}: {name}")
     assert not offenders, "private names used across packages:\n" + "\n".join(offenders)
 
@@ -260,9 +274,8 @@ def _long_functions(tree: ast.AST, module: str, limit: int = MAX_FUNCTION_LINES)
 def test_no_function_in_core_is_longer_than_80_lines():
     """A long function does several jobs; split it into helpers named for them (no behaviour change)."""
     offenders = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-        offenders += _long_functions(ast.parse(path.read_text(encoding="utf-8")), module)
+    for _, module, tree in _core_modules():
+        offenders += _long_functions(tree, module)
     assert not offenders, "functions over 80 lines:\n" + "\n".join(offenders)
 
 
@@ -277,9 +290,8 @@ def test_each_class_name_in_core_means_one_thing():
     """Two classes of one name (a plugin's origin and a tasklet's provenance, the sandbox's job and an
     executor's) make every import and docstring ambiguous; each name is defined once in core."""
     defined: dict[str, list[str]] = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for _, module, tree in _core_modules():
+        for node in tree.body:
             if isinstance(node, ast.ClassDef):
                 defined.setdefault(node.name, []).append(module)
     twice = {name: modules for name, modules in defined.items() if len(modules) > 1}
@@ -330,8 +342,7 @@ def test_project_types_are_not_annotated_any():
     """A node context, the settings, a session, a provider, ... are typed where they pass (under
     ``TYPE_CHECKING`` where only an annotation needs them), so a reader and a type checker know them."""
     offenders = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+    for path, _, tree in _core_modules():
         offenders += [f"{path.relative_to(PACKAGE)}: {where}" for where in _any_annotated(tree, PROJECT_TYPED)]
     assert not offenders, "annotated Any, expected their type:\n" + "\n".join(offenders)
 
