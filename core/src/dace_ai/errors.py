@@ -16,6 +16,10 @@ from pathlib import Path as _Path
 class DaceAIError(Exception):
     """Base class of every error raised by dace-ai."""
 
+    #: Where the full traceback was logged once the error reached the user (``"-"``: it could not be),
+    #: so an error passing several expansion layers is logged once.
+    trace_log: str = ""
+
 
 class PluginError(DaceAIError):
     """A plugin failed to import, registered something invalid, or clashed with another."""

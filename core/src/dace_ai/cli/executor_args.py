@@ -87,13 +87,14 @@ def dry_run(args: argparse.Namespace) -> int:
     from dace_ai.execution.jobs import ExecutorOptions
     from dace_ai.expansion.dispatch import executor_options
     from dace_ai.plugins.manager import get_plugin_manager
+    from dace_ai.plugins.registrations import Executor
 
     settings = resolve_settings(settings_overrides(args))
     given = (
         ExecutorOptions(workers=args.workers, scheduler=args.scheduler) if (args.workers or args.scheduler) else None
     )
     name, options = executor_options(settings, args.executor, given)
-    runner = get_plugin_manager().get("executors", name).factory(options)  # type: ignore[attr-defined]
+    runner = get_plugin_manager().get_as("executors", name, Executor).factory(options)
     show = getattr(runner, "dry_run", None)
     text = show() if callable(show) else f"# executor {name!r} writes no job script"
     print(text.rstrip("\n"))

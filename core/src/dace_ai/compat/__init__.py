@@ -247,7 +247,7 @@ def wrap_expand_library_nodes(context_manager: Any) -> None:
             return original(self, *args, **kwargs)
 
     expand_library_nodes.__doc__ = original.__doc__
-    expand_library_nodes.__wrapped__ = original  # type: ignore[attr-defined]
+    expand_library_nodes.__wrapped__ = original  # type: ignore[attr-defined]  # functools' convention, not a declared attribute
     SDFG.expand_library_nodes = expand_library_nodes
     _pass_hooks.append(context_manager)
 

@@ -91,6 +91,6 @@ def patch_expand_spellings() -> None:
         return original(self, sdfg, state, *args, **kwargs)
 
     expand.__doc__ = original.__doc__
-    expand.__wrapped__ = original  # type: ignore[attr-defined]
+    expand.__wrapped__ = original  # type: ignore[attr-defined]  # functools' convention, not a declared attribute
     LibraryNode.expand = expand
     _expand_patched = True

@@ -209,6 +209,7 @@ def write_results(out: Path, data: dict[str, Any]) -> None:
 def run_evaluation(plan: EvaluationPlan, progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run every attempt of ``plan`` not yet in ``<out>/results.json``; return the results."""
     from dace_ai.plugins.manager import get_plugin_manager
+    from dace_ai.plugins.registrations import Executor
 
     data = load_results(plan.out)
     done = {a["id"] for a in data["attempts"]}
@@ -232,8 +233,8 @@ def run_evaluation(plan: EvaluationPlan, progress: Callable[[dict[str, Any]], No
     runs.append(run_info)
     start = time.perf_counter()
     if jobs:
-        registration = get_plugin_manager().get("executors", plan.executor)
-        with registration.factory(plan.options) as runner:  # type: ignore[attr-defined]
+        registration = get_plugin_manager().get_as("executors", plan.executor, Executor)
+        with registration.factory(plan.options) as runner:
             for result in runner.run(jobs):
                 attempt = _finish(records[result.id], result)
                 data["attempts"].append(attempt)

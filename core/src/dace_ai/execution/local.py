@@ -150,8 +150,8 @@ def run_jobs(jobs: Iterable[Job], executor: str = "local", options: ExecutorOpti
     from dace_ai.plugins.manager import get_plugin_manager
 
     jobs = list(jobs)
-    registration = get_plugin_manager().get("executors", executor)
-    with registration.factory(options or ExecutorOptions()) as runner:  # type: ignore[attr-defined]
+    registration = get_plugin_manager().get_as("executors", executor, Executor)
+    with registration.factory(options or ExecutorOptions()) as runner:
         results = {r.id: r for r in runner.run(jobs)}
     return [results[job.id] for job in jobs]
 

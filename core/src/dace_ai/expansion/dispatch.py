@@ -100,9 +100,10 @@ class CheckDispatcher:
 
     def __enter__(self) -> CheckDispatcher:  # noqa: PYI034
         from dace_ai.plugins.manager import get_plugin_manager
+        from dace_ai.plugins.registrations import Executor
 
-        registration = get_plugin_manager().get("executors", self.name)
-        runner = registration.factory(self.options)  # type: ignore[attr-defined]
+        registration = get_plugin_manager().get_as("executors", self.name, Executor)
+        runner = registration.factory(self.options)
         try:
             self.runner = runner.__enter__()
         except DaceAIError:

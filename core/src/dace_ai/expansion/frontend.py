@@ -32,7 +32,7 @@ from dace_ai.expansion.ainode import AINode
 _CONFIG_KEYWORDS = ("out", "shape", "dtype", "storage", "name", "schedule", "reference", "flops")
 
 
-class AICallError(compat.syntax_error_class(), AIUsageError):  # type: ignore[misc]
+class AICallError(compat.syntax_error_class(), AIUsageError):  # type: ignore[misc]  # DaCe's class, found at run time
     """A bad ``dace_ai.ai(...)`` call; the message ends with the file and line of the call."""
 
     def __init__(self, visitor: Any, message: str) -> None:

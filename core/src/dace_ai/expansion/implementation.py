@@ -71,11 +71,11 @@ class user_facing_errors:
 
         if not isinstance(exc, DaceAIError) or _debug():
             return False
-        if not getattr(exc, "trace_log", None):
+        if not exc.trace_log:
             from dace_ai.storage.sessions import log_error
 
             log = log_error("".join(traceback.format_exception(kind, exc, tb)))
-            exc.trace_log = str(log) if log else "-"  # type: ignore[attr-defined]
+            exc.trace_log = str(log) if log else "-"
             where = f"full traceback in {log}; " if log else ""
             if hasattr(exc, "add_note"):
                 exc.add_note(f"({where}set DACE_ai_debug=1 to show it here)")

@@ -289,7 +289,7 @@ def _run_nodes(work: list[_NodeWork], at_once: int, run: Any) -> list[Any]:
         done, _ = wait(futures, return_when=FIRST_EXCEPTION)
         failed = next((f for f in futures if f in done and f.exception() is not None), None)
         if failed is not None:
-            raise failed.exception()  # type: ignore[misc]
+            failed.result()  # raises the node's exception
         return [f.result() for f in futures]
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

@@ -28,4 +28,4 @@ def load(name: str = PACKAGE) -> object:
 
 
 if __name__ == "__main__":
-    sys.exit(load().main(sys.argv))  # type: ignore[attr-defined]
+    sys.exit(load().main(sys.argv))  # type: ignore[attr-defined]  # a module loaded by path: its names are unknown statically

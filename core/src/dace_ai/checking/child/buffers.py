@@ -112,9 +112,9 @@ class GuardedBuffer:
         if not self.mapped:
             return
         self.mapped = False
-        self.array = self.raw = None  # type: ignore[assignment]
+        self.array = self.raw = None  # type: ignore[assignment]  # dropped once unmapped; never read after free
         _live.discard(self.addr)
-        _libc.munmap(self.addr, self.total)  # type: ignore[union-attr]
+        _libc.munmap(self.addr, self.total)  # type: ignore[union-attr]  # libc is loaded whenever a buffer was mapped
 
 
 @contextlib.contextmanager
