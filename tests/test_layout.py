@@ -520,6 +520,7 @@ def test_process_state_is_registered_and_reset_in_one_place():
     import dace_ai.evaluation.tasks
     import dace_ai.expansion.check_results
     import dace_ai.expansion.check_reuse
+    import dace_ai.expansion.pipeline
     import dace_ai.targets.build_flags
     import dace_ai.targets.cpu
     import dace_ai.targets.select
@@ -541,6 +542,7 @@ def test_process_state_is_registered_and_reset_in_one_place():
         "expansion.check_results.said",
         "expansion.check_reuse.file_digests",
         "expansion.check_reuse.package_digest",
+        "expansion.pipeline.gpu_build_told",
         "targets.build_flags.compiler_identity",
         "targets.build_flags.compiler_machine",
         "targets.cpu.this_cpu",

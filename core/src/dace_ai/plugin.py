@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from dace_ai.checking.api import CheckReport, CheckRequest, SharedKey, SharedWork, Status, stable_paths
 from dace_ai.checking.compile import CandidateBuild, compile_candidate
+from dace_ai.checking.gpu_build import CMAKE_CANNOT, check_gpu_build, gpu_build_blocker
 from dace_ai.checking.units import (
     GPU_THREAD_SCHEDULES,
     TASKLET_FUNCTION,
@@ -120,6 +121,7 @@ from dace_ai.targets.build_flags import build_command, builds_with_dace, runtime
 from dace_ai.targets.cpu import CpuInfo, read_cpu
 
 __all__ = [
+    "CMAKE_CANNOT",
     "BENCH_RESOURCE",
     "CORES_RESOURCE",
     "GPU_THREAD_SCHEDULES",
@@ -179,7 +181,9 @@ __all__ = [
     "builds_with_dace",
     "cached_fallback",
     "chat_completion_reply",
+    "check_gpu_build",
     "check_gpu_unit",
+    "gpu_build_blocker",
     "compile_candidate",
     "connector_declaration",
     "current_node",

@@ -123,7 +123,7 @@ class CheckRequest:
     workdir: Path  #: a private folder under ``<build root>/ai-check/`` for this check
     #: Builds the very DaCe tasklet the expansion would place, given environment class paths
     #: (set by the pipeline; checks that build a DaCe program use it, others ignore it).
-    make_tasklet: Callable[[set[str]], Any] | None = None
+    make_tasklet: Callable[[set[str], Any], Any] | None = None
     #: Class paths of the DaCe environments the answer resolved to (registered ones it names
     #: and generated ones it requested), set by the pipeline.
     environments: set[str] = field(default_factory=set)

@@ -31,7 +31,7 @@ def check_candidate(
     node_ctx: NodeContext,
     settings: AISettings,
     environments: Iterable[str] | None = None,
-    make_tasklet: Callable[[set[str]], Any] | None = None,
+    make_tasklet: Callable[[set[str], Any], Any] | None = None,
 ) -> list[CheckReport]:
     """The check reports of ``answer`` for node ``node_ctx``, checked here and now.
 

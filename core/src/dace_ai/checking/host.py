@@ -27,8 +27,8 @@ from dace_ai.checking.api import CheckReport, CheckRequest, Status
 from dace_ai.checking.compile import compile_candidate
 from dace_ai.checking.diagnostics import errors_with_notes, parse_diagnostics, summarize_output
 from dace_ai.checking.remarks import cost_model_note
-from dace_ai.checking.units import environment_classes, environment_headers
-from dace_ai.context.types import ConnectorInfo
+from dace_ai.checking.units import environment_classes, environment_headers, gpu_host_parts
+from dace_ai.context.types import ConnectorInfo, NodeContext, ScopeInfo
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Checker
 from dace_ai.targets.build_flags import builds_with_dace
@@ -167,16 +167,17 @@ def standalone_sdfg(request: CheckRequest) -> Any:
 
     def place(state: Any) -> Any:
         if request.make_tasklet is not None:  # the very tasklet the expansion would place, typed the same way
-            tasklet = request.make_tasklet(environments)
+            tasklet = request.make_tasklet(environments, state.sdfg)
             state.add_node(tasklet)
             return tasklet
+        code, code_global = gpu_host_parts(state.sdfg, node.name or "tasklet", answer, node, "")
         tasklet = state.add_tasklet(
             node.name or "tasklet",
             {c.name for c in node.inputs},
             {c.name for c in node.outputs},
-            answer.code,
+            code,
             language=dace.Language.CPP,
-            code_global=answer.code_global,
+            code_global=code_global,
             code_init=answer.code_init,
             code_exit=answer.code_exit,
             state_fields=list(answer.state_fields),
@@ -186,8 +187,22 @@ def standalone_sdfg(request: CheckRequest) -> Any:
         return tasklet
 
     return one_node_program(
-        "ai_check_" + re.sub(r"\W", "_", node.name or "node"), node, place, lambda conn: _descriptor(conn, live_sdfg)
+        "ai_check_" + re.sub(r"\W", "_", node.name or "node"),
+        node,
+        place,
+        lambda conn: _descriptor(conn, live_sdfg),
+        kernel_maps(node),
     )
+
+
+def kernel_maps(node: NodeContext) -> list[ScopeInfo]:
+    """The maps of the GPU kernel around ``node``, outermost first (none for host code)."""
+    from dace_ai.compat import GPU_KERNEL_SCHEDULES
+
+    if not node.in_gpu_kernel:
+        return []
+    start = next((i for i, s in enumerate(node.scopes) if s.schedule in GPU_KERNEL_SCHEDULES), len(node.scopes))
+    return [s for s in node.scopes[start:] if s.kind == "map"]
 
 
 def faithful_check(request: CheckRequest) -> CheckReport:

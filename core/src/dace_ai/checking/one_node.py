@@ -8,10 +8,10 @@ symbols (typed as in the user's program), the connectors' data and memlets.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from dace_ai.context.types import ConnectorInfo, NodeContext
+from dace_ai.context.types import ConnectorInfo, NodeContext, ScopeInfo
 
 
 def connector_memlet(conn: ConnectorInfo, live: dict[str, Any]) -> Any:
@@ -31,11 +31,17 @@ def connector_memlet(conn: ConnectorInfo, live: dict[str, Any]) -> Any:
 
 
 def one_node_program(
-    name: str, node_ctx: NodeContext, place: Callable[[Any], Any], descriptor: Callable[[ConnectorInfo], Any]
+    name: str,
+    node_ctx: NodeContext,
+    place: Callable[[Any], Any],
+    descriptor: Callable[[ConnectorInfo], Any],
+    maps: Sequence[ScopeInfo] = (),
 ) -> Any:
     """An SDFG ``name`` whose one state holds the node ``place(state)`` adds, wired to its connectors' data.
 
-    ``descriptor(conn)`` gives the data descriptor of each connector's container.
+    ``descriptor(conn)`` gives the data descriptor of each connector's container;
+    ``maps`` (outermost first) are map scopes put around the node with their
+    parameters, ranges and schedules (a GPU kernel's maps, so the node is device code).
     """
     import dace
 
@@ -52,14 +58,28 @@ def one_node_program(
             sdfg.add_symbol(sym, types.get(ctype.strip(), dace.int64))
     state = sdfg.add_state("main")
     node = place(state)
+    entries, exits = [], []
+    for scope in maps:
+        ranges = {p: r for p, r in zip(scope.params, scope.ranges)}
+        entry, exit_ = state.add_map(scope.label or "map", ranges, schedule=getattr(dace.ScheduleType, scope.schedule))
+        entries.append(entry)
+        exits.append(exit_)
     for conn in node_ctx.connectors:
         if conn.container not in sdfg.arrays:
             sdfg.add_datadesc(conn.container, descriptor(conn))
         memlet = connector_memlet(conn, live)
         if conn.direction == "in":
-            state.add_edge(state.add_read(conn.container), None, node, conn.name, memlet)
+            state.add_memlet_path(state.add_read(conn.container), *entries, node, dst_conn=conn.name, memlet=memlet)
         else:
-            state.add_edge(node, conn.name, state.add_write(conn.container), None, memlet)
+            path = [node, *reversed(exits), state.add_write(conn.container)]
+            state.add_memlet_path(*path, src_conn=conn.name, memlet=memlet)
+    inner = [*entries[1:], node]
+    for entry, target in zip(entries, inner):  # a map with nothing through it still needs its scope edges
+        if not state.out_edges(entry):
+            state.add_nedge(entry, target, dace.Memlet())
+    for exit_, source in zip(exits, [*exits[1:], node]):
+        if not state.in_edges(exit_):
+            state.add_nedge(source, exit_, dace.Memlet())
     for sym in sorted(map(str, sdfg.free_symbols - set(sdfg.symbols))):
         sdfg.add_symbol(sym, dace.int64)  # enclosing map parameters seen by the memlets
     return sdfg

@@ -284,7 +284,7 @@ def device_unit(answer: Answer, node: NodeContext, *, prelude: str = "") -> str:
                 thread_params.append((p, r.split(":")[0].strip() or "0"))
     indexed = thread_params[-3:][::-1]  # innermost on x
     index_names = {p for p, _ in indexed}
-    syms = [f"{ctype} {name}" for name, ctype in node.symbols.items()]
+    syms = [f"{ctype} {name}" for name, ctype in node.symbols.items() if name not in index_names]
     others = [f"int {p}" for p in scope_parameters(node) if p not in index_names]
     scalars_out = [c for c in node.outputs if not c.is_pointer]
     conns = [connector_declaration(c, output_by_reference=False) for c in node.connectors if c not in scalars_out]
@@ -398,3 +398,32 @@ def check_gpu_unit(
             "kernel needs through connectors or symbols."
         )
     return report
+
+
+def gpu_host_parts(sdfg: Any, label: str, answer: Answer, ctx: NodeContext, head: str) -> tuple[str, str]:
+    """(code, code_global) of the tasklet: the answer's, or for a host tasklet over GPU data whose code
+    launches kernels, a call of the same code moved into ``sdfg``'s GPU file
+    (:func:`dace_ai.compat.gpu_host.route_to_gpu_file`); unrouted without ``sdfg``."""
+    from dace_ai.compat import gpu_host
+
+    routed = (
+        sdfg is not None
+        and not ctx.in_gpu_kernel
+        and touches_gpu(ctx)
+        and gpu_host.needs_gpu_compiler(answer.code, answer.code_global)
+    )
+    if not routed:
+        return head + answer.code, answer.code_global
+    parameters = [(connector_declaration(c, output_by_reference=True), c.name) for c in ctx.connectors]
+    parameters += [(f"{ctype} {name}", name) for name, ctype in ctx.symbols.items()]
+    parameters += [(f"long long {p}", p) for p in scope_parameters(ctx)]
+    hip = answer.language == "hip" or ctx.target.language == "hip"
+    return gpu_host.route_to_gpu_file(
+        sdfg,
+        label,
+        answer.code,
+        answer.code_global,
+        parameters,
+        stream_type="hipStream_t" if hip else "cudaStream_t",
+        head=head,
+    )

@@ -123,6 +123,28 @@ def declared_tools(manager) -> dict[str, list[str]]:
     return dict(sorted(found.items()))
 
 
+def gpu_build_report() -> dict[str, Any]:
+    """Whether DaCe can build GPU programs with this machine's nvcc and CMake, and if not, why."""
+    from dace_ai.checking.gpu_build import cmake_version, gpu_build_blocker, nvcc_version
+
+    nvcc = nvcc_version()
+    blocker = gpu_build_blocker() if nvcc is not None else None
+    return {
+        "nvcc": ".".join(map(str, nvcc)) if nvcc else None,
+        "cmake": cmake_version(),
+        "can_build": nvcc is not None and blocker is None,
+        "reason": blocker or ("no nvcc on PATH" if nvcc is None else ""),
+        "cmake_note": cmake_note(nvcc, cmake_version()),
+    }
+
+
+def cmake_note(nvcc: tuple[int, int] | None, cmake: str) -> str:
+    """What is known of this CMake with this nvcc: CMake 3.x (3.25 seen) cannot set up CUDA 13, CMake 4 can."""
+    if nvcc is None or nvcc[0] < 13 or not cmake[:1].isdigit() or int(cmake.split(".")[0]) >= 4:
+        return ""
+    return f"CMake {cmake} could not set up CUDA {nvcc[0]} where tried (3.25); CMake 4 can: pip install cmake"
+
+
 def doctor_report() -> dict[str, Any]:
     """What this machine offers dace-ai, without printing any secret."""
     from dace_ai.targets.host import host_compiler
@@ -149,6 +171,7 @@ def doctor_report() -> dict[str, Any]:
     failed = [r.as_dict() for r in records if r.status == "failed"]
     return {
         "dace": dace_report(),
+        "gpu_build": gpu_build_report(),
         "tools": tools,
         "api_keys_set": keys,
         "targets": targets,
@@ -254,6 +277,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         dace_info = report["dace"]
         print(f"DaCe {dace_info['version']}: {dace_info['in_charge']} implements 'ai'")
         print(f"  {dace_info['reason']}")
+        gpu = report["gpu_build"]
+        if gpu["nvcc"] is not None:
+            state = "DaCe can build GPU programs" if gpu["can_build"] else gpu["reason"]
+            if gpu["can_build"] and gpu["cmake_note"]:
+                state += f" where CMake can set up CUDA ({gpu['cmake_note']})"
+            print(f"GPU build (nvcc {gpu['nvcc']}, CMake {gpu['cmake']}): {state}")
         print("Tools:")
         for name, info in report["tools"].items():
             state = f"found at {info['path']} ({info['version']})" if info["path"] else "not found"

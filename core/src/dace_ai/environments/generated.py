@@ -21,7 +21,7 @@ import json
 import threading
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -89,7 +89,7 @@ def _define(spec: EnvironmentSpec) -> None:
             "cmake_libraries": list(spec.libraries),
             "cmake_compile_flags": compile_flags,
             "cmake_link_flags": list(spec.link_flags),
-            "headers": list(spec.headers),
+            "headers": _headers(spec.headers, dependencies),
             "state_fields": list(spec.state_fields),
             "init_code": spec.init_code,
             "finalize_code": spec.finalize_code,
@@ -199,3 +199,18 @@ def dace_ai_environment_generators():
         generate=_generate,
         description="Any installed library, described field by field and stored as data",
     )
+
+
+#: DaCe's GPU runtime environments: an environment built on one is used by code in the GPU file too.
+_GPU_RUNTIMES = ("CUDA", "HIP", "ROCm")
+
+
+def _headers(headers: Any, dependencies: list[Any]) -> Any:
+    """The environment's ``headers``: for GPU libraries, included in DaCe's GPU file as well as its C++ file.
+
+    A library handle in a state field (``cublasHandle_t``) is declared in the state
+    struct, which both files hold, so both need the library's header.
+    """
+    if any(getattr(dep, "__name__", "") in _GPU_RUNTIMES for dep in dependencies):
+        return {"frame": list(headers), "cuda": list(headers)}
+    return list(headers)

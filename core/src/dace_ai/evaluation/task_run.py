@@ -270,7 +270,7 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
         resolution = answer_environments(answer, ctx)
         if resolution.problems:
             raise ValueError("; ".join(resolution.problems))
-        tasklet = make_tasklet(node, answer, ctx, {"bench": task.id}, resolution.paths)
+        tasklet = make_tasklet(node, answer, ctx, {"bench": task.id}, resolution.paths, sdfg)
         place_tasklet(state, node, tasklet)
 
     try:

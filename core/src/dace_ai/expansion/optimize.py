@@ -696,7 +696,7 @@ def _apply(
             "verification": c.verification,
         }
     )
-    changes.place(state, node, make_tasklet(node, best.answer, ctx, provenance, environments))
+    changes.place(state, node, make_tasklet(node, best.answer, ctx, provenance, environments, state.sdfg))
     if best.verdict is not None:  # the winner is used: never silently while one of its checks could not decide
         best.verdict.warn(ctx, session.folder, stacklevel=4)
     result.outcome = "optimized"

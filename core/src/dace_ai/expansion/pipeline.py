@@ -16,6 +16,7 @@ The node's context comes from the SDFG context collected once per expansion pass
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ from dace_ai.expansion.provenance import accepted_provenance
 from dace_ai.expansion.requests import node_record, request_for, request_record
 from dace_ai.prompt.answer import Answer, parse_answer
 from dace_ai.providers.api import Message, ProviderReply
+from dace_ai.state import STATE
 from dace_ai.storage.cache import cache_key
 from dace_ai.storage.sessions import RoundContent
 
@@ -214,6 +216,7 @@ def generate_tasklet(
 
     settings = resolve(settings)
     ctx = node_context(sdfg, state, node, settings)
+    warn_if_gpu_cannot_build(ctx)
     try:
         node_json = node.to_json(state)
     except Exception:
@@ -235,7 +238,25 @@ def generate_tasklet(
     Session(Path(outcome.session)).update_round(
         outcome.round, provenance=provenance.pairs(), environments=sorted(outcome.environments)
     )
-    return make_tasklet(node, outcome.answer, ctx, provenance, outcome.environments)
+    return make_tasklet(node, outcome.answer, ctx, provenance, outcome.environments, sdfg)
+
+
+#: Whether this process was told that DaCe cannot build GPU programs here (the first GPU node says it).
+_gpu_build_told: set[str] = STATE.register("expansion.pipeline.gpu_build_told", set())
+
+
+def warn_if_gpu_cannot_build(ctx: NodeContext) -> None:
+    """Say once per process, at the first GPU node, when DaCe cannot build GPU programs on this machine."""
+    from dace_ai.checking.gpu_build import gpu_build_blocker
+    from dace_ai.checking.units import touches_gpu
+    from dace_ai.errors import DaceAIWarning
+
+    if not touches_gpu(ctx) or _gpu_build_told:
+        return
+    blocker = gpu_build_blocker()
+    if blocker is not None:
+        _gpu_build_told.add(blocker)
+        warnings.warn(f"GPU node {ctx.name!r}: {blocker}.", DaceAIWarning, stacklevel=4)
 
 
 def implement(

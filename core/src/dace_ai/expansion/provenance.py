@@ -218,7 +218,18 @@ def level_from_code(code: str) -> str | None:
 
 
 def body(tasklet: Any) -> str:
-    """The tasklet's code without its provenance line (what a model or a person wrote)."""
+    """The tasklet's code without its provenance line (what a model or a person wrote).
+
+    For a host tasklet whose code was routed into the GPU file, the code it calls
+    (:func:`dace_ai.compat.gpu_host.answer_text`).
+    """
+    from dace_ai.compat.gpu_host import answer_text
+
+    return answer_text(_below_provenance(tasklet))[0]
+
+
+def _below_provenance(tasklet: Any) -> str:
+    """The tasklet's code after its provenance line, as it is."""
     code = _code(tasklet) or ""
     stripped = code.lstrip()
     if _PROVENANCE.match(stripped.split("\n", 1)[0]):
@@ -238,7 +249,7 @@ def with_fields(tasklet: Any, **changes: Any) -> None:
     import dace
 
     changed = (of(tasklet) or Provenance()).replace(**changes)
-    tasklet.code = dace.properties.CodeBlock(changed.to_comment() + body(tasklet), dace.Language.CPP)
+    tasklet.code = dace.properties.CodeBlock(changed.to_comment() + _below_provenance(tasklet), dace.Language.CPP)
 
 
 def is_pinned(tasklet: Any) -> bool:

@@ -108,7 +108,7 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
             session.update_round(rnd.number, provenance=fields.pairs(), environments=sorted(environments))
             from dace_ai.expansion.tasklet import update_tasklet
 
-            update_tasklet(g.tasklet, answer, fields, environments)
+            update_tasklet(g.tasklet, answer, fields, environments, sdfg=g.sdfg, ctx=ctx)
             compat.discard_build_folder(sdfg)
             return g.tasklet
         if not verdict.repairable:  # a check that cannot decide: no repair round can fix it

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dace_ai import compat
+from dace_ai.compat.gpu_host import answer_text
 from dace_ai.errors import AIUsageError
 from dace_ai.expansion.provenance import Provenance, body, is_pinned, provenance, session_round, with_fields
 from dace_ai.storage.sessions import Session, session_by_id
@@ -131,7 +132,7 @@ def hand_edits(tasklet: Any, session: Session | None, number: int | None) -> tup
     if answer is None:
         return None, None
     code = body(tasklet)
-    global_code = getattr(tasklet.code_global, "as_string", "") or ""
+    global_code = answer_text(getattr(tasklet.code_global, "as_string", "") or "")[0]
     code_changed = code.strip() != str(answer.get("code", "")).strip()
     global_changed = global_code.strip() != str(answer.get("code_global", "")).strip()
     if not code_changed and not global_changed:
@@ -341,7 +342,7 @@ def rollback(sdfg: Any, name: Any = None, round: int | None = None) -> Any:
         )
     fields = fields.replace(session=f"ai-sessions/{session.id}/round-{round}")
     environments = set(entry.get("environments") or ())
-    update_tasklet(g.tasklet, answer, fields, environments)
+    update_tasklet(g.tasklet, answer, fields, environments, sdfg=g.sdfg)
     session.set_current(round, "rollback")
     compat.discard_build_folder(sdfg)
     return g.tasklet

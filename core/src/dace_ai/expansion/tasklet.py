@@ -19,6 +19,7 @@ from dace import dtypes
 from dace.sdfg import nodes
 
 from dace_ai import compat
+from dace_ai.checking.units import gpu_host_parts
 from dace_ai.context.types import ConnectorInfo, NodeContext
 from dace_ai.errors import AnswerError
 from dace_ai.expansion.provenance import Provenance
@@ -71,8 +72,13 @@ def make_tasklet(
     ctx: NodeContext,
     provenance: Provenance | dict[str, Any] | None = None,
     environments: set[str] | None = None,
+    sdfg: Any = None,
 ) -> nodes.Tasklet:
-    """The tasklet for ``answer``, with ``node``'s connectors typed as in ``ctx``."""
+    """The tasklet for ``answer``, with ``node``'s connectors typed as in ``ctx``.
+
+    Given the ``sdfg`` it goes into, a host tasklet over GPU data whose code needs the
+    GPU compiler is routed into the SDFG's GPU file (:func:`~dace_ai.checking.units.gpu_host_parts`).
+    """
     inputs: dict[str, Any] = dict(node.in_connectors)
     outputs: dict[str, Any] = dict(node.out_connectors)
     for conn in ctx.connectors:
@@ -84,15 +90,16 @@ def make_tasklet(
     untyped = [c for c, t in {**inputs, **outputs}.items() if t is None or getattr(t, "type", 1) is None]
     if untyped and ctx.connectors:
         raise AnswerError(f"node {ctx.name!r}: no type known for connector(s) {untyped}")
-    code = provenance_comment(provenance) + answer.code
+    label = compat_label(node.name)
+    code, code_global = gpu_host_parts(sdfg, label, answer, ctx, provenance_comment(provenance))
     tasklet = nodes.Tasklet(
-        compat_label(node.name),
+        label,
         inputs=inputs,
         outputs=outputs,
         code=code,
         language=_LANGUAGES[answer.language],
         state_fields=list(answer.state_fields),
-        code_global=answer.code_global,
+        code_global=code_global,
         code_init=answer.code_init,
         code_exit=answer.code_exit,
         side_effects=True if answer.side_effects else None,
@@ -103,14 +110,14 @@ def make_tasklet(
     return tasklet
 
 
-def tasklet_factory(answer: Answer, ctx: NodeContext) -> Callable[[set[str]], nodes.Tasklet] | None:
+def tasklet_factory(answer: Answer, ctx: NodeContext) -> Callable[[set[str], Any], nodes.Tasklet] | None:
     """What the checks call to build the very tasklet the expansion would place for ``answer``, given
     environment class paths (:func:`dace_ai.checking.candidate_checks.check_candidate`'s ``make_tasklet``);
     None when ``ctx`` has no live node to build it for."""
     live_node = (ctx.live or {}).get("node")
     if live_node is None:
         return None
-    return lambda environments: make_tasklet(live_node, answer, ctx, environments=environments)
+    return lambda environments, sdfg: make_tasklet(live_node, answer, ctx, environments=environments, sdfg=sdfg)
 
 
 def compat_label(name: str) -> str:
@@ -130,11 +137,36 @@ def update_tasklet(
     answer: Answer,
     provenance: Provenance | dict[str, Any],
     environments: set[str] | None = None,
+    sdfg: Any = None,
+    ctx: NodeContext | None = None,
 ) -> nodes.Tasklet:
-    """Give an existing generated tasklet the code of ``answer`` (refine, rollback); edges and connectors stay."""
+    """Give an existing generated tasklet the code of ``answer`` (refine, rollback); edges and connectors stay.
+
+    With ``sdfg``, GPU host code is routed as :func:`make_tasklet` does, with the
+    parameters the tasklet passes already or, given the node's ``ctx``, those of the node.
+    """
+    from dace_ai.compat import gpu_host
+
     language = _LANGUAGES[answer.language]
-    tasklet.code = dace.properties.CodeBlock(provenance_comment(provenance) + answer.code, language)
-    tasklet.code_global = dace.properties.CodeBlock(answer.code_global, language)
+    head = provenance_comment(provenance)
+    passed = gpu_host.routed_parameters(tasklet.code.as_string, tasklet.code_global.as_string)
+    if sdfg is not None and passed is not None and gpu_host.needs_gpu_compiler(answer.code, answer.code_global):
+        hip = "hipStream_t" in tasklet.code_global.as_string
+        code, code_global = gpu_host.route_to_gpu_file(
+            sdfg,
+            tasklet.label,
+            answer.code,
+            answer.code_global,
+            passed,
+            stream_type="hipStream_t" if hip else "cudaStream_t",
+            head=head,
+        )
+    elif sdfg is not None and ctx is not None:
+        code, code_global = gpu_host_parts(sdfg, tasklet.label, answer, ctx, head)
+    else:
+        code, code_global = head + answer.code, answer.code_global
+    tasklet.code = dace.properties.CodeBlock(code, language)
+    tasklet.code_global = dace.properties.CodeBlock(code_global, language)
     tasklet.code_init = dace.properties.CodeBlock(answer.code_init, language)
     tasklet.code_exit = dace.properties.CodeBlock(answer.code_exit, language)
     tasklet.state_fields = list(answer.state_fields)

@@ -1,13 +1,15 @@
-"""The ``cuda-nvcc`` checker: GPU tasklets compiled with nvcc in a standalone unit.
+"""The ``cuda-nvcc`` checker: GPU tasklets built by DaCe's own GPU build, as ``sdfg.compile()`` builds them.
 
-DaCe 1.0.2's CUDA code generation does not build with CUDA 13, so the check
-does not go through it: it rebuilds what DaCe gives a tasklet (see
-:mod:`dace_ai.checking.units`). Device tasklets (inside a GPU map) become the
-body of a ``__global__`` kernel whose map parameters are thread indices and
-which has no ``__state``; host tasklets over GPU data get the ``__state``
-pointer and ``cudaStream_t __dace_current_stream``. ``<dace/dace.h>`` does not
-compile with nvcc 13 (it uses cub iterators CUDA 13 removed), so from CUDA 13 on
-the unit gets a minimal set of DaCe's definitions instead.
+Where DaCe can build GPU programs here, the candidate's one-node program is built
+by DaCe (:func:`dace_ai.plugin.check_gpu_build`): the same file, nvcc command,
+standard, architecture and headers as the user's build. Where it cannot (DaCe
+1.0.2 with CUDA 13, :func:`dace_ai.plugin.gpu_build_blocker`; a CMake that cannot set
+up CUDA; a context without its program), the tasklet is
+compiled with nvcc in a standalone unit that rebuilds what DaCe gives it (see
+:mod:`dace_ai.checking.units`), and the report says the program itself will not
+build here and why. ``<dace/dace.h>`` does not compile with nvcc 13 (it uses cub
+iterators CUDA 13 removed), so from CUDA 13 on that unit gets a minimal set of
+DaCe's definitions instead.
 """
 
 from __future__ import annotations
@@ -17,7 +19,15 @@ import re
 import shutil
 import subprocess
 
-from dace_ai.plugin import CheckReport, CheckRequest, check_gpu_unit, touches_gpu
+from dace_ai.plugin import (
+    CMAKE_CANNOT,
+    CheckReport,
+    CheckRequest,
+    check_gpu_build,
+    check_gpu_unit,
+    gpu_build_blocker,
+    touches_gpu,
+)
 
 CHECKER = "cuda-nvcc"
 TARGET = "cuda"
@@ -101,11 +111,19 @@ def applies(request: CheckRequest) -> bool:
 
 
 def check_cuda(request: CheckRequest) -> CheckReport:
-    """Compile the tasklet as device code (in a GPU map) or host code over GPU data with nvcc."""
+    """Build the tasklet as device code (in a GPU map) or host code over GPU data: DaCe's build, else a unit."""
     if nvcc_version() is None:
         return CheckReport(CHECKER, "inconclusive", "nvcc not found on PATH; CUDA code was not checked")
+    blocker = gpu_build_blocker()
+    if blocker is None and not (request.node.live or {}).get("sdfg"):
+        blocker = "no program holds the node (a context read back from disk), so DaCe has nothing to build"
+    if blocker is None:
+        built = check_gpu_build(request, CHECKER)
+        if built.reason != CMAKE_CANNOT:
+            return built
+        blocker = built.diagnostics
     arch, arch_source = resolve_arch(request.settings)
-    return check_gpu_unit(
+    report = check_gpu_unit(
         CHECKER,
         request.answer,
         request.node,
@@ -119,3 +137,8 @@ def check_cuda(request: CheckRequest) -> CheckReport:
         suffix=".cu",
         environments=request.environments,
     )
+    report.details["built_by"] = "standalone unit"
+    report.details["program_builds"] = blocker
+    if report.status == "passed":
+        report.diagnostics += f"; compiled in a standalone unit only: {blocker}"
+    return report

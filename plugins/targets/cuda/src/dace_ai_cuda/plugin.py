@@ -63,7 +63,7 @@ def dace_ai_targets():
         flags=_flags,
         checkers=(CHECKER,),
         language="cuda",
-        description="NVIDIA GPUs in CUDA C++ (checked with nvcc in a standalone unit)",
+        description="NVIDIA GPUs in CUDA C++ (checked by DaCe's own GPU build with nvcc)",
     )
 
 
@@ -74,5 +74,6 @@ def dace_ai_checkers():
         stage="compile",
         check=check_cuda,
         applies=applies,
-        description="Compiles device tasklets and host tasklets over GPU data with nvcc",
+        description="Builds device tasklets and host tasklets over GPU data through DaCe's GPU build (nvcc); "
+        "a standalone nvcc unit where DaCe cannot build GPU code",
     )

@@ -1,0 +1,165 @@
+"""GPU tasklets checked by DaCe's own GPU build, and the user's program built the same way (nvcc, no GPU).
+
+Each pattern the CUDA target's guidance teaches is placed by the expansion and the
+user's whole program is then built by DaCe with nvcc, so a check that passes means
+``sdfg.compile()`` builds. DaCe runs the ``cmake`` on PATH; the tests put this
+environment's ``bin`` first, as an activated virtual environment does (the
+requirements install a CMake that can set up CUDA 13).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import warnings
+from pathlib import Path
+
+import dace
+import dace_ai
+import pytest
+from dace_ai import compat
+from dace_ai.checking.gpu_build import gpu_build_blocker, nvcc_version
+from dace_ai.environments.generated import _headers
+from dace_ai.errors import DaceAIWarning
+from dace_ai.expansion.provenance import body
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit)")
+
+KERNEL = (
+    "__global__ void k_axpy(const double* x, const double* y, double* o, long long n) {\n"
+    "    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+    "    if (i < n) o[i] = 2.0 * x[i] + y[i];\n"
+    "}"
+)
+LAUNCH = "k_axpy<<<(N + 255) / 256, 256, 0, __dace_current_stream>>>(_x, _y, _out, N);"
+DEVICE = "_out[0] = 2.0 * _x[0] + _y[0];"
+
+
+@pytest.fixture
+def gpu_build(monkeypatch, fake, tmp_path):
+    """This environment's bin first on PATH (its CMake), answers from ``fake``, a fresh build root."""
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    dace.Config.set("default_build_folder", value=str(tmp_path / "root"))
+    dace.Config.set("ai", "provider", value="scripted")
+    yield fake
+    dace.Config.set("ai", "provider", value="manual")
+
+
+needs_dace_gpu_build = pytest.mark.skipif(
+    shutil.which("nvcc") is not None and gpu_build_blocker() is not None,
+    reason=f"DaCe cannot build GPU programs here: {gpu_build_blocker() if shutil.which('nvcc') else ''}",
+)
+
+
+def axpy_program(name: str, device: bool) -> dace.SDFG:
+    """``o = 2 x + y`` on GPU arrays: an AINode per element inside a GPU map, or one host node over the arrays."""
+    n = dace.symbol("N")
+    sdfg = dace.SDFG(name)
+    sdfg.add_symbol("N", dace.int64)
+    for array in "xyo":
+        sdfg.add_array(array, [n], dace.float64, storage=dace.StorageType.GPU_Global)
+    state = sdfg.add_state()
+    if device:
+        entry, exit_ = state.add_map("m", {"i": "0:N"}, schedule=dace.ScheduleType.GPU_Device)
+        node = dace_ai.AINode("axpy", "Write _out = 2 * _x + _y.", inputs={"_x", "_y"}, outputs={"_out"})
+        state.add_memlet_path(state.add_read("x"), entry, node, dst_conn="_x", memlet=dace.Memlet("x[i]"))
+        state.add_memlet_path(state.add_read("y"), entry, node, dst_conn="_y", memlet=dace.Memlet("y[i]"))
+        state.add_memlet_path(node, exit_, state.add_write("o"), src_conn="_out", memlet=dace.Memlet("o[i]"))
+    else:
+        node = dace_ai.AINode("axpy", "Write _out[i] = 2 * _x[i] + _y[i].", inputs={"_x", "_y"}, outputs={"_out"})
+        state.add_edge(state.add_read("x"), None, node, "_x", dace.Memlet("x[0:N]"))
+        state.add_edge(state.add_read("y"), None, node, "_y", dace.Memlet("y[0:N]"))
+        state.add_edge(node, "_out", state.add_write("o"), None, dace.Memlet("o[0:N]"))
+    return sdfg
+
+
+def tasklets(sdfg: dace.SDFG) -> list[dace.nodes.Tasklet]:
+    return [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.Tasklet)]
+
+
+def build_user_program(sdfg: dace.SDFG, folder: Path) -> None:
+    """The user's ``sdfg.compile()`` without loading the library (this machine may have no GPU)."""
+    sdfg.build_folder = str(folder)
+    compat.compile_without_loading(sdfg)
+
+
+@pytest.mark.slow
+@needs_dace_gpu_build
+def test_device_tasklet_in_a_gpu_map_passes_dace_gpu_build_and_the_program_builds(gpu_build, tmp_path):
+    sdfg = axpy_program("gpu_device_axpy", device=True)
+    gpu_build.queue(json.dumps({"code": DEVICE}))
+    sdfg.expand_library_nodes()
+    (tasklet,) = tasklets(sdfg)
+    assert body(tasklet).strip() == DEVICE and "verification=compile-only" in tasklet.code.as_string
+    build_user_program(sdfg, tmp_path / "user")
+    generated = next((tmp_path / "user" / "src" / "cuda").glob("*.cu")).read_text()
+    assert DEVICE in generated  # the tasklet is device code in DaCe's CUDA file
+
+
+@pytest.mark.slow
+@needs_dace_gpu_build
+def test_host_tasklet_launching_a_kernel_is_routed_into_the_gpu_file_and_the_program_builds(gpu_build, tmp_path):
+    sdfg = axpy_program("gpu_launch_axpy", device=False)
+    gpu_build.queue(json.dumps({"code": LAUNCH, "code_global": KERNEL}))
+    sdfg.expand_library_nodes()
+    (tasklet,) = tasklets(sdfg)
+    assert body(tasklet).strip() == LAUNCH  # sessions see exactly what the model wrote
+    gpu_code = sdfg.global_code["cuda"].as_string
+    assert KERNEL in gpu_code and LAUNCH in gpu_code and "__dace_current_stream" in gpu_code
+    build_user_program(sdfg, tmp_path / "user")
+    cpp = next((tmp_path / "user" / "src" / "cpu").glob("*.cpp")).read_text()
+    cu = next((tmp_path / "user" / "src" / "cuda").glob("*.cu")).read_text()
+    assert "<<<" not in cpp.replace(LAUNCH, "") and KERNEL in cu
+
+
+@pytest.mark.slow
+@needs_dace_gpu_build
+def test_a_kernel_launch_with_wrong_arguments_is_refused_in_nvcc_words_and_repaired(gpu_build, tmp_path):
+    sdfg = axpy_program("gpu_broken_axpy", device=False)
+    broken = LAUNCH.replace("(_x, _y, _out, N)", "(_x, 1, _out, N)")
+    gpu_build.queue(
+        json.dumps({"code": broken, "code_global": KERNEL}), json.dumps({"code": LAUNCH, "code_global": KERNEL})
+    )
+    sdfg.expand_library_nodes()
+    (tasklet,) = tasklets(sdfg)
+    assert body(tasklet).strip() == LAUNCH
+    repair = gpu_build.requests[-1]  # the second request carries the first answer's diagnostics
+    text = "\n".join(str(getattr(m, "content", m)) for m in repair.messages)
+    assert "cuda-nvcc" in text and "DaCe's GPU build rejected the code" in text
+    assert 'argument of type "int" is incompatible' in text  # nvcc's words
+
+
+@pytest.mark.skipif(
+    not (dace.__version__.startswith("1.") and (nvcc_version() or (0,))[0] >= 13), reason="DaCe 1 with CUDA 13 only"
+)
+def test_dace1_with_cuda13_says_in_one_sentence_that_gpu_programs_cannot_build(gpu_build, tmp_path):
+    blocker = gpu_build_blocker()
+    assert blocker is not None and "cannot build GPU programs with CUDA 13" in blocker and "DaCe 2" in blocker
+    sdfg = axpy_program("gpu_dace1_axpy", device=True)
+    gpu_build.queue(json.dumps({"code": DEVICE}))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sdfg.expand_library_nodes()
+    told = [str(w.message) for w in caught if issubclass(w.category, DaceAIWarning)]
+    assert any("GPU node 'axpy'" in m and "cannot build GPU programs" in m for m in told), told
+    (tasklet,) = tasklets(sdfg)  # the standalone nvcc unit accepts the correct device tasklet
+    assert body(tasklet).strip() == DEVICE
+
+
+def test_doctor_says_whether_dace_can_build_gpu_programs_here():
+    from dace_ai.cli.main import doctor_report
+
+    gpu = doctor_report()["gpu_build"]
+    assert gpu["nvcc"] == ".".join(map(str, nvcc_version()))
+    assert gpu["can_build"] == (gpu_build_blocker() is None)
+    assert gpu["reason"] == (gpu_build_blocker() or "")
+
+
+def test_a_gpu_library_environment_puts_its_headers_in_the_gpu_file_too():
+    class CUDA:  # DaCe's CUDA runtime environment, by name
+        pass
+
+    assert _headers(["cublas_v2.h"], [CUDA]) == {"frame": ["cublas_v2.h"], "cuda": ["cublas_v2.h"]}
+    assert _headers(["fftw3.h"], []) == ["fftw3.h"]
