@@ -68,7 +68,13 @@ def axpy_program(name: str, device: bool) -> dace.SDFG:
         state.add_memlet_path(state.add_read("y"), entry, node, dst_conn="_y", memlet=dace.Memlet("y[i]"))
         state.add_memlet_path(node, exit_, state.add_write("o"), src_conn="_out", memlet=dace.Memlet("o[i]"))
     else:
-        node = dace_ai.AINode("axpy", "Write _out[i] = 2 * _x[i] + _y[i].", inputs={"_x", "_y"}, outputs={"_out"})
+        node = dace_ai.AINode(
+            "axpy",
+            "Write _out[i] = 2 * _x[i] + _y[i].",
+            inputs={"_x", "_y"},
+            outputs={"_out"},
+            reference=lambda x, y: 2 * x + y,  # run by gpu-verify where a GPU is present
+        )
         state.add_edge(state.add_read("x"), None, node, "_x", dace.Memlet("x[0:N]"))
         state.add_edge(state.add_read("y"), None, node, "_y", dace.Memlet("y[0:N]"))
         state.add_edge(node, "_out", state.add_write("o"), None, dace.Memlet("o[0:N]"))
@@ -163,3 +169,110 @@ def test_a_gpu_library_environment_puts_its_headers_in_the_gpu_file_too():
 
     assert _headers(["cublas_v2.h"], [CUDA]) == {"frame": ["cublas_v2.h"], "cuda": ["cublas_v2.h"]}
     assert _headers(["fftw3.h"], []) == ["fftw3.h"]
+
+
+def live_request(sdfg: dace.SDFG, answer_fields: dict, workdir: Path):
+    """The check request the expansion makes for the program's one AINode."""
+    from dace_ai.checking.api import CheckRequest
+    from dace_ai.config.settings import resolve_settings
+    from dace_ai.expansion.expansion_pass import node_context
+    from dace_ai.expansion.tasklet import tasklet_factory
+    from dace_ai.prompt.answer import parse_answer
+
+    (state,) = list(sdfg.states())
+    node = next(n for n in state.nodes() if isinstance(n, dace_ai.AINode))
+    settings = resolve_settings({})
+    ctx = node_context(sdfg, state, node, settings)
+    answer = parse_answer(json.dumps(answer_fields), origin="test")
+    return CheckRequest(answer, ctx, settings, workdir, make_tasklet=tasklet_factory(answer, ctx))
+
+
+@pytest.mark.slow
+@needs_dace_gpu_build
+def test_the_device_program_copies_host_twins_in_runs_the_node_waits_and_copies_outputs_out(gpu_build, tmp_path):
+    from dace_ai.checking.gpu_verify import HOST_SUFFIX, build_device_program
+
+    sdfg = axpy_program("gpu_verify_axpy", device=False)
+    request = live_request(sdfg, {"code": LAUNCH, "code_global": KERNEL}, tmp_path / "w")
+    library, spec = build_device_program(request)
+    assert library.is_file() and spec["kind"] == "program"
+    assert [name for name, kind in spec["args"] if kind == "array"] == ["o", "x", "y"]  # host twins, by name
+    cu = next((tmp_path / "w" / "device" / "src" / "cuda").glob("*.cu")).read_text()
+    cpp = next((tmp_path / "w" / "device" / "src" / "cpu").glob("*.cpp")).read_text()
+    assert KERNEL in cu and "cudaDeviceSynchronize();" in cpp
+    assert f"x{HOST_SUFFIX}" in cpp and "cudaMemcpy" in cu + cpp
+
+
+def test_gpu_verify_applies_only_where_a_gpu_runs_it(gpu_build, tmp_path, monkeypatch):
+    from dace_ai.checking import gpu_verify
+
+    sdfg = axpy_program("gpu_verify_applies", device=False)
+    request = live_request(sdfg, {"code": LAUNCH, "code_global": KERNEL}, tmp_path / "w")
+    monkeypatch.setattr(gpu_verify, "nvidia_gpu", lambda: None)
+    assert not gpu_verify.applies(request)  # no GPU: the answer stays compile-only
+    monkeypatch.setattr(gpu_verify, "nvidia_gpu", lambda: "NVIDIA H200 sm_90")
+    assert gpu_verify.applies(request) == (gpu_build_blocker() is None)
+    device = axpy_program("gpu_verify_device", device=True)
+    assert not gpu_verify.applies(live_request(device, {"code": DEVICE}, tmp_path / "d"))  # per map point: not yet
+
+
+def test_a_level_verified_on_the_gpu_names_the_device():
+    from dace_ai.checking.api import CheckReport
+    from dace_ai.checking.levels import verification_level
+
+    report = CheckReport(
+        "gpu-verify", "passed", stage="verify", seeds=3, sizes=[{"N": 13}], details={"device": "NVIDIA H200 sm_90"}
+    )
+    assert (
+        verification_level([CheckReport("cuda-nvcc", "passed"), report])
+        == "verified (3 seeds, 1 size, on NVIDIA H200 sm_90)"
+    )
+
+
+CUBLAS = {
+    "code": "cublasSetStream(__state->handle, __dace_current_stream);\n"
+    "const double two = 2.0;\n"
+    "cudaMemcpyAsync(_out, _y, N * sizeof(double), cudaMemcpyDeviceToDevice, __dace_current_stream);\n"
+    "cublasDaxpy(__state->handle, N, &two, _x, 1, _out, 1);",
+    "state_fields": ["cublasHandle_t handle;"],
+    "code_init": "cublasCreate(&__state->handle);",
+    "code_exit": "cublasDestroy(__state->handle);",
+    "environments": [{"name": "cublas", "generator": "cublas"}],
+}
+
+
+def cublas_found() -> bool:
+    from dace_ai.plugins.manager import get_plugin_manager
+
+    generator = get_plugin_manager().environment_generators().get("cublas")
+    return generator is not None and generator.detect().matched
+
+
+@pytest.mark.slow
+@needs_dace_gpu_build
+@pytest.mark.skipif(not cublas_found(), reason="needs cuBLAS (the CUDA toolkit's or the nvidia-cublas wheel)")
+def test_a_cublas_handle_in_a_state_field_builds_in_both_of_dace_files(gpu_build, tmp_path):
+    sdfg = axpy_program("gpu_cublas_axpy", device=False)
+    gpu_build.queue(json.dumps(CUBLAS))
+    sdfg.expand_library_nodes()
+    (tasklet,) = tasklets(sdfg)
+    assert "cublasDaxpy" in body(tasklet) and "verification=compile-only" in tasklet.code.as_string
+    build_user_program(sdfg, tmp_path / "user")
+    cu = next((tmp_path / "user" / "src" / "cuda").glob("*.cu")).read_text()
+    assert "cublas_v2.h" in cu and "cublasHandle_t handle;" in cu  # the state struct and its header
+
+
+def test_switching_the_gpu_check_off_gives_the_same_level_in_generate_and_in_the_expansion(gpu_build, monkeypatch):
+    settings = {"provider": "scripted", "checkers": "-cuda-nvcc"}
+    generated = axpy_program("gpu_off_generate", device=False)
+    gpu_build.queue(json.dumps({"code": LAUNCH, "code_global": KERNEL}))
+    (node,) = dace_ai.generate(generated, settings=settings).nodes
+    assert node.status == "generated" and node.verification == "unverified: checks are off", node.error
+    expanded = axpy_program("gpu_off_expand", device=False)
+    gpu_build.queue(json.dumps({"code": LAUNCH, "code_global": KERNEL}))
+    monkeypatch.setenv("DACE_ai_checkers", "-cuda-nvcc")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expanded.expand_library_nodes()
+    (tasklet,) = tasklets(expanded)
+    assert "verification=unverified: checks are off" in tasklet.code.as_string

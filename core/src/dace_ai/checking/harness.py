@@ -53,7 +53,7 @@ import numpy as np
 
 from dace_ai.checking import distributions
 from dace_ai.checking.api import CheckRequest, SharedKey, Status
-from dace_ai.checking.child.records import Case, CaseRecord, Connector, Container, Problem, SandboxJob
+from dace_ai.checking.child.records import Case, CaseRecord, Connector, Container, LibrarySpec, Problem, SandboxJob
 from dace_ai.checking.constraints import first_point, point_text
 from dace_ai.checking.ladder import GivenSizes, Ladder, SkippedSize, build_ladder, case_place
 from dace_ai.checking.sandbox import ChildOutcome, SandboxLimits, run_child
@@ -808,6 +808,29 @@ def _compile_candidate(request: CheckRequest, plan: _Plan, result: SandboxRun) -
     return library
 
 
+def _build_device_candidate(request: CheckRequest, plan: _Plan, result: SandboxRun) -> tuple[Path, LibrarySpec]:
+    """The device program's library and spec; a program that does not build ends the run."""
+    from dace_ai.checking.gpu_verify import build_device_program
+    from dace_ai.compat import compilation_error_types
+
+    compilation_error, _ = compilation_error_types()
+    start = time.perf_counter()
+    try:
+        library, spec = build_device_program(request)
+    except compilation_error as exc:
+        raise _Stop(
+            "failed", "compile", "The code does not build as DaCe's GPU program:\n" + str(exc)[-3000:]
+        ) from None
+    except Exception as exc:  # noqa: BLE001 - the program could not be made: undecidable, not the model's fault
+        raise _Stop("inconclusive", "device program", f"could not build the device program: {exc}") from None
+    result["seconds"]["compile"] = time.perf_counter() - start
+    result["library"] = str(library)
+    for case in plan.all_cases:  # one GPU: thread counts of the host do not apply
+        case.pop("threads", None)
+    result["threads"]["runs"] = []
+    return library, spec
+
+
 def _child_job(
     request: CheckRequest,
     mode: str,
@@ -981,8 +1004,12 @@ def run_against_reference(
     limits: SandboxLimits | None = None,
     bench: BenchPlan | None = None,
     threads: int | None = None,
+    device: bool = False,
 ) -> SandboxRun:
     """Run the candidate of ``request`` and the node's reference on the same inputs in a sandboxed child.
+
+    With ``device``, the candidate is the program of
+    :func:`dace_ai.checking.gpu_verify.device_program` (it runs the node on the GPU).
 
     ``mode="verify"`` compares outputs (stops at the first failing case); the
     larger cases run with 1 thread and then twice with all cores (``threads``,
@@ -1019,8 +1046,13 @@ def run_against_reference(
         if kind is None and mode == "verify":
             raise _Stop("inconclusive", "no reference", f"Not verified: {detail}.")
         plan = _plan_cases(request, mode, seeds, sizes, bench, kind, count, result)
-        library = _compile_candidate(request, plan, result)
-        job = _child_job(request, mode, plan, library, bench, count, repeats, warmup)
+        if device:
+            library, spec = _build_device_candidate(request, plan, result)
+            job = _child_job(request, mode, plan, library, bench, count, repeats, warmup)
+            job["candidate"] = spec
+        else:
+            library = _compile_candidate(request, plan, result)
+            job = _child_job(request, mode, plan, library, bench, count, repeats, warmup)
         folder = Path(request.workdir) / "sandbox"
         if kind == "native":
             _add_native_reference(request, job, plan, count, result)

@@ -59,6 +59,8 @@ def _varied(report: CheckReport, supplements: Sequence[CheckReport]) -> list[str
     ran = (details.get("distributions") or {}).get("ran")
     if ran:
         parts.append(_plural(len(ran), "distribution"))
+    if details.get("device"):
+        parts.append(f"on {details['device']}")
     for extra in supplements:
         if extra.status == "passed":
             parts.append("sanitizers")

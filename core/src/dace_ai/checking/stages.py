@@ -107,6 +107,25 @@ def select_checkers(
     return sorted(chosen, key=lambda c: (STAGES.index(c.stage), c.order)), missing
 
 
+def any_checker_applies(request: CheckRequest, manager: PluginManager | None = None) -> bool:
+    """True when :func:`run_checks` would give ``request`` at least one report (never raises)."""
+    if not request.settings.compile_check:
+        return False
+    try:
+        checkers, missing = select_checkers(request.node, request.settings, manager)
+    except Exception:  # noqa: BLE001 - a bad setting fails the real run; here it only means "reports expected"
+        return True
+    if missing:
+        return True
+    for checker in checkers:
+        try:
+            if checker.applies is None or checker.applies(request):
+                return True
+        except Exception:  # noqa: BLE001 - a broken applies() is reported by the real run
+            return True
+    return False
+
+
 def _stable_replacements(workdir: Path) -> dict[str, str]:
     from dace_ai.compat import dace_runtime_include
 

@@ -22,7 +22,8 @@ MAX_VALUE = 200
 MAX_CODE = 20_000
 
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
-_PATH_PART = r"[A-Za-z0-9_+][A-Za-z0-9_.+\-]*"
+#: One path component: a hidden folder (``.venv``) is fine, ``.`` and ``..`` are not.
+_PATH_PART = r"(?!\.\.?(?:/|$))[A-Za-z0-9_.+][A-Za-z0-9_.+\-]*"
 _HEADER = re.compile(rf"{_PATH_PART}(?:/{_PATH_PART})*")
 _ABS_PATH = re.compile(rf"(?:/{_PATH_PART})+/?")
 _LIBRARY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+\-]*")

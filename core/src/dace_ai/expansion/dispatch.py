@@ -26,6 +26,7 @@ import itertools
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dace_ai.errors import DaceAIError
@@ -198,7 +199,7 @@ class CheckDispatcher:
             round_trip = time.perf_counter() - started
             if not results:
                 raise ExecutorUnavailable(f"executor {self.name!r} returned no result for a check job")
-            reports = self._reports(results[0], ctx, settings, compile_only, round_trip)
+            reports = self._reports(results[0], answer, ctx, settings, compile_only, round_trip)
             ok = True
             return reports
         finally:
@@ -208,11 +209,14 @@ class CheckDispatcher:
     def _reports(
         self,
         result: JobResult,
+        answer: Answer,
         ctx: NodeContext,
         settings: AISettings,
         compile_only: str | None,
         round_trip: float,
     ) -> list[CheckReport]:
+        from dace_ai.checking.api import CheckRequest
+        from dace_ai.checking.stages import any_checker_applies
         from dace_ai.expansion.check_results import read_outcome, reemit_warnings, to_reports
         from dace_ai.plugins.manager import get_plugin_manager
 
@@ -228,7 +232,10 @@ class CheckDispatcher:
                 f"{result.error.strip().splitlines()[0] if result.error.strip() else 'no reason'}"
             )
         outcome, problem = read_outcome(
-            result.value, checks_on=bool(settings.compile_check), known_checkers=set(get_plugin_manager().checkers())
+            result.value,
+            # no report is believed only where no checker applies here either (every one switched off)
+            checks_on=any_checker_applies(CheckRequest(answer, ctx, settings, Path("."))),
+            known_checkers=set(get_plugin_manager().checkers()),
         )
         if outcome is None:
             raise CheckJobFailed(f"node {ctx.name!r}: {where} returned a result that is not believed: {problem}")

@@ -1,0 +1,54 @@
+"""On a machine with an NVIDIA GPU: host tasklets over GPU data are run on the GPU against the node's reference.
+
+Skipped, with the reason, where there is no GPU or DaCe cannot build GPU programs
+(``bench/gpu_lane.sh`` runs these on a GPU machine). The wrong answers are the ones a
+compile-only check accepted: a kernel and a cuBLAS call that skip the last element.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from dace_ai.checking.gpu_build import gpu_build_blocker
+from dace_ai.checking.gpu_verify import nvidia_gpu
+from dace_ai.errors import CheckFailed
+
+from tests.test_gpu_build import CUBLAS, KERNEL, LAUNCH, axpy_program, cublas_found, gpu_build, tasklets  # noqa: F401
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(nvidia_gpu() is None, reason="needs an NVIDIA GPU (nvidia-smi reports none)"),
+    pytest.mark.skipif(
+        nvidia_gpu() is not None and gpu_build_blocker() is not None,
+        reason=f"DaCe cannot build GPU programs here: {gpu_build_blocker() if nvidia_gpu() else ''}",
+    ),
+]
+
+WRONG_KERNEL = KERNEL.replace("if (i < n)", "if (i < n - 1)")  # skips the last element
+
+
+def test_a_right_kernel_is_verified_on_the_gpu_and_the_level_names_it(gpu_build):
+    sdfg = axpy_program("dev_right", device=False)
+    gpu_build.queue(json.dumps({"code": LAUNCH, "code_global": KERNEL}))
+    sdfg.expand_library_nodes()
+    (tasklet,) = tasklets(sdfg)
+    assert f"on {nvidia_gpu()})" in tasklet.code.as_string and "verification=verified (" in tasklet.code.as_string
+
+
+def test_a_kernel_that_skips_the_last_element_is_refused_on_the_gpu(gpu_build):
+    sdfg = axpy_program("dev_wrong", device=False)
+    gpu_build.queue(*[json.dumps({"code": LAUNCH, "code_global": WRONG_KERNEL})] * 3)
+    with pytest.raises(CheckFailed, match="gpu-verify"):
+        sdfg.expand_library_nodes()
+
+
+@pytest.mark.skipif(not cublas_found(), reason="needs cuBLAS")
+def test_a_cublas_call_that_skips_the_last_element_is_refused_on_the_gpu(gpu_build):
+    wrong = dict(
+        CUBLAS, code=CUBLAS["code"].replace("cublasDaxpy(__state->handle, N,", "cublasDaxpy(__state->handle, N - 1,")
+    )
+    sdfg = axpy_program("dev_wrong_cublas", device=False)
+    gpu_build.queue(*[json.dumps(wrong)] * 3)
+    with pytest.raises(CheckFailed, match="gpu-verify"):
+        sdfg.expand_library_nodes()
