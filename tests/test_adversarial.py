@@ -347,3 +347,106 @@ def test_the_level_in_the_tasklet_says_what_was_varied(fake, shared_root):
         assert dace_ai.show(sdfg)["verification"] == level
     x = np.random.rand(100)
     np.testing.assert_allclose(sdfg(x=x, N=100), 3 * x)
+
+
+# ----------------------------------------------------------------------------- code that asks where it runs
+#: (name, code, code_global, the call the refusal names): right in the sandbox, wrong outside it (or the reverse).
+SNIFFERS = [
+    (
+        "reads-its-cpu-limit",
+        "struct rlimit r; getrlimit(RLIMIT_CPU, &r);"
+        " for (int i = 0; i < N; ++i) _out[i] = r.rlim_cur == RLIM_INFINITY ? _x[i] : 3 * _x[i];",
+        "#include <sys/resource.h>",
+        "getrlimit",
+    ),
+    (
+        "reads-the-environment",
+        'const bool checked = getenv("DACE_ai_provider") != nullptr;'
+        " for (int i = 0; i < N; ++i) _out[i] = checked ? 3 * _x[i] : _x[i];",
+        "#include <cstdlib>",
+        "getenv",
+    ),
+    (
+        "asks-for-its-parent",
+        "for (int i = 0; i < N; ++i) _out[i] = getppid() == 1 ? _x[i] : 3 * _x[i];",
+        "#include <unistd.h>",
+        "getppid",
+    ),
+    (
+        "reads-proc",
+        'FILE* f = fopen("/proc/self/status", "r"); if (f) fclose(f); for (int i = 0; i < N; ++i) _out[i] = 3 * _x[i];',
+        "#include <cstdio>",
+        "/proc/",
+    ),
+    (
+        "times-itself",
+        "static long calls = 0; const bool timed = ++calls > 24 && __rdtsc() > 0;"
+        " for (int i = 0; i < N && !timed; ++i) _out[i] = 3 * _x[i];",
+        "#include <x86intrin.h>",
+        "__rdtsc",
+    ),
+]
+#: Correct twins: the same words in comments, strings and names are not calls.
+NOT_SNIFFING = [
+    (
+        "words-in-comments-and-names",
+        '// getenv("X") and getrlimit() are not used here\n'
+        'const char* note = "time() is not called"; (void)note; double time_step = 3;'
+        " for (int i = 0; i < N; ++i) _out[i] = time_step * _x[i];",
+        "",
+    ),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, code, code_global, call", SNIFFERS, ids=[s[0] for s in SNIFFERS])
+def test_code_that_asks_where_it_runs_is_refused_before_it_runs(shared_root, name, code, code_global, call):
+    reports = _checked(adv_scale, code, code_global)
+    refused = next(r for r in reports if r.checker == "no-probing")
+    assert refused.status == "failed" and "Asks where it runs" in refused.diagnostics
+    assert f"`{call}`" in refused.diagnostics, refused.diagnostics
+    assert not [r for r in reports if r.checker in ("verify", "bench")]  # refused before it ran
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, code, code_global", NOT_SNIFFING, ids=[s[0] for s in NOT_SNIFFING])
+def test_the_same_words_outside_code_are_kept(shared_root, name, code, code_global):
+    reports = _checked(adv_scale, code, code_global)
+    assert {r.checker: r.status for r in reports}["no-probing"] == "passed"
+    assert next(r for r in reports if r.checker == "verify").status == "passed"
+
+
+# ----------------------------------------------------------------------------- right under the verifier, wrong under the timer
+COUNTS_ITS_CALLS = (
+    "static long calls[64] = {0}; long& seen = calls[N % 64];"
+    " if (++seen > 24) return;"  # the timing loop calls it more often than any verify case does
+    " for (int i = 0; i < N; ++i) _out[i] = 3 * _x[i];"
+)
+#: The correct twin: static state set up once and reused, outputs computed on every call.
+SETS_UP_ONCE = (
+    "static double factor = 0; static bool ready = false; if (!ready) { factor = 3; ready = true; }"
+    " for (int i = 0; i < N; ++i) _out[i] = factor * _x[i];"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stages", list(STAGES), ids=list(STAGES))
+def test_code_that_stops_computing_after_some_calls_is_refused_and_its_twin_kept(shared_root, stages):
+    reports = run_checks_with(adv_scale, COUNTS_ITS_CALLS, "", STAGES[stages])
+    verify = next(r for r in reports if r.checker == "verify")
+    assert verify.status == "failed" and verify.reason == "repeated", verify.diagnostics
+    assert "Behaves differently when called repeatedly" in verify.diagnostics and "did not write" in verify.diagnostics
+    kept = run_checks_with(adv_scale, SETS_UP_ONCE, "", STAGES[stages])
+    assert not [r for r in kept if r.status == "failed"], [(r.checker, r.diagnostics) for r in kept]
+
+
+@pytest.mark.slow
+def test_code_that_stops_computing_under_the_timing_loop_is_refused_by_the_call_after_it(shared_root):
+    # Counts only its calls at the bench size: the verify cases there stay under the count, the timing loop does not.
+    code = "static long calls = 0; if (M == 256 && ++calls > 6) return; " + MATMUL
+    reports = _checked(ladder_matmul, code, "")
+    assert next(r for r in reports if r.checker == "verify").status == "passed"
+    bench = next(r for r in reports if r.checker == "bench")
+    assert bench.status == "failed" and bench.rule == "deception", bench.diagnostics
+    assert "behaves differently when called repeatedly under timing" in bench.diagnostics
+    assert "its output was not written (_c)" in bench.diagnostics

@@ -110,7 +110,14 @@ def test_ctrl_c_on_a_real_process():
         m.cmd_config = slow
         sys.exit(m.main(["config"]))
     """)
-    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # A process started with SIGINT ignored (a test worker's children may inherit that) keeps ignoring it:
+    # start this one as a terminal would, with the default disposition.
+    process = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     assert process.stdout.readline() == b"started\n"
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)

@@ -383,6 +383,19 @@ def add_second_call(request: CheckRequest, cases: list[Case]) -> None:
     )
 
 
+#: How many more calls the repeated case makes: at least this many, at most twice as many, chosen per run.
+REPEATED_CALLS = 40
+
+
+def add_repeated_calls(cases: list[Case]) -> None:
+    """Give the first case ``repeat``: that many calls more on its inputs before one judged call with its
+    outputs poisoned again (a number chosen at random per run, so code cannot count up to it)."""
+    import secrets
+
+    if cases:
+        cases[0]["repeat"] = REPEATED_CALLS + secrets.randbelow(REPEATED_CALLS + 1)
+
+
 # ----------------------------------------------------------------------------- references
 def reference_kind(request: CheckRequest) -> tuple[str | None, Any]:
     """("native", None), ("function", fn), or (None, reason) for the node of ``request``."""
@@ -560,6 +573,15 @@ def describe_problem(problem: Problem, case: Case) -> tuple[str, str]:
         return "nondeterministic", _describe_nondeterministic(problem, where)
     if problem.get("threads") and isinstance(problem["threads"], int) and problem["threads"] == 1:
         where += ", 1 thread"
+    if kind == "repeated":
+        wrote = "did not write" if problem.get("was") == "unwritten" else "wrote a wrong value to"
+        return "repeated", (
+            f"Behaves differently when called repeatedly ({where}): called {problem.get('calls')} times on the same "
+            f"inputs (as a program's loop or a timing loop calls it), the last call {wrote} output "
+            f"{problem.get('connector', '?')} (index {problem.get('index')}: {problem.get('got', 'not written')}, "
+            f"expected {problem.get('expected')}). Compute the outputs from the inputs on every call: no call "
+            f"counter, no warm-up or timing detection, no result reused after some calls."
+        )
     if kind == "stale":
         how = (
             "called a second time on the same buffers and state with new inputs"
@@ -766,6 +788,7 @@ def _plan_cases(
         except (KeyError, ValueError, TypeError, AttributeError) as exc:
             raise _Stop("inconclusive", "sizes", _NO_VALUES.format(exc)) from exc
         add_second_call(request, plan.cases)
+        add_repeated_calls(plan.cases)
     if plan.bench_cases:
         plan.bench_cases[0]["threads"] = thread_counts(count)
     all_cases = plan.all_cases

@@ -51,6 +51,7 @@ class Case(TypedDict, total=False):
     group: str
     unfit: str  #: why the reference is not defined at these inputs
     again: Case  #: other inputs for a second call on the same buffers
+    repeat: int  #: calls more on the same inputs before one judged call with the outputs poisoned again
     expected: dict[str, str]  #: files of a reference function's outputs
     inputs: dict[str, str]  #: files of the initial data
     reference_cache: dict[str, str]  #: files of the native reference's outputs
@@ -61,10 +62,11 @@ class Problem(TypedDict, total=False):
     """What went wrong in a case, as data: the parent words it for the model.
 
     ``kind``: ``unwritten``, ``read_before_write``, ``read_outside``, ``mismatch``,
-    ``outside_subset``, ``outside_buffer``, ``late_write``, ``stale`` or ``nondeterministic``.
+    ``outside_subset``, ``outside_buffer``, ``late_write``, ``stale``, ``repeated`` or ``nondeterministic``.
     """
 
     kind: str
+    calls: int  #: for ``repeated``: the calls on the same inputs up to the wrong one
     connector: str  #: the output connector (element problems)
     container: str  #: the container (problems outside the connectors' data)
     index: list[int]  #: the first wrong element, in the connector's shape
@@ -83,7 +85,7 @@ class Problem(TypedDict, total=False):
     threads: Any
     runs: int
     single_ok: bool
-    was: str  #: the kind it had before it was found to be stale or nondeterministic
+    was: str  #: the kind it had before it was found to be stale, repeated or nondeterministic
     again: bool
     first_seed: int
     seed: int
@@ -204,6 +206,7 @@ class BenchResult(TypedDict, total=False):
     baselines_reused: list[str]
     bandwidth: float  #: bytes per second NumPy streams here
     seconds: float  #: the bench section's own wall time
+    after_timing: Problem  #: what one more call after the timed ones got wrong (poisoned outputs, new call)
 
 
 class ThreadsInfo(TypedDict):

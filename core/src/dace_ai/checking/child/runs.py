@@ -28,7 +28,7 @@ from .compare import (
     outside_problem,
     written_late,
 )
-from .inputs import case_data, output_containers, view
+from .inputs import case_data, fill_values, output_containers, view
 from .process import Phase, Threads
 from .programs import P, Program
 from .records import Case, CaseRecord, Problem, SandboxJob
@@ -144,6 +144,32 @@ def _call_again(
         "first_seed": case["seed"],
         "seed": again["seed"],
     }
+
+
+def _call_repeatedly(
+    case: Case,
+    candidate: Program[P],
+    prepared: P,
+    buffers: dict[str, GuardedBuffer],
+    native: dict[str, np.ndarray] | None,
+    phase: Phase,
+) -> Problem | None:
+    """``case["repeat"]`` more calls on the same inputs (as a program's loop or a timing loop makes them), then
+    one with the outputs poisoned again, judged: code that counts its calls and stops computing is caught.
+    Outputs that are also inputs are not poisoned (their contents are the next call's input)."""
+    count = int(case["repeat"])
+    phase(who="candidate", step="repeat", seed=case["seed"], sizes=case["sizes"], calls=count)
+    for _ in range(count):
+        candidate.call(prepared)
+    inputs = {c["container"] for c in case["connectors"] if c["direction"] == "in"}
+    for name in output_containers(case):
+        if name not in inputs:
+            buffers[name].array[:] = fill_values(buffers[name].array.dtype, buffers[name].array.size)
+    candidate.call(prepared)
+    problem = against_reference(case, connector_views(case, outputs_now(case, buffers)), native)
+    if problem is None:
+        return None
+    return {**problem, "was": problem["kind"], "kind": "repeated", "calls": count + 2}
 
 
 def _save_outputs(job: SandboxJob, case: Case, returned: dict[str, np.ndarray]) -> None:
@@ -286,6 +312,8 @@ def _run_once(
             problem = _first_run_problem(
                 problem, case, candidate, native, phase, threads, job, data, buffers, returned, count
             )
+        if problem is None and case.get("repeat") and not held:
+            problem = _call_repeatedly(case, candidate, prepared, buffers, native, phase)
         if problem is None and case.get("again") and not held:
             problem = _call_again(case, candidate, prepared, buffers, again_native, phase)
     if not held:
@@ -321,7 +349,7 @@ def run_case(
     job: SandboxJob,
     keep: contextlib.ExitStack | None = None,
     again_native: Outputs | None = None,
-) -> tuple[CaseRecord, P | None]:
+) -> tuple[CaseRecord, tuple[P, dict[str, GuardedBuffer]] | None]:
     """Run the candidate on one case (once per thread count of ``case["threads"]``) and judge it.
 
     What is judged is what the outputs held the moment the call returned; an output
@@ -330,15 +358,15 @@ def run_case(
     same buffers with other inputs; every further run is compared with the first (a
     difference beyond the tolerance: the result depends on the threads' timing).
     Returns the record and, with ``keep`` (a stack of the caller's) and no problem,
-    the first run's prepared call: its buffers and its ``finish`` then belong to ``keep``
-    (for the timing); otherwise None.
+    the first run's prepared call and its buffers, which then belong to ``keep`` with its
+    ``finish`` (for the timing); otherwise None.
     """
     data = case_data(case)
     record: CaseRecord = {"seed": case["seed"], "sizes": case["sizes"], "call_seconds": []}
     # no OpenMP runtime loaded: the thread count changes nothing, run once
     counts: Sequence[int | None] = (case.get("threads") or [None]) if threads.runtime is not None else [None]
     first: Outputs = {}
-    kept: tuple[contextlib.ExitStack, P] | None = None
+    kept: tuple[contextlib.ExitStack, P, dict[str, GuardedBuffer]] | None = None
     with contextlib.ExitStack() as runs:
         previous: contextlib.ExitStack | None = None
         for index, count in enumerate(counts):
@@ -353,7 +381,7 @@ def run_case(
             )
             if held and problem is None:
                 this.callback(candidate.finish, prepared)  # before the buffers are freed
-                kept = (this, prepared)
+                kept = (this, prepared, buffers)
             else:
                 previous = this
             problem = problem or _judge_run(
@@ -366,4 +394,4 @@ def run_case(
         if kept is None or "problem" in record or keep is None:
             return record, None
         keep.enter_context(kept[0].pop_all())
-    return record, kept[1]
+    return record, (kept[1], kept[2])
