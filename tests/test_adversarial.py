@@ -450,3 +450,65 @@ def test_code_that_stops_computing_under_the_timing_loop_is_refused_by_the_call_
     assert bench.status == "failed" and bench.rule == "deception", bench.diagnostics
     assert "behaves differently when called repeatedly under timing" in bench.diagnostics
     assert "its output was not written (_c)" in bench.diagnostics
+
+
+# ----------------------------------------------------------------------------- right alone, wrong beside itself
+#: Row sums through one scratch buffer: shared by the threads of the parallel map over rows when static.
+SHARED_SCRATCH = (
+    "static double scratch[4096]; double s = 0;"
+    " for (int j = 0; j < N; ++j) { scratch[j % 4096] = _a[j]; s += scratch[j % 4096]; } _out = s;"
+)
+LOCAL_SCRATCH = SHARED_SCRATCH.replace("static double scratch[4096];", "double scratch[4096];")
+PER_THREAD_SCRATCH = SHARED_SCRATCH.replace("static double", "static thread_local double")
+GLOBAL_SCRATCH = (
+    "double row_scratch[4096];",
+    SHARED_SCRATCH.replace("static double scratch[4096]; ", "").replace("scratch[", "row_scratch["),
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stages", list(STAGES), ids=list(STAGES))
+@pytest.mark.parametrize(
+    "code, code_global, name",
+    [(SHARED_SCRATCH, "", "scratch"), (GLOBAL_SCRATCH[1], GLOBAL_SCRATCH[0], "row_scratch")],
+    ids=["static-in-code", "file-scope-in-code-global"],
+)
+def test_scratch_shared_by_a_parallel_maps_calls_is_refused_naming_it(shared_root, code, code_global, name, stages):
+    from tests.test_ladder import ladder_rows
+
+    reports = run_checks_with(ladder_rows, code, code_global, STAGES[stages])
+    refused = next(r for r in reports if r.checker == "no-shared-state")
+    assert refused.status == "failed" and f"`{name}`" in refused.diagnostics, refused.diagnostics
+    assert "State shared by concurrent calls" in refused.diagnostics and "thread_local" in refused.diagnostics
+    assert not [r for r in reports if r.checker in ("verify", "bench")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("code", [LOCAL_SCRATCH, PER_THREAD_SCRATCH], ids=["local", "thread_local"])
+def test_scratch_per_call_or_per_thread_is_kept(shared_root, code):
+    from tests.test_ladder import ladder_rows
+
+    reports = run_checks_with(ladder_rows, code, "", {})
+    assert not [r for r in reports if r.status == "failed"], [(r.checker, r.diagnostics) for r in reports]
+    assert next(r for r in reports if r.checker == "no-shared-state").status == "passed"
+
+
+def test_shared_variables_are_mutable_data_not_functions_constants_or_per_thread_data():
+    from dace_ai.checking.shared_state import shared_variables
+
+    code_global = (
+        "#include <cmath>\n"
+        "static inline double twice(double x) { static const double k = 2; return k * x; }\n"
+        "const double TABLE[3] = {1, 2, 3};\n"
+        "constexpr int WIDTH = 8;\n"
+        "thread_local double per_thread[64];\n"
+        "double shared_buffer[64];\n"
+        "struct Acc { double v; };\n"
+        "namespace { int counter = 0; }\n"
+    )
+    code = "// static double not_code[8];\nstatic int calls = 0; ++calls; double local[8]; (void)local;"
+    found = shared_variables(code, code_global)
+    assert ("code", "calls") in found and ("code_global", "shared_buffer") in found
+    assert ("code_global", "counter") in found  # a namespace keeps file scope
+    names = {name for _, name in found}
+    assert not names & {"twice", "k", "TABLE", "WIDTH", "per_thread", "not_code", "local", "Acc"}, found
