@@ -87,6 +87,16 @@ def _library_found(lib: str) -> bool | None:
     return ctypes.util.find_library(name) is not None
 
 
+def _include_places(env: Any) -> tuple[Path | None, list[str]]:
+    """(the environment's own folder, its ``cmake_includes``): where its headers may be besides the compiler's path."""
+    env_file = compat.environment_file(env)
+    try:
+        extra_includes = list(_value(env, "cmake_includes"))
+    except Exception:  # noqa: BLE001
+        extra_includes = []
+    return (Path(env_file).parent if env_file else None), extra_includes
+
+
 def check_environment(path: str, env: Any) -> EnvironmentInfo:
     """The installation check of one environment (never raises: a crashing check is 'unavailable')."""
     try:
@@ -106,14 +116,14 @@ def check_environment(path: str, env: Any) -> EnvironmentInfo:
             info.reason = f"is_installed() failed: {exc_text}"
         else:
             info.reason = "is_installed() " + ("passed" if ok else "returned False")
+        if ok:  # a shared library alone (a runtime package) does not build: its headers must be here too
+            missing_headers = [h for h in headers if not _header_found(h, *_include_places(env))]
+            if missing_headers:
+                ok = False
+                info.reason = f"is_installed() passed but its headers are not found: {', '.join(missing_headers)}"
         info.available = ok
         return info
-    env_file = compat.environment_file(env)
-    env_dir = Path(env_file).parent if env_file else None
-    try:
-        extra_includes = _value(env, "cmake_includes")
-    except Exception:  # noqa: BLE001
-        extra_includes = []
+    env_dir, extra_includes = _include_places(env)
     missing = [h for h in headers if not _header_found(h, env_dir, extra_includes)]
     missing += [lib for lib in libraries if _library_found(lib) is False]
     try:
