@@ -74,9 +74,10 @@ def verification_level(reports: Sequence[CheckReport]) -> str:
 
     A passed ``verify`` report with ``seeds`` -> ``verified (N seeds, ...)`` (see :func:`_varied`);
     an inconclusive ``verify`` report -> ``unverified: <its reason>``; compile
-    reports only, all passed -> ``compile-only``; no reports -> ``unverified: checks are off``.
+    reports only, all passed -> ``compile-only``; no reports (or only passed rules read off the text,
+    ``details["static"]``) -> ``unverified: checks are off``.
     """
-    if not reports:
+    if not [r for r in reports if not (r.details.get("static") and r.status == "passed")]:
         return f"{UNVERIFIED}: checks are off"
     failed = [r for r in reports if r.status == "failed"]
     if failed:
@@ -92,7 +93,8 @@ def verification_level(reports: Sequence[CheckReport]) -> str:
     passed = [r for r in verify if r.status == "passed" and r.seeds]
     if passed:
         return f"verified ({', '.join(_varied(min(passed, key=lambda r: r.seeds), supplements))})"
-    compile_reports = [r for r in reports if _stage(r) == "compile"]
+    # a rule read off the code's text (``details["static"]``) compiles nothing: it makes no level of its own
+    compile_reports = [r for r in reports if _stage(r) == "compile" and not r.details.get("static")]
     if any(r.status == "passed" for r in compile_reports):
         return "compile-only"
     inconclusive = [r for r in reports if r.status == "inconclusive"]
