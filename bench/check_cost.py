@@ -118,7 +118,9 @@ def _request(ctx: Any, settings: Any, answer: Answer) -> CheckRequest:
     from dace_ai.expansion.tasklet import make_tasklet
 
     live = (ctx.live or {}).get("node")
-    factory = (lambda envs: make_tasklet(live, answer, ctx, environments=envs)) if live is not None else None
+    factory = (
+        (lambda envs, sdfg: make_tasklet(live, answer, ctx, environments=envs, sdfg=sdfg)) if live is not None else None
+    )
     return CheckRequest(answer, ctx, settings, check_workdir(ctx, answer), make_tasklet=factory)
 
 

@@ -63,7 +63,7 @@ def requests(sdfg, codes):
             ctx,
             settings,
             check_workdir(ctx, answer),
-            make_tasklet=lambda envs, a=answer: make_tasklet(node, a, ctx, environments=envs),
+            make_tasklet=lambda envs, sdfg, a=answer: make_tasklet(node, a, ctx, environments=envs, sdfg=sdfg),
         )
 
 

@@ -328,8 +328,8 @@ def test_check_candidate_hands_the_checkers_its_environments_and_tasklet_factory
     runtime_plugins(_Plugin(Checker(name="t-look", stage="compile", check=look)), "look-checker")
     answer, node = Answer(code=GOOD, code_global=HELPER), node_context()
 
-    def factory(environments):
-        return ("tasklet", environments)
+    def factory(environments, sdfg):
+        return ("tasklet", environments, sdfg)
 
     reports = check_candidate(answer, node, resolve_settings({"checkers": "t-look"}), ["a.B"], make_tasklet=factory)
     assert [(r.checker, r.status) for r in reports] == [("t-look", "passed")]
