@@ -43,7 +43,13 @@ from __future__ import annotations
 
 from dace_ai.checking.api import CheckReport, CheckRequest, SharedKey, SharedWork, Status, stable_paths
 from dace_ai.checking.compile import CandidateBuild, compile_candidate
-from dace_ai.checking.gpu_build import CMAKE_CANNOT, check_gpu_build, gpu_build_blocker
+from dace_ai.checking.gpu_build import (
+    CMAKE_CANNOT,
+    check_gpu_build,
+    gpu_build_blocker,
+    gpu_compute_capability,
+    nvcc_version,
+)
 from dace_ai.checking.units import (
     GPU_THREAD_SCHEDULES,
     TASKLET_FUNCTION,
@@ -184,6 +190,8 @@ __all__ = [
     "check_gpu_build",
     "check_gpu_unit",
     "gpu_build_blocker",
+    "gpu_compute_capability",
+    "nvcc_version",
     "compile_candidate",
     "connector_declaration",
     "current_node",

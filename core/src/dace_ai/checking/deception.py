@@ -84,14 +84,11 @@ def run_reasons(result: dict[str, Any]) -> list[str]:
         )
     after = result.get("after_timing")
     if after:
-        where = (
-            f" ({after.get('connector') or after.get('container') or 'an output'})" if isinstance(after, dict) else ""
-        )
-        kind = after.get("kind", "wrong") if isinstance(after, dict) else "wrong"
+        where = after.get("connector") or after.get("container") or "an output"
         reasons.append(
             f"it behaves differently when called repeatedly under timing: called once more after the timed calls, "
-            f"its output was {'not written' if kind == 'unwritten' else 'wrong'}{where}; compute the "
-            "outputs from the inputs on every call, however often and however it is called"
+            f"its output was {'not written' if after.get('kind') == 'unwritten' else 'wrong'} ({where}); compute "
+            "the outputs from the inputs on every call, however often and however it is called"
         )
     bound = bandwidth_reason(result)
     if bound:

@@ -13,12 +13,9 @@ tasklet; where DaCe cannot build GPU programs on this machine at all,
 from __future__ import annotations
 
 import functools
-import os
 import re
 import shutil
 import subprocess
-import time
-from pathlib import Path
 
 from dace_ai.checking.api import CheckReport, CheckRequest
 from dace_ai.checking.diagnostics import summarize_output
@@ -43,6 +40,28 @@ def nvcc_version() -> tuple[int, int] | None:
         return None
     match = re.search(r"release (\d+)\.(\d+)", out)
     return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_compute_capability() -> tuple[str, str] | None:
+    """(GPU name, ``sm_XY``) of the first GPU nvidia-smi reports, or None without a working nvidia-smi."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        proc = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = [line for line in proc.stdout.splitlines() if "," in line]
+    if proc.returncode != 0 or not lines:
+        return None
+    name, cap = (part.strip() for part in lines[0].rsplit(",", 1))
+    return name, "sm_" + cap.replace(".", "")
 
 
 def cmake_version() -> str:
@@ -75,50 +94,38 @@ def gpu_build_blocker() -> str | None:
 
 def check_gpu_build(request: CheckRequest, checker: str) -> CheckReport:
     """Build the candidate's one-node program with DaCe in ``<workdir>/program`` (never loaded)."""
-    from dace_ai.checking.host import standalone_sdfg
-    from dace_ai.compat import compilation_error_types, compile_without_loading, debugprint_off
+    from dace_ai.checking.host import build_standalone
 
     blocker = gpu_build_blocker()
     if blocker is not None:
         return CheckReport(checker, "inconclusive", blocker, reason="DaCe cannot build GPU code here")
     where = "device code (inside a GPU kernel)" if request.node.in_gpu_kernel else "host code over GPU data"
-    compilation_error, configuration_error = compilation_error_types()
-    try:
-        sdfg = standalone_sdfg(request)
-    except Exception as exc:  # noqa: BLE001 - the node could not be rebuilt: undecidable, not the model's fault
-        return CheckReport(checker, "inconclusive", f"could not rebuild the node as a program: {exc}")
-    folder = Path(request.workdir) / "program"
-    sdfg.build_folder = str(folder)
-    details = {"program": sdfg.name, "unit": where, "built_by": "DaCe"}
-    start = time.perf_counter()
-    try:
-        with debugprint_off():
-            compile_without_loading(sdfg)
-    except compilation_error as exc:
-        output = str(exc).replace(str(folder) + os.sep, "")
-        if _CMAKE_CUDA_SETUP.search(output):
-            nvcc = ".".join(map(str, nvcc_version() or ()))
-            return CheckReport(
-                checker,
-                "inconclusive",
-                f"CMake {cmake_version()} (the cmake on PATH) cannot set up CUDA with nvcc {nvcc}, so DaCe cannot "
-                "build any GPU program here; a newer CMake can (pip install cmake, then put it first on PATH)",
-                time.perf_counter() - start,
-                details,
-                reason=CMAKE_CANNOT,
-            )
+    build = build_standalone(request)
+    details = {"program": build.program, "unit": where, "built_by": "DaCe"}
+    if build.outcome == "not rebuilt":
+        return CheckReport(checker, "inconclusive", f"could not rebuild the node as a program: {build.text}")
+    if build.outcome == "compile error" and _CMAKE_CUDA_SETUP.search(build.text):
+        nvcc = ".".join(map(str, nvcc_version() or ()))
+        return CheckReport(
+            checker,
+            "inconclusive",
+            f"CMake {cmake_version()} (the cmake on PATH) cannot set up CUDA with nvcc {nvcc}, so DaCe cannot "
+            "build any GPU program here; a newer CMake can (pip install cmake, then put it first on PATH)",
+            build.seconds,
+            details,
+            reason=CMAKE_CANNOT,
+        )
+    if build.outcome == "compile error":
         return CheckReport(
             checker,
             "failed",
-            f"DaCe's GPU build rejected the code as {where}:\n" + summarize_output(output),
-            time.perf_counter() - start,
+            f"DaCe's GPU build rejected the code as {where}:\n" + summarize_output(build.text),
+            build.seconds,
             details,
         )
-    except configuration_error as exc:
-        return CheckReport(checker, "inconclusive", f"DaCe could not configure the GPU build: {exc}")
-    except Exception as exc:  # noqa: BLE001 - code generation of the rebuilt program failed
-        return CheckReport(
-            checker, "inconclusive", f"DaCe could not generate the GPU program: {type(exc).__name__}: {exc}"
-        )
+    if build.outcome == "configuration error":
+        return CheckReport(checker, "inconclusive", f"DaCe could not configure the GPU build: {build.text}")
+    if build.outcome == "generation error":
+        return CheckReport(checker, "inconclusive", f"DaCe could not generate the GPU program: {build.text}")
     note = f"built by DaCe as {where} in the program's GPU file"
-    return CheckReport(checker, "passed", note, time.perf_counter() - start, details)
+    return CheckReport(checker, "passed", note, build.seconds, details)

@@ -19,9 +19,6 @@ is defined per map point).
 from __future__ import annotations
 
 import copy
-import functools
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -35,26 +32,12 @@ CHECKER = "gpu-verify"
 HOST_SUFFIX = "_dace_ai_host"
 
 
-@functools.lru_cache(maxsize=1)
 def nvidia_gpu() -> str | None:
     """``<name> sm_XY`` of the first GPU nvidia-smi reports, or None."""
-    if shutil.which("nvidia-smi") is None:
-        return None
-    try:
-        proc = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    lines = [line for line in proc.stdout.splitlines() if "," in line]
-    if proc.returncode != 0 or not lines:
-        return None
-    name, cap = (part.strip() for part in lines[0].rsplit(",", 1))
-    return f"{name} sm_{cap.replace('.', '')}"
+    from dace_ai.checking.gpu_build import gpu_compute_capability
+
+    gpu = gpu_compute_capability()
+    return f"{gpu[0]} {gpu[1]}" if gpu is not None else None
 
 
 def applies(request: CheckRequest) -> bool:
@@ -125,7 +108,7 @@ def build_device_program(request: CheckRequest) -> tuple[Path, Any]:
 def gpu_verify_check(request: CheckRequest) -> CheckReport:
     """Compare the candidate, run on the GPU, with the node's reference along the size ladder."""
     from dace_ai.checking.harness import parse_sizes_setting, run_against_reference
-    from dace_ai.checking.verify import tell_unverified
+    from dace_ai.checking.verify import sandbox_report
 
     settings = request.settings
     result = run_against_reference(
@@ -136,33 +119,10 @@ def gpu_verify_check(request: CheckRequest) -> CheckReport:
         device=True,
     )
     device = nvidia_gpu() or "GPU"
-    details: dict[str, Any] = {
-        "reference": result["reference"],
-        "timings": result["seconds"],
-        "ladder": result.get("ladder", []),
-        "skipped": [s.as_dict() for s in result.get("skipped", [])],
-        "distributions": result.get("distributions") or {},
-        "device": device,
-    }
-    reason = str(result["reason"] or "") if result["status"] != "passed" else ""
-    told = result["status"] == "inconclusive"
-    if told:
-        tell_unverified(request, reason or "unknown")
     message = result["message"]
     if result["status"] == "passed":
         message = f"{message} (on {device})".strip()
-    return CheckReport(
-        CHECKER,
-        result["status"],
-        message,
-        result["seconds"]["total"],
-        details,
-        stage="verify",
-        reason=reason,
-        told_user=told,
-        seeds=len(result["seeds"]),
-        sizes=[dict(s) for s in result["sizes"]],
-    )
+    return sandbox_report(CHECKER, request, result, message, result["seconds"]["total"], {"device": device})
 
 
 @hookimpl

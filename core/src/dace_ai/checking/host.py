@@ -20,6 +20,7 @@ import copy
 import os
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -205,15 +206,27 @@ def kernel_maps(node: NodeContext) -> list[ScopeInfo]:
     return [s for s in node.scopes[start:] if s.kind == "map"]
 
 
-def faithful_check(request: CheckRequest) -> CheckReport:
-    """Build the tasklet-only program with DaCe in ``<workdir>/program`` (never loaded here)."""
+@dataclass(frozen=True)
+class StandaloneBuild:
+    """What DaCe made of the tasklet-only program of :func:`build_standalone`."""
+
+    #: ``built``, ``not rebuilt`` (the node could not be made a program), ``compile error``,
+    #: ``configuration error`` or ``generation error`` (DaCe's code generation failed).
+    outcome: str
+    text: str  #: the build's output (paths under its folder made relative) or why it stopped; "" when built
+    seconds: float  #: the build's own time (0 when it did not start)
+    program: str  #: the program's name ("" when not rebuilt)
+
+
+def build_standalone(request: CheckRequest) -> StandaloneBuild:
+    """Build :func:`standalone_sdfg` with DaCe in ``<workdir>/program``, never loaded here; never raises."""
     from dace_ai.compat import compilation_error_types, compile_without_loading, debugprint_off
 
     compilation_error, configuration_error = compilation_error_types()
     try:
         sdfg = standalone_sdfg(request)
     except Exception as exc:  # noqa: BLE001 - the node could not be rebuilt: undecidable, not the model's fault
-        return CheckReport("faithful", "inconclusive", f"could not rebuild the node as a program: {exc}")
+        return StandaloneBuild("not rebuilt", str(exc), 0.0, "")
     folder = Path(request.workdir) / "program"
     sdfg.build_folder = str(folder)
     start = time.perf_counter()
@@ -222,16 +235,30 @@ def faithful_check(request: CheckRequest) -> CheckReport:
             compile_without_loading(sdfg)
     except compilation_error as exc:
         output = str(exc).replace(str(folder) + os.sep, "")
-        return CheckReport(
-            "faithful", "failed", summarize_output(output), time.perf_counter() - start, {"program": sdfg.name}
-        )
+        return StandaloneBuild("compile error", output, time.perf_counter() - start, sdfg.name)
     except configuration_error as exc:
-        return CheckReport("faithful", "inconclusive", f"DaCe could not configure the build: {exc}")
+        return StandaloneBuild("configuration error", str(exc), time.perf_counter() - start, sdfg.name)
     except Exception as exc:  # noqa: BLE001 - code generation of the rebuilt program failed
-        return CheckReport(
-            "faithful", "inconclusive", f"DaCe could not generate the program: {type(exc).__name__}: {exc}"
+        return StandaloneBuild(
+            "generation error", f"{type(exc).__name__}: {exc}", time.perf_counter() - start, sdfg.name
         )
-    return CheckReport("faithful", "passed", "", time.perf_counter() - start, {"program": sdfg.name})
+    return StandaloneBuild("built", "", time.perf_counter() - start, sdfg.name)
+
+
+def faithful_check(request: CheckRequest) -> CheckReport:
+    """Build the tasklet-only program with DaCe in ``<workdir>/program`` (never loaded here)."""
+    build = build_standalone(request)
+    if build.outcome == "not rebuilt":
+        return CheckReport("faithful", "inconclusive", f"could not rebuild the node as a program: {build.text}")
+    if build.outcome == "compile error":
+        return CheckReport(
+            "faithful", "failed", summarize_output(build.text), build.seconds, {"program": build.program}
+        )
+    if build.outcome == "configuration error":
+        return CheckReport("faithful", "inconclusive", f"DaCe could not configure the build: {build.text}")
+    if build.outcome == "generation error":
+        return CheckReport("faithful", "inconclusive", f"DaCe could not generate the program: {build.text}")
+    return CheckReport("faithful", "passed", "", build.seconds, {"program": build.program})
 
 
 @hookimpl

@@ -42,7 +42,7 @@ _COMPILED = tuple((what, re.compile(pattern)) for what, pattern in PROBES)
 _COMMENTS_AND_STRINGS = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 
 
-def _code_only(text: str) -> str:
+def code_only(text: str) -> str:
     """``text`` without comments; string literals keep only what names a path (``"/proc/self"``)."""
 
     def keep(match: re.Match[str]) -> str:
@@ -56,7 +56,7 @@ def _code_only(text: str) -> str:
 
 def probes(code: str) -> list[tuple[str, str]]:
     """(what it asks, the call as written) for every probe in ``code``, in order of appearance."""
-    text = _code_only(code)
+    text = code_only(code)
     found = []
     for what, pattern in _COMPILED:
         for match in pattern.finditer(text):

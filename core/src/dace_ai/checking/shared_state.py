@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from dace_ai.checking.api import CheckReport, CheckRequest
-from dace_ai.checking.probing import _code_only
+from dace_ai.checking.probing import code_only
 from dace_ai.context.types import NodeContext
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Checker
@@ -59,10 +59,10 @@ def shared_variables(code: str, code_global: str) -> list[tuple[str, str]]:
     """(where, name) of every mutable variable the calls of the code share."""
     found: list[tuple[str, str]] = []
     for where, text in (("code", code), ("code_global", code_global)):
-        for match in _STATIC.finditer(_code_only(text)):
+        for match in _STATIC.finditer(code_only(text)):
             if not _IMMUTABLE.search(match.group("rest")):
                 found.append((where, match.group("name")))
-    top = _depth_zero(_code_only(code_global))
+    top = _depth_zero(code_only(code_global))
     for match in _FILE_SCOPE.finditer(top):
         rest = match.group("rest")
         if not _IMMUTABLE.search(rest) and not re.search(r"\bstatic\b", rest):

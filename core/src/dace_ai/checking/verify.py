@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dace_ai.checking.api import CheckReport, CheckRequest
 from dace_ai.checking.sanitize import checker as sanitizer_checker
@@ -28,6 +28,9 @@ from dace_ai.errors import UnverifiedWarning
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Checker
 from dace_ai.state import STATE
+
+if TYPE_CHECKING:
+    from dace_ai.checking.harness import SandboxRun
 
 _told: set[str] = STATE.register("checking.verify.told", set())
 _told_lock = threading.Lock()
@@ -77,25 +80,35 @@ def verify_check(request: CheckRequest) -> CheckReport:
             plan = None  # a bad bench_sizes is the bench stage's to report
     result = run_against_reference(request, mode="verify", seeds=seeds, sizes=sizes, bench=plan)
     request.shared[SANDBOX_RUN] = result
-    details: dict[str, Any] = {
+    details: dict[str, Any] = {"threads": result["threads"]}
+    if plan is not None:
+        details["bench_sizes"] = plan.sizes
+    seconds = result["seconds"]["total"] - float((result.get("bench") or {}).get("seconds") or 0.0)
+    return sandbox_report("verify", request, result, result["message"], seconds, details)
+
+
+def sandbox_report(
+    checker: str, request: CheckRequest, result: SandboxRun, message: str, seconds: float, details: dict[str, Any]
+) -> CheckReport:
+    """The verify-stage report of a sandboxed comparison ``result``: what it ran (reference, timings, ladder,
+    skipped sizes, distributions, with ``details`` added), and, when it could not decide, the user told once
+    per program."""
+    details = {
         "reference": result["reference"],
         "timings": result["seconds"],
-        "threads": result["threads"],
         "ladder": result.get("ladder", []),
         "skipped": [s.as_dict() for s in result.get("skipped", [])],
         "distributions": result.get("distributions") or {},
+        **details,
     }
-    if plan is not None:
-        details["bench_sizes"] = plan.sizes
     reason = str(result["reason"] or "") if result["status"] != "passed" else ""
     told = result["status"] == "inconclusive"
     if told:  # once per program: this node's user has been told now or by an earlier node of the program
         tell_unverified(request, reason or "unknown")
-    seconds = result["seconds"]["total"] - float((result.get("bench") or {}).get("seconds") or 0.0)
     return CheckReport(
-        "verify",
+        checker,
         result["status"],
-        result["message"],
+        message,
         seconds,
         details,
         stage="verify",

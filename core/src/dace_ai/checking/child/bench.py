@@ -21,13 +21,13 @@ from typing import TypedDict
 import numpy as np
 
 from .buffers import GuardedBuffer, allocated
-from .compare import against_reference, connector_views, outputs_now, same_outputs
-from .inputs import case_data, fill_values, output_containers
+from .compare import same_outputs
+from .inputs import case_data, output_containers
 from .process import Phase, Threads
 from .programs import P, Program, PythonBaseline, Reference
 from .records import BaselineSpec, BenchJob, BenchResult, Case, CaseRecord, Problem, SandboxJob, Timed
 from .reuse import REUSE_NATIVE_SECONDS, Known, known_samples, save_array, save_samples
-from .runs import Outputs, run_case
+from .runs import Outputs, poisoned_call, run_case
 from .timing import bench_lock, measure_bandwidth, time_calls
 
 
@@ -208,16 +208,8 @@ def _after_timing(
     no-op timed, stale outputs later) is caught here. Outputs that are also inputs are left as they are."""
     if not case.get("judge", True):  # a whole program, whose outputs the parent judges
         return None
-    prepared, buffers = held
-    inputs = {c["container"] for c in case["connectors"] if c["direction"] == "in"}
-    poisoned = [name for name in output_containers(case) if name not in inputs]
-    if not poisoned:
-        return None
-    for name in poisoned:
-        buffers[name].array[:] = fill_values(buffers[name].array.dtype, buffers[name].array.size)
     phase(who="candidate", step="after timing", seed=case["seed"], sizes=case["sizes"])
-    candidate.call(prepared)
-    return against_reference(case, connector_views(case, outputs_now(case, buffers)), native)
+    return poisoned_call(case, candidate, held[0], held[1], native)
 
 
 def run_bench(

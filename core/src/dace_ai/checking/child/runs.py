@@ -161,15 +161,27 @@ def _call_repeatedly(
     phase(who="candidate", step="repeat", seed=case["seed"], sizes=case["sizes"], calls=count)
     for _ in range(count):
         candidate.call(prepared)
+    problem = poisoned_call(case, candidate, prepared, buffers, native)
+    if problem is None:
+        return None
+    return {**problem, "was": problem["kind"], "kind": "repeated", "calls": count + 2}
+
+
+def poisoned_call(
+    case: Case,
+    candidate: Program[P],
+    prepared: P,
+    buffers: dict[str, GuardedBuffer],
+    native: dict[str, np.ndarray] | None,
+) -> Problem | None:
+    """One more call on ``buffers`` (their inputs unchanged) with the output-only containers filled again,
+    judged against the reference. Outputs that are also inputs keep their contents (the call's input)."""
     inputs = {c["container"] for c in case["connectors"] if c["direction"] == "in"}
     for name in output_containers(case):
         if name not in inputs:
             buffers[name].array[:] = fill_values(buffers[name].array.dtype, buffers[name].array.size)
     candidate.call(prepared)
-    problem = against_reference(case, connector_views(case, outputs_now(case, buffers)), native)
-    if problem is None:
-        return None
-    return {**problem, "was": problem["kind"], "kind": "repeated", "calls": count + 2}
+    return against_reference(case, connector_views(case, outputs_now(case, buffers)), native)
 
 
 def _save_outputs(job: SandboxJob, case: Case, returned: dict[str, np.ndarray]) -> None:

@@ -14,11 +14,6 @@ DaCe's definitions instead.
 
 from __future__ import annotations
 
-import functools
-import re
-import shutil
-import subprocess
-
 from dace_ai.plugin import (
     CMAKE_CANNOT,
     CheckReport,
@@ -26,6 +21,8 @@ from dace_ai.plugin import (
     check_gpu_build,
     check_gpu_unit,
     gpu_build_blocker,
+    gpu_compute_capability,
+    nvcc_version,
     touches_gpu,
 )
 
@@ -53,44 +50,12 @@ namespace math { static constexpr double pi = 3.14159265358979323846; }
 """
 
 
-@functools.lru_cache(maxsize=1)
-def nvcc_version() -> tuple[int, int] | None:
-    """nvcc's (major, minor), or None when it is missing."""
-    if shutil.which("nvcc") is None:
-        return None
-    out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, timeout=30, check=False).stdout
-    match = re.search(r"release (\d+)\.(\d+)", out)
-    return (int(match.group(1)), int(match.group(2))) if match else None
-
-
 def prelude() -> str:
     """``<dace/dace.h>`` where nvcc can compile it, else :data:`MINIMAL_DACE`."""
     version = nvcc_version()
     if version is not None and version[0] < 13:
         return "#include <cuda_runtime.h>\n#include <dace/dace.h>\n"
     return MINIMAL_DACE
-
-
-@functools.lru_cache(maxsize=1)
-def gpu_compute_capability() -> tuple[str, str] | None:
-    """(GPU name, ``sm_XY``) of the first GPU nvidia-smi reports, or None without a working nvidia-smi."""
-    if shutil.which("nvidia-smi") is None:
-        return None
-    try:
-        proc = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    lines = [line for line in proc.stdout.splitlines() if "," in line]
-    if proc.returncode != 0 or not lines:
-        return None
-    name, cap = (part.strip() for part in lines[0].rsplit(",", 1))
-    return name, "sm_" + cap.replace(".", "")
 
 
 def resolve_arch(settings: object) -> tuple[str, str]:
