@@ -452,6 +452,26 @@ def test_code_that_stops_computing_under_the_timing_loop_is_refused_by_the_call_
     assert "its output was not written (_c)" in bench.diagnostics
 
 
+#: Right on every call whose outputs were poisoned first (every judged call), wrong where a timed call
+#: finds the outputs its previous call left: caught only by judging what a timed call left.
+WRONG_BETWEEN_TIMED_CALLS = (
+    "unsigned long long bits; std::memcpy(&bits, &_c[0], sizeof bits);"
+    " const bool poisoned = (bits & 0x7ff0000000000000ULL) == 0x7ff0000000000000ULL && (bits & 0xfffffffffffffULL);"
+    " static long calls = 0; " + MATMUL + " if (M == 256 && ++calls > 6 && !poisoned) _c[0] = 0;"
+)
+
+
+@pytest.mark.slow
+def test_code_wrong_only_between_timed_calls_is_refused_by_judging_a_timed_call(shared_root):
+    reports = _checked(ladder_matmul, WRONG_BETWEEN_TIMED_CALLS, "#include <cstring>")
+    assert next(r for r in reports if r.checker == "verify").status == "passed"
+    bench = next(r for r in reports if r.checker == "bench")
+    assert bench.status == "failed" and bench.rule == "deception", bench.diagnostics
+    assert "behaves differently under timing: the outputs one of the timed calls left were wrong (_c)" in (
+        bench.diagnostics
+    )
+
+
 # ----------------------------------------------------------------------------- right alone, wrong beside itself
 #: Row sums through one scratch buffer: shared by the threads of the parallel map over rows when static.
 SHARED_SCRATCH = (

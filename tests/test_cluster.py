@@ -21,6 +21,7 @@ import dace_ai
 import pytest
 from dace_ai.execution.jobs import run_job
 from dace_ai.plugin import Executor, JobResult, hookimpl
+from dace_ai.runtime_check.instrument import strip
 
 from tests.dace_versions import cross_headers_problem
 from tests.inc_program import BROKEN, GOOD
@@ -50,10 +51,11 @@ def inc_program(name: str) -> tuple[dace.SDFG, object]:
 
 
 def tasklet_code(sdfg: dace.SDFG) -> list[str]:
-    """Generated tasklets' code without the provenance line (it names the session and cache key)."""
-    return [
-        n.code.as_string.split("\n", 1)[1] for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.Tasklet)
-    ]
+    """Generated tasklets' code without the provenance line (it names the session and cache key) and
+    without the run-time check's lines (their id names the SDFG), which every one of them has."""
+    codes = [n.code.as_string for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.Tasklet)]
+    assert all("// dace-ai run-time check" in code for code in codes)
+    return [strip(code.split("\n", 1)[1]) for code in codes]
 
 
 def fresh_build_root(tmp_path, name):

@@ -37,6 +37,7 @@ LAYERS: list[set[str]] = [
     {"config"},
     {"storage"},
     {"targets", "environments", "context", "prompt", "providers", "checking", "execution", "performance"},
+    {"runtime_check"},
     {"expansion", "evaluation"},
     {"cli"},
 ]
@@ -56,6 +57,7 @@ CONCERNS = {
     "cli",
     "execution",
     "evaluation",
+    "runtime_check",
     "performance",
 }
 
@@ -521,6 +523,7 @@ def test_process_state_is_registered_and_reset_in_one_place():
     import dace_ai.expansion.check_results
     import dace_ai.expansion.check_reuse
     import dace_ai.expansion.pipeline
+    import dace_ai.runtime_check.hook
     import dace_ai.targets.build_flags
     import dace_ai.targets.cpu
     import dace_ai.targets.select
@@ -543,6 +546,11 @@ def test_process_state_is_registered_and_reset_in_one_place():
         "expansion.check_reuse.file_digests",
         "expansion.check_reuse.package_digest",
         "expansion.pipeline.gpu_build_told",
+        "runtime_check.calls",
+        "runtime_check.done",
+        "runtime_check.pending",
+        "runtime_check.stopped",
+        "runtime_check.told",
         "targets.build_flags.compiler_identity",
         "targets.build_flags.compiler_machine",
         "targets.cpu.this_cpu",

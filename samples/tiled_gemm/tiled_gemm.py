@@ -59,6 +59,7 @@ import numpy as np
 from dace_ai.performance import describe_speed_of_light
 from dace_ai.plugin import Detection, Target, hookimpl
 from dace_ai.plugins.manager import get_plugin_manager
+from dace_ai.runtime_check.instrument import ident_of, strip
 from dace_ai.targets.host import cpu_facts
 
 HERE = Path(__file__).resolve().parent
@@ -205,9 +206,10 @@ def generated_code(sdfg: dace.SDFG) -> str:
     parts = []
     for node, _ in sdfg.all_nodes_recursive():
         if isinstance(node, dace.nodes.Tasklet) and "// dace-ai:" in node.code.as_string:
+            checked = " (and the run-time check's two lines)" if ident_of(node.code.as_string) else ""
             parts.append(
-                f"--- tasklet {node.label}: code_global ---\n{node.code_global.as_string.strip()}\n"
-                f"--- tasklet {node.label}: code ---\n{node.code.as_string.strip()}\n"
+                f"--- tasklet {node.label}: code_global ---\n{strip(node.code_global.as_string).strip()}\n"
+                f"--- tasklet {node.label}: code{checked} ---\n{strip(node.code.as_string).strip()}\n"
             )
     return "\n".join(parts)
 
@@ -436,6 +438,9 @@ def main(argv: list[str] | None = None) -> int:
 
     print()
     nodes = comparisons(programs, openblas, args.size, dense)
+    print("\nRun-time checks inside the programs' own first calls (runtime_check=first):")
+    for done in dace_ai.runtime_checks():
+        print(f"  {done}")
     print(
         f"\nEach node beside NumPy and {OPENBLAS_LABEL} on the same inputs "
         f"(best of {args.repeat} interleaved rounds, {PAUSE} s pause before each call):"

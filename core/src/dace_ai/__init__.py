@@ -27,6 +27,10 @@ from dace_ai.config.definitions import SETTINGS as _SETTINGS  # noqa: E402
 
 _compat.register_ai_config(_SETTINGS)
 
+from dace_ai.runtime_check.hook import install as _install_runtime_check  # noqa: E402
+
+_install_runtime_check()
+
 #: Public names provided by submodules, imported on first access.
 _LAZY: dict[str, str] = {
     "get_plugin_manager": "dace_ai.plugins.manager",
@@ -41,6 +45,7 @@ _LAZY: dict[str, str] = {
     "read_prompt_response": "dace_ai.expansion.exchange",
     "pending_nodes": "dace_ai.expansion.pending",
     "implement": "dace_ai.expansion.pipeline",
+    "runtime_checks": "dace_ai.runtime_check.hook",
     "generate": "dace_ai.expansion.generate",
     "optimize": "dace_ai.expansion.optimize",
     "OptimizeReport": "dace_ai.expansion.optimize_report",

@@ -148,5 +148,20 @@ class UnverifiedWarning(InconclusiveCheckWarning):
     """Generated code could not be compared with a reference (none given, or it could not run); once per program."""
 
 
+class RuntimeCheckFailed(DaceAIError):
+    """A run-time spot check found a generated tasklet's output wrong inside the user's own program.
+
+    ``node`` names the node, ``session`` its session; the answer's cache entry is moved aside.
+    """
+
+    def __init__(self, message: str, *, node: str = "", session: str = "") -> None:
+        super().__init__(message)
+        self.node, self.session = node, session
+
+
+class RuntimeCheckWarning(DaceAIWarning):
+    """A run-time spot check found a wrong output (``runtime_check_action=warn``) or could not run."""
+
+
 class NativeKept(CheckFailed):
     """Every candidate was slower than the native expansion under ``bench=gate``: the native one is kept."""

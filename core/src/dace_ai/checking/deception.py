@@ -90,6 +90,14 @@ def run_reasons(result: dict[str, Any]) -> list[str]:
             f"its output was {'not written' if after.get('kind') == 'unwritten' else 'wrong'} ({where}); compute "
             "the outputs from the inputs on every call, however often and however it is called"
         )
+    timed = result.get("timed_call")
+    if timed:
+        where = timed.get("connector") or timed.get("container") or "an output"
+        reasons.append(
+            f"it behaves differently under timing: the outputs one of the timed calls left were "
+            f"{'not written' if timed.get('kind') == 'unwritten' else 'wrong'} ({where}); compute the outputs "
+            "from the inputs on every call, however often and however it is called"
+        )
     bound = bandwidth_reason(result)
     if bound:
         reasons.append(bound)

@@ -856,3 +856,31 @@ def viewed_subsets(sdfg: Any, state: Any, container: str, depth: int = 8) -> lis
         found.append((viewed, str(subset), tuple(sdfg.arrays[viewed].shape)))
         container = viewed
     return found
+
+
+def register_compiled_call_hook(hook: Callable[[Any, Any], Any]) -> None:
+    """Run ``hook(compiled_sdfg, args)`` (a context manager) around every call of a compiled program."""
+    import dace.hooks
+
+    dace.hooks.register_compiled_sdfg_call_hook(context_manager=hook)
+
+
+def program_function(compiled: Any, name: str, restype: Any, argtypes: list[Any]) -> Any:
+    """The C function ``name`` of a compiled program's loaded library (ctypes), or None when it has none."""
+    import ctypes
+
+    library = getattr(compiled, "_lib", None)
+    handle = getattr(library, "_lib", None)
+    stub = getattr(library, "_stub", None)
+    if handle is None or stub is None:
+        return None
+    address = stub.get_symbol(handle, ctypes.c_char_p(name.encode()))
+    if not address:
+        return None
+    return ctypes.CFUNCTYPE(restype, *argtypes)(address)
+
+
+def program_handle(compiled: Any) -> int | None:
+    """The handle of a compiled program's loaded library (changes when DaCe loads it again), or None."""
+    handle = getattr(getattr(compiled, "_lib", None), "_lib", None)
+    return getattr(handle, "value", None)

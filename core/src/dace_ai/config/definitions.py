@@ -95,6 +95,28 @@ SETTINGS: tuple[SettingDef, ...] = (
         "(measured the first time a bench needs it, a few seconds, then stored per machine, compiler and "
         "flags), stored (only a roofline measured before, e.g. by dace-ai targets --roofline) or off",
     ),
+    SettingDef(
+        "runtime_check",
+        "str",
+        "first",
+        "Spot check of a generated tasklet inside the user's own program, against the node's reference on "
+        "the same inputs: first (the first call of the compiled program in each process), every:N (that "
+        "call and every N-th after it) or off (no check code in the tasklet)",
+    ),
+    SettingDef(
+        "runtime_check_budget",
+        "float",
+        1.0,
+        "Seconds a run-time spot check may spend on the reference; a NumPy reference that takes longer is "
+        "not called again in this process (products are checked by Freivalds' test, within any budget)",
+        (("gt", 0),),
+    ),
+    SettingDef(
+        "runtime_check_action",
+        "str",
+        "raise",
+        "When a run-time spot check finds a wrong output: raise (RuntimeCheckFailed after the program's call) or warn",
+    ),
     SettingDef("check_concurrency", "int", 0, "Candidates checked at once; 0 means the number of cores", (("ge", 0),)),
     SettingDef("verify_seeds", "int", 3, "Random inputs (seeds) the verify stage runs per size", (("ge", 1),)),
     SettingDef(

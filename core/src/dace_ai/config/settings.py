@@ -94,6 +94,9 @@ class AISettings(BaseModel):
     bench_sizes: str | None = _field("bench_sizes")
     bench_repeats: int = _field("bench_repeats")
     speed_of_light: Literal["on", "stored", "off"] = _field("speed_of_light")
+    runtime_check: str = _field("runtime_check")
+    runtime_check_budget: float = _field("runtime_check_budget")
+    runtime_check_action: Literal["raise", "warn"] = _field("runtime_check_action")
     check_concurrency: int = _field("check_concurrency")
     verify_seeds: int = _field("verify_seeds")
     verify_sizes: str | None = _field("verify_sizes")
@@ -154,6 +157,14 @@ class AISettings(BaseModel):
         if value is not None and not re.fullmatch(r"\s*\w+=\d+(,\d+)*([\s;]+\w+=\d+(,\d+)*)*\s*", value):
             raise ValueError("expected NAME=SIZE[,SIZE...] separated by spaces, e.g. 'N=13,67 M=11,61'")
         return value
+
+    @field_validator("runtime_check")
+    @classmethod
+    def _runtime_check_format(cls, value: str) -> str:
+        text = str(value).strip().lower()
+        if not re.fullmatch(r"off|first|every:[1-9]\d*", text):
+            raise ValueError("expected off, first or every:N (N >= 1), e.g. 'every:100'")
+        return text
 
     @property
     def sources(self) -> dict[str, str]:

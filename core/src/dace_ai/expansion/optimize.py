@@ -59,6 +59,8 @@ from dace_ai.errors import AIUsageError, DaceAIError
 from dace_ai.expansion.optimize_report import Candidate, NodeOptimization, OptimizeReport
 from dace_ai.prompt.feedback import TimeEvidence, where_the_time_goes
 from dace_ai.providers.api import Message, ProviderReply, ProviderRequest
+from dace_ai.runtime_check.instrument import add_spot_check
+from dace_ai.runtime_check.registry import Origin
 
 if TYPE_CHECKING:
     from dace_ai.checking.api import CheckReport
@@ -205,7 +207,7 @@ def optimize(
                 progress,
                 lambda w: _optimize_node(w, settings, provider, answers, samples, rounds, dispatcher, asks),
             )
-            _place_winners(work, outcomes, report, gate, provider.name, changes, settings.on_failure)
+            _place_winners(work, outcomes, report, gate, provider.name, changes, settings)
     except BaseException:
         changes.undo()
         raise
@@ -249,14 +251,12 @@ def _place_winners(
     gate: float | None,
     provider: str,
     changes: _Changes,
-    on_failure: str | None,
+    settings: AISettings,
 ) -> None:
     """Place each node's winner, or keep its native expansion, in the nodes' order; add its result to ``report``."""
     for item, (result, best, session) in zip(work, outcomes):  # placed in the nodes' order
         if session is not None:
-            _apply(
-                result, best, item.sdfg, item.state, item.node, item.ctx, gate, provider, session, changes, on_failure
-            )
+            _apply(result, best, item.sdfg, item.state, item.node, item.ctx, gate, provider, session, changes, settings)
         report.nodes.append(result)
 
 
@@ -634,7 +634,7 @@ def _apply(
     provider: str,
     session: Session,
     changes: _Changes,
-    on_failure: str | None = None,
+    settings: AISettings,
 ) -> None:
     """Place the winner's tasklet, or keep the native expansion (gate, or nothing passed and ``on_failure`` allows)."""
     from dace_ai.checking.verdict import falls_back_natively
@@ -646,7 +646,7 @@ def _apply(
     native = fallback_implementation(node)
     if best is None:
         result.reason = "no candidate passed its checks"
-        if native is not None and falls_back_natively(on_failure, has_native=True):
+        if native is not None and falls_back_natively(settings.on_failure, has_native=True):
             changes.set_implementation(node, native)
             result.outcome, result.reason = "native kept", result.reason + f"; node set to {native!r}"
         elif native is not None:  # on_failure=error: no silent native code; the expansion asks again, or stops
@@ -696,7 +696,9 @@ def _apply(
             "verification": c.verification,
         }
     )
-    changes.place(state, node, make_tasklet(node, best.answer, ctx, provenance, environments, state.sdfg))
+    tasklet = make_tasklet(node, best.answer, ctx, provenance, environments, state.sdfg)
+    add_spot_check(tasklet, ctx, node, settings, Origin(str(session.folder), c.session_round or 0, best.key or ""))
+    changes.place(state, node, tasklet)
     if best.verdict is not None:  # the winner is used: never silently while one of its checks could not decide
         best.verdict.warn(ctx, session.folder, stacklevel=4)
     result.outcome = "optimized"

@@ -32,6 +32,8 @@ from dace_ai.expansion.provenance import accepted_provenance
 from dace_ai.expansion.requests import node_record, request_for, request_record
 from dace_ai.prompt.answer import Answer, parse_answer
 from dace_ai.providers.api import Message, ProviderReply
+from dace_ai.runtime_check.instrument import add_spot_check
+from dace_ai.runtime_check.registry import Origin
 from dace_ai.state import STATE
 from dace_ai.storage.cache import cache_key
 from dace_ai.storage.sessions import RoundContent
@@ -238,7 +240,9 @@ def generate_tasklet(
     Session(Path(outcome.session)).update_round(
         outcome.round, provenance=provenance.pairs(), environments=sorted(outcome.environments)
     )
-    return make_tasklet(node, outcome.answer, ctx, provenance, outcome.environments, sdfg)
+    tasklet = make_tasklet(node, outcome.answer, ctx, provenance, outcome.environments, sdfg)
+    add_spot_check(tasklet, ctx, node, settings, Origin(str(outcome.session), outcome.round, outcome.key or ""))
+    return tasklet
 
 
 #: Whether this process was told that DaCe cannot build GPU programs here (the first GPU node says it).

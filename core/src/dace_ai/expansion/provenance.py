@@ -224,8 +224,9 @@ def body(tasklet: Any) -> str:
     (:func:`dace_ai.compat.gpu_host.answer_text`).
     """
     from dace_ai.compat.gpu_host import answer_text
+    from dace_ai.runtime_check.instrument import strip
 
-    return answer_text(_below_provenance(tasklet))[0]
+    return answer_text(strip(_below_provenance(tasklet)))[0]
 
 
 def _below_provenance(tasklet: Any) -> str:

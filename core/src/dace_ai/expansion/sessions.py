@@ -30,6 +30,7 @@ from dace_ai import compat
 from dace_ai.compat.gpu_host import answer_text
 from dace_ai.errors import AIUsageError
 from dace_ai.expansion.provenance import Provenance, body, is_pinned, provenance, session_round, with_fields
+from dace_ai.runtime_check.instrument import strip
 from dace_ai.storage.sessions import Session, session_by_id
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ def hand_edits(tasklet: Any, session: Session | None, number: int | None) -> tup
     if answer is None:
         return None, None
     code = body(tasklet)
-    global_code = answer_text(getattr(tasklet.code_global, "as_string", "") or "")[0]
+    global_code = answer_text(strip(getattr(tasklet.code_global, "as_string", "") or ""))[0]
     code_changed = code.strip() != str(answer.get("code", "")).strip()
     global_changed = global_code.strip() != str(answer.get("code_global", "")).strip()
     if not code_changed and not global_changed:

@@ -24,6 +24,8 @@ from dace_ai.context.types import ConnectorInfo, NodeContext
 from dace_ai.errors import AnswerError
 from dace_ai.expansion.provenance import Provenance
 from dace_ai.prompt.answer import Answer
+from dace_ai.runtime_check.instrument import reinstrument
+from dace_ai.runtime_check.registry import Origin
 
 _LANGUAGES = {"cpp": dtypes.Language.CPP, "cuda": dtypes.Language.CPP, "hip": dtypes.Language.CPP}
 
@@ -149,6 +151,7 @@ def update_tasklet(
 
     language = _LANGUAGES[answer.language]
     head = provenance_comment(provenance)
+    previous = tasklet.code.as_string
     passed = gpu_host.routed_parameters(tasklet.code.as_string, tasklet.code_global.as_string)
     if sdfg is not None and passed is not None and gpu_host.needs_gpu_compiler(answer.code, answer.code_global):
         hip = "hipStream_t" in tasklet.code_global.as_string
@@ -173,4 +176,16 @@ def update_tasklet(
     tasklet.side_effects = True if answer.side_effects else None
     tasklet.ignored_symbols = set(answer.ignored_symbols)
     tasklet.environments = set(environments or ()) | set(answer.use_environments)
+    reinstrument(tasklet, previous, _origin(provenance))
     return tasklet
+
+
+def _origin(provenance: Provenance | dict[str, Any]) -> Origin:
+    """The session round and cache key a provenance names (what a run-time check marks when it finds it wrong)."""
+    from dace_ai.storage.files import build_root
+
+    found = provenance if isinstance(provenance, Provenance) else Provenance.from_fields(provenance)
+    parts = found.session.split("/")
+    if len(parts) == 3 and parts[0] == "ai-sessions" and parts[2].startswith("round-") and parts[2][6:].isdigit():
+        return Origin(str(build_root() / "ai-sessions" / parts[1]), int(parts[2][6:]), found.cache_key)
+    return Origin(cache_key=found.cache_key)

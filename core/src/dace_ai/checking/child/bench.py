@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import random
 import time
 from collections.abc import Callable
 from typing import TypedDict
@@ -21,7 +22,7 @@ from typing import TypedDict
 import numpy as np
 
 from .buffers import GuardedBuffer, allocated
-from .compare import same_outputs
+from .compare import against_reference, connector_views, outputs_now, same_outputs
 from .inputs import case_data, output_containers
 from .process import Phase, Threads
 from .programs import P, Program, PythonBaseline, Reference
@@ -154,15 +155,21 @@ def _baseline_samples(sides: list[_Side], timed: Timed) -> tuple[dict[str, list[
 def _time_bench(
     job: SandboxJob,
     candidate: Program[P],
-    prepared: P,
+    held: tuple[P, dict[str, GuardedBuffer]],
     reference: Reference | None,
     records: list[CaseRecord],
     phase: Phase,
     threads: Threads,
+    native: Outputs | None,
 ) -> BenchResult:
     """The bench section's timing under the lock: the candidate on its kept buffers, interleaved with
     the native reference and the baselines on the same inputs and threads, and the memory bandwidth.
-    A slow native reference timed by an earlier candidate of the node is neither prepared nor timed again."""
+    A slow native reference timed by an earlier candidate of the node is neither prepared nor timed again.
+
+    What the timer sees is not a fixed pattern: 0 to 3 more candidate calls come before the timing, and
+    the outputs left by one timed sample, chosen at random, are judged against the reference
+    (``timed_call``) where no output is also an input."""
+    prepared = held[0]
     bench = job["bench"]
     assert bench is not None
     result: BenchResult = {}
@@ -180,9 +187,19 @@ def _time_bench(
         with bench_lock(bench.get("lock")):
             # the thread runs just called the candidate on these buffers, the last one with all cores
             last = records[0]["call_seconds"][-1] if len(records[0]["call_seconds"]) > 1 else None
+            pick = random.SystemRandom()
+            for _ in range(pick.randint(0, 3)):
+                candidate.call(prepared)
+            judged: list[Problem | None] = []
             timed = time_calls(
-                calls, int(bench.get("repeats", 7)), phase, warm={"candidate": last} if last is not None else None
+                calls,
+                int(bench.get("repeats", 7)),
+                phase,
+                warm={"candidate": last} if last is not None else None,
+                after_sample=_judge_a_timed_call(bench["cases"][0], held[1], native, judged, pick.randrange(3)),
             )
+            if judged and judged[0] is not None:
+                result["timed_call"] = judged[0]
             phase(who="loader", step="bandwidth")
             result["bandwidth"] = measure_bandwidth(int(bench.get("bytes") or 0))
     native_samples = _native_samples(bench, known, timed, result)
@@ -198,6 +215,21 @@ def _time_bench(
         }
     )
     return result
+
+
+def _judge_a_timed_call(
+    case: Case, buffers: dict[str, GuardedBuffer], native: Outputs | None, judged: list[Problem | None], index: int
+) -> tuple[str, int, Callable[[], None]] | None:
+    """The timing's ``after_sample`` that judges the candidate's outputs as timed sample ``index`` left them
+    (None where the case is not judged here or an output is also an input, so repeated calls change it)."""
+    inputs = {c["container"] for c in case["connectors"] if c["direction"] == "in"}
+    if not case.get("judge", True) or inputs & set(output_containers(case)):
+        return None
+
+    def judge() -> None:
+        judged.append(against_reference(case, connector_views(case, outputs_now(case, buffers)), native))
+
+    return ("candidate", index, judge)
 
 
 def _after_timing(
@@ -244,7 +276,7 @@ def run_bench(
         }
         result["input_independent"] = _input_independent(bench, natives, outputs)
         if bench.get("time") and held is not None:
-            result.update(_time_bench(job, candidate, held[0], reference, records, phase, threads))
+            result.update(_time_bench(job, candidate, held, reference, records, phase, threads, natives[0]))
             problem = _after_timing(bench["cases"][0], candidate, held, natives[0], phase)
             if problem is not None:
                 result["after_timing"] = problem

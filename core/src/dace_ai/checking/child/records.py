@@ -207,6 +207,7 @@ class BenchResult(TypedDict, total=False):
     bandwidth: float  #: bytes per second NumPy streams here
     seconds: float  #: the bench section's own wall time
     after_timing: Problem  #: what one more call after the timed ones got wrong (poisoned outputs, new call)
+    timed_call: Problem  #: what the outputs of one timed sample, chosen at random, got wrong
 
 
 class ThreadsInfo(TypedDict):

@@ -40,6 +40,7 @@ def time_calls(
     *,
     warm: dict[str, float] | None = None,
     warmup: int = 1,
+    after_sample: tuple[str, int, Callable[[], Any]] | None = None,
 ) -> Timed:
     """Per-call seconds of each side of ``calls``: warm-up, a batch per side, interleaved samples.
 
@@ -48,6 +49,8 @@ def time_calls(
     ``warmup``: calls of each other side before it is sized. Every side gets
     ``repeats`` samples, fewer (at least 3, or ``repeats`` if smaller) when those of the
     slowest side would pass :data:`BUDGET_SECONDS`; a sample is ``batch[label]`` calls.
+    ``after_sample``: (side, index, function) called, untimed, right after that side's sample
+    ``index`` (clamped to the samples taken), e.g. to judge the outputs a timed call left.
     """
     clock = time.perf_counter
     resolution = time.get_clock_info("perf_counter").resolution
@@ -68,7 +71,7 @@ def time_calls(
     slowest = max(once.values(), default=0.0)
     repeats = max(min(3, repeats), min(repeats, int(BUDGET_SECONDS / max(slowest, 1e-9))))
     samples: dict[str, list[float]] = {label: [] for label in calls}
-    for _ in range(repeats):
+    for index in range(repeats):
         for label, call in calls.items():
             phase(who=_who(label), step="time", label=label)
             n = batch[label]
@@ -76,6 +79,8 @@ def time_calls(
             for _ in range(n):
                 call()
             samples[label].append((clock() - t0) / n)
+            if after_sample is not None and after_sample[0] == label and index == min(after_sample[1], repeats - 1):
+                after_sample[2]()
     return {"samples": samples, "batch": batch, "timer_resolution": resolution}
 
 

@@ -1,0 +1,153 @@
+"""The C++ of a spot check: what records one call of a tasklet, and the two lines the tasklet gets.
+
+Every line the tasklet gets ends with :data:`MARK`, and the global code sits between
+:data:`BEGIN` and :data:`END` lines, so :func:`~dace_ai.runtime_check.instrument.strip`
+gives back exactly what the model wrote. The recorder is armed from Python through
+``__dace_ai_spot_<id>_arm`` (0: never armed, no dace-ai hook in this process, said once on
+stderr; negative: not this call; positive: record the first call that comes), and read
+through ``_fetch`` and ``_number``. Only the first call after arming is recorded (an atomic
+claim), so concurrent map points cost one atomic load each.
+"""
+
+from __future__ import annotations
+
+from dace_ai.runtime_check.plan import SpotPlan
+
+MARK = "// dace-ai run-time check"
+BEGIN = "// dace-ai run-time check {ident} begin"
+END = "// dace-ai run-time check {ident} end"
+
+_EXPORT = 'extern "C" __attribute__((visibility("default")))'
+
+_COPY = r"""#ifndef DACE_AI_SPOT_COPY
+#define DACE_AI_SPOT_COPY
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+template <typename T>
+static void *__dace_ai_spot_copy(const T *src, const long long *dims, int nd) {
+    long long count = 1;
+    for (int d = 0; d < nd; ++d) count *= dims[d];
+    T *dst = static_cast<T *>(std::malloc(sizeof(T) * (count > 0 ? count : 1)));
+    if (!dst || count <= 0) return dst;
+    long long index[16] = {0};
+    for (long long k = 0; k < count; ++k) {
+        long long at = 0;
+        for (int d = 0; d < nd; ++d) at += index[d] * dims[nd + d];
+        dst[k] = src[at];
+        for (int d = nd - 1; d >= 0; --d) {
+            if (++index[d] < dims[d]) break;
+            index[d] = 0;
+        }
+    }
+    return dst;
+}
+template <typename T>
+static void *__dace_ai_spot_value(T value) {
+    T *dst = static_cast<T *>(std::malloc(sizeof(T)));
+    if (dst) *dst = value;
+    return dst;
+}
+#endif
+"""
+
+
+def _parameter(conn_ctype: str, is_pointer: bool, name: str) -> str:
+    return f"const {conn_ctype} *{name}" if is_pointer else f"{conn_ctype} {name}"
+
+
+def global_code(plan: SpotPlan) -> str:
+    """The recorder's functions, for the tasklet's global code."""
+    i = plan.ident
+    ns = f"__dace_ai_spot_{i}"
+    count = len(plan.connectors)
+    numbers = max(plan.numbers, 1)
+    layout = plan.layout()
+    ins = [c for c in plan.connectors if c.direction == "in"]
+    outs = [c for c in plan.connectors if c.direction == "out"]
+
+    def copies(conns: list) -> str:
+        lines = []
+        for index, conn in enumerate(plan.connectors):
+            if conn not in conns:
+                continue
+            if conn.is_pointer:
+                at, nd = layout[conn.name]
+                lines.append(f"    data[{index}] = __dace_ai_spot_copy<{conn.ctype}>({conn.name}, n + {at}, {nd});")
+            else:
+                lines.append(f"    data[{index}] = __dace_ai_spot_value<{conn.ctype}>({conn.name});")
+        return "\n".join(lines)
+
+    begin_params = ", ".join(["const long long *n", *(_parameter(c.ctype, c.is_pointer, c.name) for c in ins)])
+    end_params = ", ".join(
+        ["int ticket", "const long long *n", *(_parameter(c.ctype, c.is_pointer, c.name) for c in outs)]
+    )
+    node = plan.node.replace("\\", "\\\\").replace('"', '\\"')
+    return f"""{BEGIN.format(ident=i)}
+{_COPY}#ifndef DACE_AI_SPOT_{i}
+#define DACE_AI_SPOT_{i}
+namespace {ns} {{
+static std::atomic<int> armed(0), claimed(0), told(0), complete(0);
+static void *data[{count}] = {{0}};
+static long long numbers[{numbers}] = {{0}};
+}}
+{_EXPORT} void {ns}_arm(int state) {{
+    using namespace {ns};
+    for (int k = 0; k < {count}; ++k) {{ std::free(data[k]); data[k] = 0; }}
+    complete.store(0); claimed.store(0); armed.store(state);
+}}
+{_EXPORT} int {ns}_fetch(int k, void **out) {{
+    using namespace {ns};
+    *out = (k >= 0 && k < {count}) ? data[k] : 0;
+    return complete.load();
+}}
+{_EXPORT} long long {ns}_number(int k) {{
+    using namespace {ns};
+    return (k >= 0 && k < {numbers}) ? numbers[k] : 0;
+}}
+static inline int {ns}_begin({begin_params}) {{
+    using namespace {ns};
+    int state = armed.load(std::memory_order_acquire);
+    if (state <= 0) {{
+        if (state == 0 && !told.exchange(1))
+            std::fprintf(stderr, "dace-ai: the run-time check of node '{node}' is off in this process "
+                                 "(dace_ai is not imported); the node runs unchecked\\n");
+        return -1;
+    }}
+    int expected = 0;
+    if (!claimed.compare_exchange_strong(expected, 1)) return -1;
+    std::memcpy(numbers, n, sizeof(long long) * {plan.numbers});
+{copies(ins)}
+    return 0;
+}}
+static inline void {ns}_end({end_params}) {{
+    using namespace {ns};
+    if (ticket < 0) return;
+{copies(outs)}
+    complete.store(1, std::memory_order_release);
+}}
+#endif
+{END.format(ident=i)}
+"""
+
+
+def call_lines(plan: SpotPlan) -> tuple[str, str]:
+    """The line before the model's code and the line after it."""
+    i = plan.ident
+    ns = f"__dace_ai_spot_{i}"
+    numbers = [f"(long long)({expr})" for _, expr in plan.values]
+    for conn in plan.connectors:
+        if conn.is_pointer:
+            numbers += [f"(long long)({e})" for e in (*conn.shape, *conn.strides)]
+    ins = ", ".join(c.name for c in plan.connectors if c.direction == "in")
+    # output pointers as they are before the model's code runs (code may advance them: *_c++ = ...)
+    kept = [c for c in plan.connectors if c.direction == "out" and c.is_pointer]
+    held = "".join(f"auto *const {ns}_{c.name} = {c.name}; " for c in kept)
+    outs = ", ".join(f"{ns}_{c.name}" if c in kept else c.name for c in plan.connectors if c.direction == "out")
+    first = (
+        f"const long long {ns}_n[] = {{{', '.join(numbers) or '0'}}}; {held}"
+        f"const int {ns}_t = {ns}_begin({ns}_n{', ' + ins if ins else ''});  {MARK}"
+    )
+    last = f"{ns}_end({ns}_t, {ns}_n{', ' + outs if outs else ''});  {MARK}"
+    return first, last
