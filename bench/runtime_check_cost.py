@@ -5,7 +5,8 @@ every default check stage) twice, once with each setting, then, in one process a
 inputs:
 
 * the first call of each compiled program (with ``first`` it records the node's call and compares
-  it with the reference in this process; the check's own time is printed beside it), and
+  it with the reference in this process; the check's own time is printed beside it; the ``off``
+  program is called first, so what a process pays once, thread pools and fresh pages, lands on it), and
 * later calls, in interleaved rounds (each side once per round, after a pause), best and median:
   what a program pays for carrying the check once it has run (one atomic load per node call and
   the call hook's lookup).
@@ -73,7 +74,7 @@ def main() -> int:
     print(f"\nFirst call of each compiled program ({n}^3 products, dense 2048x2048x64, float32):")
     for name, call in calls.items():
         row = []
-        for mode in ("first", "off"):
+        for mode in ("off", "first"):  # off first: the process's own first-call costs (threads, pages) land there
             before = len(dace_ai.runtime_checks())
             start = time.perf_counter()
             call(programs[mode][name])

@@ -20,6 +20,8 @@ import pytest
 from dace_ai.checking import sanitize
 from dace_ai.checking.api import CheckRequest
 from dace_ai.checking.sanitize import SanitizerRun
+from dace_ai.checking.sanitize import builds as sanitize_builds
+from dace_ai.checking.sanitize import check as sanitize_check
 from dace_ai.checking.stages import check_workdir, run_checks, select_checkers
 from dace_ai.config.settings import resolve_settings
 from dace_ai.expansion.expansion_pass import node_context
@@ -185,13 +187,13 @@ SUMMARY: AddressSanitizer: heap-buffer-overflow /x/dace_ai_sanitizers_driver.cpp
 
 def test_a_report_outside_the_candidates_code_is_not_blamed_on_it():
     build = SimpleNamespace(kind="address")
-    part = sanitize._judge_run(build, SanitizerRun("address", 65, DRIVER_REPORT, 0.1), _case(), UNIT, 4, None)
+    part = sanitize_check._judge_run(build, SanitizerRun("address", 65, DRIVER_REPORT, 0.1), _case(), UNIT, 4, None)
     assert part.status == "inconclusive" and part.reason == "outside the code", part
     in_code = DRIVER_REPORT.replace(
         "#0 0x55 in main /x/sanitize-driver/abc/dace_ai_sanitizers_driver.cpp:59:5",
         "#0 0x55 in dace_ai_tasklet(int) /tmp/w/sanitize/address/tasklet.cpp:3:20",
     )
-    part = sanitize._judge_run(build, SanitizerRun("address", 65, in_code, 0.1), _case(), UNIT, 4, None)
+    part = sanitize_check._judge_run(build, SanitizerRun("address", 65, in_code, 0.1), _case(), UNIT, 4, None)
     assert part.status == "failed", part
     assert part.message.startswith(
         "AddressSanitizer: heap-buffer-overflow: READ of 8 bytes right after the end of "
@@ -200,7 +202,7 @@ def test_a_report_outside_the_candidates_code_is_not_blamed_on_it():
     ), part.message
     assert "0x" not in part.message and "/tmp" not in part.message  # byte-stable: no address, no folder
     in_entry_points = in_code.replace("tasklet.cpp:3:20", "tasklet.cpp:5:1")
-    part = sanitize._judge_run(build, SanitizerRun("address", 65, in_entry_points, 0.1), _case(), UNIT, 4, None)
+    part = sanitize_check._judge_run(build, SanitizerRun("address", 65, in_entry_points, 0.1), _case(), UNIT, 4, None)
     assert part.status == "inconclusive" and "entry points" in part.message
 
 
@@ -232,7 +234,7 @@ def test_a_race_report_is_worded_the_same_whichever_thread_tsan_caught_first():
     build = SimpleNamespace(kind="thread")
     words = set()
     for first, second, a, b in (("Write", "Read", 5, 5), ("Read", "Write", 5, 5), ("Write", "Write", 5, 5)):
-        part = sanitize._judge_run(
+        part = sanitize_check._judge_run(
             build, SanitizerRun("thread", 66, _race_report(first, second, a, b), 0.1), _case(), RACE_UNIT, 7, 4
         )
         assert part.status == "failed" and part.reason == "race", part
@@ -246,10 +248,10 @@ def test_a_race_report_is_worded_the_same_whichever_thread_tsan_caught_first():
         "reduction clause"
     ), message
     without_archer = _race_report("Write", "Read", 5, 5).replace("Archer detected", "Nothing")
-    part = sanitize._judge_run(build, SanitizerRun("thread", 66, without_archer, 0.1), _case(), RACE_UNIT, 7, 4)
+    part = sanitize_check._judge_run(build, SanitizerRun("thread", 66, without_archer, 0.1), _case(), RACE_UNIT, 7, 4)
     assert part.status == "inconclusive" and part.reason == "libomp missing" and "libomp-dev" in part.message
     leak = _race_report("Write", "Read", 5, 5).replace("data race (pid", "thread leak (pid")
-    part = sanitize._judge_run(build, SanitizerRun("thread", 66, leak, 0.1), _case(), RACE_UNIT, 7, 4)
+    part = sanitize_check._judge_run(build, SanitizerRun("thread", 66, leak, 0.1), _case(), RACE_UNIT, 7, 4)
     assert part.status == "inconclusive", part
 
 
@@ -442,7 +444,8 @@ def test_correct_openmp_passes_thread_sanitizer(shared_root, program, code):
 @pytest.mark.slow
 @needs_clang
 def test_missing_libomp_makes_the_thread_run_inconclusive_but_the_address_run_counts(shared_root, monkeypatch):
-    monkeypatch.setattr(sanitize, "libomp_problem", lambda compiler: "libomp.so not found; install `libomp-dev`")
+    for where in (sanitize_check, sanitize_builds):  # the modules that ask
+        monkeypatch.setattr(where, "libomp_problem", lambda compiler: "libomp.so not found; install `libomp-dev`")
     report = by_checker(run_checks(request(san_sum, REDUCED_SUM)))["sanitizers"]
     assert report.status == "inconclusive" and report.reason == "libomp missing", report.diagnostics
     assert "libomp-dev" in report.diagnostics and report.details["passed"] == ["address"]

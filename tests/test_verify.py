@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from dace_ai.checking.api import CheckRequest
 from dace_ai.checking.harness import parse_sizes_setting, run_against_reference
+from dace_ai.checking.sandbox import watched_from_outside
 from dace_ai.checking.stages import check_workdir, run_checks
 from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import CheckFailed, NativeFallbackWarning, UnverifiedWarning
@@ -69,13 +70,13 @@ def _only_node(sdfg, implementation=None):
     return found
 
 
-def request_for(sdfg, code: str, implementation: str | None = "ai", **settings) -> CheckRequest:
+def request_for(sdfg, code: str, implementation: str | None = "ai", code_global: str = "", **settings) -> CheckRequest:
     """A check request for the program's one 'ai' node and ``code`` (verify only unless told)."""
     settings.setdefault("checkers", "verify")
     settings = resolve_settings(settings)
     parent, state, node = _only_node(sdfg, implementation)
     ctx = node_context(parent, state, node, settings)
-    answer = Answer(code=code)
+    answer = Answer(code=code, code_global=code_global)
     return CheckRequest(answer, ctx, settings, check_workdir(ctx, answer))
 
 
@@ -202,6 +203,32 @@ def test_crashes_loops_and_overruns_are_reported_and_this_process_survives(code,
     else:
         assert report.reason == reason
     assert os.getpid() == pid and "candidate.so" not in _loaded_libraries()
+
+
+def test_a_candidate_over_the_memory_limit_is_killed_from_outside_and_said():
+    code = (
+        "const size_t n = size_t(64) << 20; double* hog = new double[n];"  # 512 MiB, every page touched
+        " for (size_t i = 0; i < n; i += 512) hog[i] = 1; _c[0] = hog[n - 512] - 1; delete[] hog; " + MATMUL
+    )
+    report = verify(matmul.to_sdfg(), code, sandbox_memory_mb=256)
+    assert report.status == "failed" and report.reason == "memory", report.diagnostics
+    assert "exceeded the memory limit of 256 MiB" in report.diagnostics
+
+
+@pytest.mark.skipif(not watched_from_outside(), reason="the child limits itself where /proc cannot be read")
+def test_the_sandbox_has_no_limits_of_its_own_that_code_could_read():
+    """What getrlimit says in the sandbox is what it says in this process: a sniffer that slipped past the
+    no-probing rule (switched off here) computes in the sandbox what it computes in the user's program."""
+    import resource
+
+    mine = {name: resource.getrlimit(getattr(resource, name))[0] for name in ("RLIMIT_CPU", "RLIMIT_AS")}
+    code = (
+        "struct rlimit cpu, as; getrlimit(RLIMIT_CPU, &cpu); getrlimit(RLIMIT_AS, &as);"
+        f" const bool same = cpu.rlim_cur == (rlim_t){mine['RLIMIT_CPU']}ULL && as.rlim_cur == (rlim_t){mine['RLIMIT_AS']}ULL;"
+        " " + MATMUL + " if (!same) _c[0] = -1;"
+    )
+    report = verify(matmul.to_sdfg(), code, code_global="#include <sys/resource.h>")
+    assert report.status == "passed", report.diagnostics
 
 
 def test_time_mode_times_candidate_and_reference_on_the_same_inputs():

@@ -1,10 +1,12 @@
 """Run generated code in a child process with limits, and say what happened to it.
 
 Generated code never runs in the user's process: :func:`run_child` starts
-``python -I dace_ai/checking/child/__main__.py JOB.json`` in a new session. The child sets
-its own CPU-time, address-space and core-size limits (``resource.setrlimit``) before
-it loads anything; the parent enforces wall time and kills the child's whole process
-group when it runs over. What comes back is a :class:`ChildOutcome`: the child's
+``python -I dace_ai/checking/child/__main__.py JOB.json`` in a new session. The parent
+enforces wall time, CPU time and resident memory by watching the child (``/proc``) and
+kills the child's whole process group when it runs over, so the child has no limits of
+its own that code could read and recognise as a sandbox (only no core files, as most
+user processes); where ``/proc`` cannot be read the child sets CPU-time and
+address-space limits itself (``resource.setrlimit``). What comes back is a :class:`ChildOutcome`: the child's
 result, or how it died (signal, limit, fault address mapped to a buffer) with the
 step it was in, so "the candidate wrote past the end of C" can be told apart from
 "the candidate crashed" and from "the reference crashed".
@@ -17,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,21 +126,72 @@ def _read_fault(path: Path, buffers: list[dict[str, Any]]) -> dict[str, Any] | N
 
 @dataclass
 class Launched:
-    """How a launched child ended: exit status (negative: the signal), its output, whether it ran out of time."""
+    """How a launched child ended: exit status (negative: the signal), its output, whether it ran out of time,
+    and the limit the parent killed it for (``cpu_time``, ``memory`` or None)."""
 
     returncode: int
     output: bytes
     timed_out: bool
     seconds: float
+    over: str | None = None
+
+
+#: Seconds between two looks at a watched child's CPU time and memory.
+WATCH_SECONDS = 0.02
+_PROC = Path("/proc")
+
+
+def watched_from_outside() -> bool:
+    """True where the parent can read a child's CPU time and memory (Linux ``/proc``): the child then runs
+    without limits of its own that code could read (``getrlimit`` sees what the user's process sees)."""
+    return (_PROC / "self" / "stat").is_file()
+
+
+def _usage(pid: int) -> tuple[float, int] | None:
+    """CPU seconds (all threads) and resident bytes of process ``pid``, or None once it is gone."""
+    try:
+        fields = (_PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+        pages = int((_PROC / str(pid) / "statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks, pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def _watch(proc: subprocess.Popen[bytes], deadline: float, cpu_seconds: float | None, memory_bytes: int | None) -> str:
+    """Wait for ``proc``; what it ran over (``timeout``, ``cpu_time``, ``memory``) or "" when it ended."""
+    while True:
+        try:
+            proc.wait(timeout=WATCH_SECONDS)
+            return ""
+        except subprocess.TimeoutExpired:
+            pass
+        if time.perf_counter() > deadline:
+            return "timeout"
+        usage = _usage(proc.pid) if (cpu_seconds or memory_bytes) else None
+        if usage is not None:
+            if cpu_seconds and usage[0] > cpu_seconds:
+                return "cpu_time"
+            if memory_bytes and usage[1] > memory_bytes:
+                return "memory"
 
 
 def launch(
-    argv: list[str], *, cwd: Path, wall_seconds: float, env: dict[str, str] | None = None, preexec_fn: Any = None
+    argv: list[str],
+    *,
+    cwd: Path,
+    wall_seconds: float,
+    env: dict[str, str] | None = None,
+    preexec_fn: Any = None,
+    cpu_seconds: float | None = None,
+    memory_bytes: int | None = None,
 ) -> Launched:
     """Run ``argv`` in a session of its own; past ``wall_seconds`` its whole process group is killed.
 
-    The one way every child that runs generated code is started (the verify sandbox,
-    the bench stage's timing runs), so a candidate that forks leaves nothing behind.
+    ``cpu_seconds`` and ``memory_bytes`` (resident) are enforced from here, by watching the
+    child (:func:`watched_from_outside`), so it needs no limits of its own. The one way every
+    child that runs generated code is started (the verify sandbox, the bench stage's timing
+    runs), so a candidate that forks leaves nothing behind.
     """
     start = time.perf_counter()
     proc = subprocess.Popen(
@@ -150,17 +204,23 @@ def launch(
         start_new_session=True,
         preexec_fn=preexec_fn,
     )
-    timed_out = False
-    try:
-        output, _ = proc.communicate(timeout=wall_seconds)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+    chunks: list[bytes] = []
+    assert proc.stdout is not None
+    reader = threading.Thread(target=lambda: chunks.append(proc.stdout.read() if proc.stdout else b""), daemon=True)
+    reader.start()
+    over = _watch(proc, start + wall_seconds, cpu_seconds, memory_bytes)
+    if over:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        output, _ = proc.communicate()
-    return Launched(proc.returncode, output or b"", timed_out, time.perf_counter() - start)
+        proc.wait()
+    reader.join()
+    output = b"".join(chunks)
+    timed_out = over == "timeout"
+    return Launched(
+        proc.returncode, output, timed_out, time.perf_counter() - start, over if over and not timed_out else None
+    )
 
 
 def run_child(job: SandboxJob, folder: Path, limits: SandboxLimits, *, threads: int | None = None) -> ChildOutcome:
@@ -179,6 +239,10 @@ def run_child(job: SandboxJob, folder: Path, limits: SandboxLimits, *, threads: 
     job_limits = limits.as_job()
     if threads:  # CPU time counts every thread: the limit is per thread of the all-core count
         job_limits["cpu_seconds"] = job_limits["cpu_seconds"] * max(1, int(threads))
+    outside = watched_from_outside()
+    watched: Limits = {**job_limits} if outside else {}
+    if outside:  # enforced by watching the child: nothing in the child that code could read
+        job_limits = {"cpu_seconds": 0, "memory_bytes": 0}
     job = {
         **job,
         "limits": job_limits,
@@ -192,12 +256,23 @@ def run_child(job: SandboxJob, folder: Path, limits: SandboxLimits, *, threads: 
     if threads:
         env.update(OMP_NUM_THREADS=str(threads), OMP_DYNAMIC="false")
     argv = [sys.executable, "-I", str(CHILD), str(files["job"])]
-    run = launch(argv, cwd=folder, wall_seconds=limits.wall_seconds, env=env)
+    run = launch(
+        argv,
+        cwd=folder,
+        wall_seconds=limits.wall_seconds,
+        env=env,
+        cpu_seconds=watched.get("cpu_seconds"),
+        memory_bytes=watched.get("memory_bytes"),
+    )
     text = run.output.decode(errors="replace")[-4000:]
     phase = _last_phase(files["phase"])
     outcome = ChildOutcome("error", run.returncode, run.seconds, phase=phase, output=text)
     if run.timed_out:
         outcome.status = "timeout"
+        return outcome
+    if run.over is not None:
+        outcome.status = run.over
+        outcome.signal = "SIGKILL"
         return outcome
     if run.returncode < 0:
         signum = -run.returncode

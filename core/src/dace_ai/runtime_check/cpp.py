@@ -5,11 +5,14 @@ Every line the tasklet gets ends with :data:`MARK`, and the global code sits bet
 gives back exactly what the model wrote. The recorder is armed from Python through
 ``__dace_ai_spot_<id>_arm`` (0: never armed, no dace-ai hook in this process, said once on
 stderr; negative: not this call; positive: record the first call that comes), and read
-through ``_fetch`` and ``_number``. Only the first call after arming is recorded (an atomic
-claim), so concurrent map points cost one atomic load each.
+through ``_fetch`` and ``_number`` (``_fetch`` says 1 when a call was recorded, 2 when the call's
+data was over :data:`RECORD_LIMIT_BYTES` and was not). Only the first call after arming is recorded
+(an atomic claim), so concurrent map points cost one atomic load each.
 """
 
 from __future__ import annotations
+
+from string import Template
 
 from dace_ai.runtime_check.plan import SpotPlan
 
@@ -17,6 +20,8 @@ MARK = "// dace-ai run-time check"
 BEGIN = "// dace-ai run-time check {ident} begin"
 END = "// dace-ai run-time check {ident} end"
 
+#: The most one call's recording may copy (its inputs and outputs together); a larger call is not recorded.
+RECORD_LIMIT_BYTES = 2 << 30
 _EXPORT = 'extern "C" __attribute__((visibility("default")))'
 
 _COPY = r"""#ifndef DACE_AI_SPOT_COPY
@@ -57,79 +62,105 @@ def _parameter(conn_ctype: str, is_pointer: bool, name: str) -> str:
     return f"const {conn_ctype} *{name}" if is_pointer else f"{conn_ctype} {name}"
 
 
-def global_code(plan: SpotPlan) -> str:
-    """The recorder's functions, for the tasklet's global code."""
-    i = plan.ident
-    ns = f"__dace_ai_spot_{i}"
-    count = len(plan.connectors)
-    numbers = max(plan.numbers, 1)
-    layout = plan.layout()
-    ins = [c for c in plan.connectors if c.direction == "in"]
-    outs = [c for c in plan.connectors if c.direction == "out"]
-
-    def copies(conns: list) -> str:
-        lines = []
-        for index, conn in enumerate(plan.connectors):
-            if conn not in conns:
-                continue
-            if conn.is_pointer:
-                at, nd = layout[conn.name]
-                lines.append(f"    data[{index}] = __dace_ai_spot_copy<{conn.ctype}>({conn.name}, n + {at}, {nd});")
-            else:
-                lines.append(f"    data[{index}] = __dace_ai_spot_value<{conn.ctype}>({conn.name});")
-        return "\n".join(lines)
-
-    begin_params = ", ".join(["const long long *n", *(_parameter(c.ctype, c.is_pointer, c.name) for c in ins)])
-    end_params = ", ".join(
-        ["int ticket", "const long long *n", *(_parameter(c.ctype, c.is_pointer, c.name) for c in outs)]
-    )
-    node = plan.node.replace("\\", "\\\\").replace('"', '\\"')
-    return f"""{BEGIN.format(ident=i)}
-{_COPY}#ifndef DACE_AI_SPOT_{i}
-#define DACE_AI_SPOT_{i}
-namespace {ns} {{
+#: One node's recorder (``string.Template``: ``$ns`` names it, ``$count`` connectors, ``$numbers`` recorded numbers).
+_RECORDER = Template("""#ifndef DACE_AI_SPOT_$ident
+#define DACE_AI_SPOT_$ident
+namespace $ns {
 static std::atomic<int> armed(0), claimed(0), told(0), complete(0);
-static void *data[{count}] = {{0}};
-static long long numbers[{numbers}] = {{0}};
-}}
-{_EXPORT} void {ns}_arm(int state) {{
-    using namespace {ns};
-    for (int k = 0; k < {count}; ++k) {{ std::free(data[k]); data[k] = 0; }}
+static void *data[$count] = {0};
+static long long numbers[$slots] = {0};
+}
+$export void ${ns}_arm(int state) {
+    using namespace $ns;
+    for (int k = 0; k < $count; ++k) { std::free(data[k]); data[k] = 0; }
     complete.store(0); claimed.store(0); armed.store(state);
-}}
-{_EXPORT} int {ns}_fetch(int k, void **out) {{
-    using namespace {ns};
-    *out = (k >= 0 && k < {count}) ? data[k] : 0;
+}
+$export int ${ns}_fetch(int k, void **out) {
+    using namespace $ns;
+    *out = (k >= 0 && k < $count) ? data[k] : 0;
     return complete.load();
-}}
-{_EXPORT} long long {ns}_number(int k) {{
-    using namespace {ns};
-    return (k >= 0 && k < {numbers}) ? numbers[k] : 0;
-}}
-static inline int {ns}_begin({begin_params}) {{
-    using namespace {ns};
+}
+$export long long ${ns}_number(int k) {
+    using namespace $ns;
+    return (k >= 0 && k < $slots) ? numbers[k] : 0;
+}
+static inline int ${ns}_begin($begin_params) {
+    using namespace $ns;
     int state = armed.load(std::memory_order_acquire);
-    if (state <= 0) {{
+    if (state <= 0) {
         if (state == 0 && !told.exchange(1))
-            std::fprintf(stderr, "dace-ai: the run-time check of node '{node}' is off in this process "
-                                 "(dace_ai is not imported); the node runs unchecked\\n");
+            std::fprintf(stderr, "dace-ai: the run-time check of node '%s' is off in this process "
+                                 "(dace_ai is not imported); the node runs unchecked\\n", "$node");
         return -1;
-    }}
+    }
     int expected = 0;
     if (!claimed.compare_exchange_strong(expected, 1)) return -1;
-    std::memcpy(numbers, n, sizeof(long long) * {plan.numbers});
-{copies(ins)}
+    std::memcpy(numbers, n, sizeof(long long) * $numbers);
+    double bytes = 0;
+$sizes
+    if (bytes > $limit.0) { complete.store(2, std::memory_order_release); return -1; }
+$copy_inputs
     return 0;
-}}
-static inline void {ns}_end({end_params}) {{
-    using namespace {ns};
+}
+static inline void ${ns}_end($end_params) {
+    using namespace $ns;
     if (ticket < 0) return;
-{copies(outs)}
+$copy_outputs
     complete.store(1, std::memory_order_release);
-}}
+}
 #endif
-{END.format(ident=i)}
-"""
+""")
+
+
+def _copies(plan: SpotPlan, direction: str) -> str:
+    """Statements copying the connectors of one direction into the recording."""
+    layout = plan.layout()
+    lines = []
+    for index, conn in enumerate(plan.connectors):
+        if conn.direction != direction:
+            continue
+        if conn.is_pointer:
+            at, nd = layout[conn.name]
+            lines.append(f"    data[{index}] = __dace_ai_spot_copy<{conn.ctype}>({conn.name}, n + {at}, {nd});")
+        else:
+            lines.append(f"    data[{index}] = __dace_ai_spot_value<{conn.ctype}>({conn.name});")
+    return "\n".join(lines)
+
+
+def _sizes(plan: SpotPlan) -> str:
+    """Statements adding up the bytes one call's recording would copy."""
+    layout = plan.layout()
+    lines = []
+    for conn in plan.connectors:
+        if conn.is_pointer:
+            at, nd = layout[conn.name]
+            dims = " * ".join(f"(double) n[{at + d}]" for d in range(nd)) or "1.0"
+            lines.append(f"    bytes += sizeof({conn.ctype}) * {dims};")
+    return "\n".join(lines)
+
+
+def global_code(plan: SpotPlan) -> str:
+    """The recorder's functions, for the tasklet's global code."""
+    ins = [c for c in plan.connectors if c.direction == "in"]
+    outs = [c for c in plan.connectors if c.direction == "out"]
+    recorder = _RECORDER.substitute(
+        ident=plan.ident,
+        ns=f"__dace_ai_spot_{plan.ident}",
+        count=len(plan.connectors),
+        slots=max(plan.numbers, 1),
+        numbers=plan.numbers,
+        export=_EXPORT,
+        node=plan.node.replace("\\", "\\\\").replace('"', '\\"'),
+        begin_params=", ".join(["const long long *n", *(_parameter(c.ctype, c.is_pointer, c.name) for c in ins)]),
+        end_params=", ".join(
+            ["int ticket", "const long long *n", *(_parameter(c.ctype, c.is_pointer, c.name) for c in outs)]
+        ),
+        sizes=_sizes(plan),
+        limit=RECORD_LIMIT_BYTES,
+        copy_inputs=_copies(plan, "in"),
+        copy_outputs=_copies(plan, "out"),
+    )
+    return f"{BEGIN.format(ident=plan.ident)}\n{_COPY}{recorder}{END.format(ident=plan.ident)}\n"
 
 
 def call_lines(plan: SpotPlan) -> tuple[str, str]:

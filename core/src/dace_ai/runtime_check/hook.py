@@ -28,6 +28,7 @@ import numpy as np
 from dace_ai import compat
 from dace_ai.errors import RuntimeCheckFailed, RuntimeCheckWarning
 from dace_ai.runtime_check import registry
+from dace_ai.runtime_check.cpp import RECORD_LIMIT_BYTES
 from dace_ai.runtime_check.instrument import ident_of
 from dace_ai.runtime_check.plan import SpotPlan
 from dace_ai.state import STATE
@@ -145,9 +146,12 @@ def _arm(spots: list[_Spot]) -> list[tuple[_Spot, SpotPlan]]:
 
 def _recorded(
     spot: _Spot, plan: SpotPlan
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, int]] | None:
-    """The recorded call's inputs, outputs and symbol values, or None when the node was not called."""
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, int]] | str | None:
+    """The recorded call's inputs, outputs and symbol values; None when the node was not called; why a call
+    was not recorded."""
     numbers = [int(spot.number(k)) for k in range(plan.numbers)]
+    if spot.fetch(0, ctypes.byref(ctypes.c_void_p())) == 2:
+        return f"its call's data is over the {RECORD_LIMIT_BYTES >> 30} GiB a check may copy"
     layout = plan.layout()
     inputs: dict[str, np.ndarray] = {}
     outputs: dict[str, np.ndarray] = {}
@@ -203,6 +207,9 @@ def _judge(armed: list[tuple[_Spot, SpotPlan]]) -> None:
         counted = registry.placement(ident)
         with _lock:
             _pending.discard(counted)
+        if isinstance(recorded, str):
+            _tell(f"large:{ident}", f"node {plan.node!r}: not checked at run time: {recorded}")
+            continue
         inputs, outputs, values = recorded
         try:
             with warnings.catch_warnings():  # NumPy's note on flush-to-zero, set by a program built with -ffast-math
