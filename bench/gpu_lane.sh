@@ -22,7 +22,7 @@ python3 -c 'import dace, dace_ai; print("DaCe", dace.__version__, "| dace-ai", d
 python3 -m dace_ai.cli.main doctor 2>&1 | sed -n '1,4p'
 status=0
 python3 -m pytest -q -p no:cacheprovider -o addopts='-ra --strict-markers' -n 4 \
-  tests/test_gpu_build.py tests/test_gpu_verify_device.py tests/test_gpu_sample.py || status=1
+  tests/test_gpu_build.py tests/test_gpu_verify_device.py tests/test_gpu_sanitize.py tests/test_gpu_sample.py || status=1
 python3 samples/gpu/gpu_sample.py || status=1
 echo "gpu lane: $([ $status -eq 0 ] && echo PASS || echo FAIL) in $((SECONDS - start)) s"
 exit $status

@@ -11,6 +11,7 @@ import json
 
 import pytest
 from dace_ai.checking.gpu_build import gpu_build_blocker
+from dace_ai.checking.gpu_sanitize import compute_sanitizer
 from dace_ai.checking.gpu_verify import nvidia_gpu
 from dace_ai.errors import CheckFailed
 
@@ -51,4 +52,17 @@ def test_a_cublas_call_that_skips_the_last_element_is_refused_on_the_gpu(gpu_bui
     sdfg = axpy_program("dev_wrong_cublas", device=False)
     gpu_build.queue(*[json.dumps(wrong)] * 3)
     with pytest.raises(CheckFailed, match="gpu-verify"):
+        sdfg.expand_library_nodes()
+
+
+@pytest.mark.skipif(compute_sanitizer() is None, reason="needs compute-sanitizer")
+def test_a_kernel_that_writes_past_its_output_is_refused_by_memcheck(gpu_build):
+    """Right where gpu-verify looks (the n outputs copied back), wrong on the device: one element past the end."""
+    past = KERNEL.replace(
+        "if (i < n) o[i] = 2.0 * x[i] + y[i];", "if (i < n) o[i] = 2.0 * x[i] + y[i]; if (i == n - 1) o[n] = 0;"
+    )
+    assert past != KERNEL
+    sdfg = axpy_program("dev_past", device=False)
+    gpu_build.queue(*[json.dumps({"code": LAUNCH, "code_global": past})] * 3)
+    with pytest.raises(CheckFailed, match="compute-sanitizer memcheck: Invalid __global__ write"):
         sdfg.expand_library_nodes()

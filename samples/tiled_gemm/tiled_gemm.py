@@ -59,7 +59,8 @@ import numpy as np
 from dace_ai.performance import describe_speed_of_light
 from dace_ai.plugin import Detection, Target, hookimpl
 from dace_ai.plugins.manager import get_plugin_manager
-from dace_ai.runtime_check.instrument import ident_of, strip
+from dace_ai.runtime_check.cpp import ident_of
+from dace_ai.runtime_check.instrument import strip
 from dace_ai.targets.host import cpu_facts
 
 HERE = Path(__file__).resolve().parent

@@ -27,10 +27,6 @@ from dace_ai.config.definitions import SETTINGS as _SETTINGS  # noqa: E402
 
 _compat.register_ai_config(_SETTINGS)
 
-from dace_ai.runtime_check.hook import install as _install_runtime_check  # noqa: E402
-
-_install_runtime_check()
-
 #: Public names provided by submodules, imported on first access.
 _LAZY: dict[str, str] = {
     "get_plugin_manager": "dace_ai.plugins.manager",

@@ -20,14 +20,19 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dace_ai.checking.api import CheckReport, CheckRequest
+from dace_ai.checking.api import CheckReport, CheckRequest, SharedKey
 from dace_ai.checking.units import touches_gpu
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Checker
 
+if TYPE_CHECKING:
+    from dace_ai.checking.harness import SandboxRun
+
 CHECKER = "gpu-verify"
+#: Where ``gpu-verify`` leaves its run on ``request.shared`` (``gpu-sanitizers`` runs only after a passed one).
+GPU_RUN: SharedKey[SandboxRun] = SharedKey("gpu_run")
 #: Suffix of a GPU container's host twin in the device program (the child passes it the container's buffer).
 HOST_SUFFIX = "_dace_ai_host"
 
@@ -118,6 +123,7 @@ def gpu_verify_check(request: CheckRequest) -> CheckReport:
         sizes=parse_sizes_setting(settings.verify_sizes),
         device=True,
     )
+    request.shared[GPU_RUN] = result
     device = nvidia_gpu() or "GPU"
     message = result["message"]
     if result["status"] == "passed":

@@ -1028,11 +1028,13 @@ def run_against_reference(
     bench: BenchPlan | None = None,
     threads: int | None = None,
     device: bool = False,
+    wrapper: Sequence[str] = (),
 ) -> SandboxRun:
     """Run the candidate of ``request`` and the node's reference on the same inputs in a sandboxed child.
 
     With ``device``, the candidate is the program of
-    :func:`dace_ai.checking.gpu_verify.device_program` (it runs the node on the GPU).
+    :func:`dace_ai.checking.gpu_verify.device_program` (it runs the node on the GPU);
+    ``wrapper`` runs the child under a tool (:func:`dace_ai.checking.sandbox.run_child`).
 
     ``mode="verify"`` compares outputs (stops at the first failing case); the
     larger cases run with 1 thread and then twice with all cores (``threads``,
@@ -1081,7 +1083,8 @@ def run_against_reference(
             _add_native_reference(request, job, plan, count, result)
         elif kind == "function":
             _add_function_outputs(detail, plan, folder)
-        written = _read_child(run_child(job, folder / "run", limits, threads=count), plan, limits, result)
+        outcome = run_child(job, folder / "run", limits, threads=count, wrapper=wrapper)
+        written = _read_child(outcome, plan, limits, result)
         if bench is not None:
             result["bench"] = _bench_record(written, bench, job, library)
         status: Status = "passed"

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -223,11 +224,20 @@ def launch(
     )
 
 
-def run_child(job: SandboxJob, folder: Path, limits: SandboxLimits, *, threads: int | None = None) -> ChildOutcome:
+def run_child(
+    job: SandboxJob,
+    folder: Path,
+    limits: SandboxLimits,
+    *,
+    threads: int | None = None,
+    wrapper: Sequence[str] = (),
+) -> ChildOutcome:
     """Write ``job`` to ``folder``, run the child on it under ``limits``, and read what happened.
 
     ``threads``: ``OMP_NUM_THREADS`` of the child (the all-core count of the job), set
-    before anything loads the OpenMP runtime, which reads it once.
+    before anything loads the OpenMP runtime, which reads it once. ``wrapper``: a tool the
+    child runs under (``compute-sanitizer --tool memcheck ...``); the child then limits its own
+    CPU time (the tool's child is not watched from here), the wall time is watched.
     """
     folder.mkdir(parents=True, exist_ok=True)
     files = {
@@ -236,13 +246,7 @@ def run_child(job: SandboxJob, folder: Path, limits: SandboxLimits, *, threads: 
     }
     for name in ("result", "phase", "fault"):
         files[name].unlink(missing_ok=True)
-    job_limits = limits.as_job()
-    if threads:  # CPU time counts every thread: the limit is per thread of the all-core count
-        job_limits["cpu_seconds"] = job_limits["cpu_seconds"] * max(1, int(threads))
-    outside = watched_from_outside()
-    watched: Limits = {**job_limits} if outside else {}
-    if outside:  # enforced by watching the child: nothing in the child that code could read
-        job_limits = {"cpu_seconds": 0, "memory_bytes": 0}
+    job_limits, watched = _split_limits(limits, threads, wrapped=bool(wrapper))
     job = {
         **job,
         "limits": job_limits,
@@ -255,7 +259,7 @@ def run_child(job: SandboxJob, folder: Path, limits: SandboxLimits, *, threads: 
     env.pop("PYTHONFAULTHANDLER")
     if threads:
         env.update(OMP_NUM_THREADS=str(threads), OMP_DYNAMIC="false")
-    argv = [sys.executable, "-I", str(CHILD), str(files["job"])]
+    argv = [*wrapper, sys.executable, "-I", str(CHILD), str(files["job"])]
     run = launch(
         argv,
         cwd=folder,
@@ -264,6 +268,23 @@ def run_child(job: SandboxJob, folder: Path, limits: SandboxLimits, *, threads: 
         cpu_seconds=watched.get("cpu_seconds"),
         memory_bytes=watched.get("memory_bytes"),
     )
+    return _outcome(run, files)
+
+
+def _split_limits(limits: SandboxLimits, threads: int | None, *, wrapped: bool) -> tuple[Limits, Limits]:
+    """(what the child limits itself to, what the parent watches) for ``limits``."""
+    job_limits = limits.as_job()
+    if threads:  # CPU time counts every thread: the limit is per thread of the all-core count
+        job_limits["cpu_seconds"] = job_limits["cpu_seconds"] * max(1, int(threads))
+    if wrapped:  # the tool's child is not watched: it limits its CPU time itself (no address-space limit:
+        return {"cpu_seconds": job_limits.get("cpu_seconds", 0), "memory_bytes": 0}, {}  # CUDA reserves a lot)
+    if watched_from_outside():  # enforced by watching the child: nothing in the child that code could read
+        return {"cpu_seconds": 0, "memory_bytes": 0}, job_limits
+    return job_limits, {}
+
+
+def _outcome(run: Launched, files: dict[str, Path]) -> ChildOutcome:
+    """How the child's run ended, from its exit, its output and the files it wrote."""
     text = run.output.decode(errors="replace")[-4000:]
     phase = _last_phase(files["phase"])
     outcome = ChildOutcome("error", run.returncode, run.seconds, phase=phase, output=text)

@@ -12,11 +12,13 @@ data was over :data:`RECORD_LIMIT_BYTES` and was not). Only the first call after
 
 from __future__ import annotations
 
+import re
 from string import Template
 
 from dace_ai.runtime_check.plan import SpotPlan
 
 MARK = "// dace-ai run-time check"
+_IDENT = re.compile(r"__dace_ai_spot_(\w{12})_begin\(")
 BEGIN = "// dace-ai run-time check {ident} begin"
 END = "// dace-ai run-time check {ident} end"
 
@@ -90,7 +92,7 @@ static inline int ${ns}_begin($begin_params) {
     if (state <= 0) {
         if (state == 0 && !told.exchange(1))
             std::fprintf(stderr, "dace-ai: the run-time check of node '%s' is off in this process "
-                                 "(dace_ai is not imported); the node runs unchecked\\n", "$node");
+                                 "(no dace-ai hook arms it here); the node runs unchecked\\n", "$node");
         return -1;
     }
     int expected = 0;
@@ -182,3 +184,9 @@ def call_lines(plan: SpotPlan) -> tuple[str, str]:
     )
     last = f"{ns}_end({ns}_t, {ns}_n{', ' + outs if outs else ''});  {MARK}"
     return first, last
+
+
+def ident_of(code: str) -> str | None:
+    """The spot check's id in a tasklet's code, or None."""
+    found = _IDENT.search(code)
+    return found.group(1) if found else None

@@ -1,6 +1,7 @@
 """Arm the spot checks of a compiled program around DaCe's calls of it, and judge what they recorded.
 
-Registered with DaCe by ``import dace_ai`` (:func:`install`). Before a call, each checked
+Registered with DaCe once this process places a checked tasklet (:func:`install`), so programs of
+a process that places none pay nothing. Before a call, each checked
 tasklet of the program is armed when its check is due (``first``: the first call of the
 program in this process; ``every:N``: that one and every N-th after it; a due call that
 never reached the node stays due); after the call, the recorded inputs and outputs are
@@ -28,8 +29,7 @@ import numpy as np
 from dace_ai import compat
 from dace_ai.errors import RuntimeCheckFailed, RuntimeCheckWarning
 from dace_ai.runtime_check import registry
-from dace_ai.runtime_check.cpp import RECORD_LIMIT_BYTES
-from dace_ai.runtime_check.instrument import ident_of
+from dace_ai.runtime_check.cpp import RECORD_LIMIT_BYTES, ident_of
 from dace_ai.runtime_check.plan import SpotPlan
 from dace_ai.state import STATE
 

@@ -15,15 +15,14 @@ from typing import Any
 
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
-from dace_ai.runtime_check import registry
-from dace_ai.runtime_check.cpp import BEGIN, MARK, call_lines, global_code
+from dace_ai.runtime_check import hook, registry
+from dace_ai.runtime_check.cpp import BEGIN, MARK, call_lines, global_code, ident_of
 from dace_ai.runtime_check.plan import SpotPlan, plan_for
 from dace_ai.runtime_check.registry import Origin
 
 _BLOCK = re.compile(
     re.escape(BEGIN.format(ident="@")).replace("@", r"(\w+)") + r".*?" + r"// dace-ai run-time check \1 end\n?", re.S
 )
-_IDENT = re.compile(r"__dace_ai_spot_(\w{12})_begin\(")
 
 
 def strip(code: str) -> str:
@@ -32,12 +31,6 @@ def strip(code: str) -> str:
         return code
     code = _BLOCK.sub("", code)
     return "\n".join(line for line in code.split("\n") if not line.rstrip().endswith(MARK))
-
-
-def ident_of(code: str) -> str | None:
-    """The spot check's id in a tasklet's code, or None."""
-    found = _IDENT.search(code)
-    return found.group(1) if found else None
 
 
 def _apply(tasklet: Any, plan: SpotPlan) -> None:
@@ -67,6 +60,8 @@ def add_spot_check(tasklet: Any, ctx: NodeContext, node: Any, settings: AISettin
         return plan
     _apply(tasklet, plan)
     registry.remember(plan, origin)
+    hook.install()
+    hook.install()  # only a process that placed a check pays for the call hook
     return None
 
 
@@ -83,3 +78,4 @@ def reinstrument(tasklet: Any, previous_code: str, origin: Origin) -> None:
         return
     _apply(tasklet, plan)
     registry.remember(plan, origin)
+    hook.install()

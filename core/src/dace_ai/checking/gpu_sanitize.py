@@ -1,0 +1,186 @@
+"""Built-in plugin: the ``gpu-sanitizers`` checker (stage ``verify``, after ``gpu-verify``): the GPU rung of the sanitizers.
+
+Where an NVIDIA GPU, ``compute-sanitizer`` and DaCe's GPU build are all present, the
+device program ``gpu-verify`` ran (:func:`dace_ai.checking.gpu_verify.device_program`)
+runs once more, in the same sandbox child, at the ladder's first (small) size and one
+seed, under each of compute-sanitizer's tools (:data:`TOOLS`): ``memcheck`` (out-of-bounds
+and misaligned accesses to global, local and shared memory, hardware exceptions),
+``racecheck`` (shared-memory hazards between the threads of a block), ``initcheck``
+(reads of device memory never written) and ``synccheck`` (barriers not every thread
+reaches). The tool writes its report to a file of its own (``--log-file``); its first
+error becomes one message naming the tool, the access, the kernel and the thread and
+block (:func:`read_report`). It applies only to candidates ``gpu-verify`` passed, and is
+off with ``checkers = "-gpu-sanitizers"``. Where compute-sanitizer is missing it does not
+apply, and the level has no GPU sanitizer rung.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from dace_ai.checking.api import CheckReport, CheckRequest
+from dace_ai.plugins.hookspecs import hookimpl
+from dace_ai.plugins.registrations import Checker
+
+CHECKER = "gpu-sanitizers"
+#: compute-sanitizer's tools, in the order they run (each a run of its own).
+TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
+_LINE = "========="
+_ERROR = re.compile(
+    r"^=+ (Invalid __\w+__ (?:read|write|atomic)[^\n]*|Uninitialized __\w+__ memory read[^\n]*"
+    r"|Error: Race reported between[^\n]*|Barrier error detected[^\n]*|Program hit [^\n]*"
+    r"|Malformed [^\n]*|Misaligned [^\n]*|Out-of-range [^\n]*)$",
+    re.M,
+)
+_KERNEL = re.compile(
+    r"^=+\s+(?:at|and \w+ access at)\s+(?:0x[0-9a-f]+ in )?(.+?)(?:\+0x[0-9a-f]+)?(?: in (\S+))?$", re.M
+)
+_THREAD = re.compile(r"by thread \((\d+,\d+,\d+)\) in block \((\d+,\d+,\d+)\)")
+_ADDRESS = re.compile(r"Address 0x[0-9a-f]+ (is [^\n]+)")
+_SUMMARY = re.compile(
+    r"^=+ (?:ERROR SUMMARY: (\d+) errors?|RACECHECK SUMMARY: (\d+) hazards? displayed \((\d+) errors?)", re.M
+)
+
+
+def compute_sanitizer() -> str | None:
+    """The ``compute-sanitizer`` of this machine (PATH, ``$CUDA_HOME/bin``, beside nvcc), or None."""
+    found = shutil.which("compute-sanitizer")
+    if found:
+        return found
+    homes = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", "")]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        homes.append(str(Path(os.path.realpath(nvcc)).parent.parent))
+    for home in filter(None, homes):
+        for candidate in (
+            Path(home) / "bin" / "compute-sanitizer",
+            Path(home) / "compute-sanitizer" / "compute-sanitizer",
+        ):
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return str(candidate)
+    return None
+
+
+@dataclass(frozen=True)
+class GpuFinding:
+    """The first error of one tool's report: what happened, where (kernel, source), by which thread."""
+
+    tool: str
+    what: str
+    kernel: str = ""
+    source: str = ""
+    thread: str = ""
+    block: str = ""
+    detail: str = ""
+    errors: int = 1
+
+    def words(self) -> str:
+        where = f" in kernel {self.kernel}" if self.kernel else ""
+        where += f" ({self.source})" if self.source else ""
+        who = f" by thread ({self.thread}) of block ({self.block})" if self.thread else ""
+        detail = f": the address {self.detail}" if self.detail else ""
+        more = f" ({self.errors} errors in all)" if self.errors > 1 else ""
+        return f"compute-sanitizer {self.tool}: {self.what}{where}{who}{detail}{more}"
+
+
+def read_report(tool: str, text: str) -> GpuFinding | None:
+    """The first error in a compute-sanitizer report (``--log-file`` contents), or None when it has none."""
+    first = _ERROR.search(text)
+    summary = _SUMMARY.search(text)
+    total = 0
+    if summary is not None:
+        total = int(next(g for g in summary.groups() if g is not None) or 0)
+        if summary.group(3) is not None:
+            total = int(summary.group(3))
+    if first is None:
+        return None if total == 0 else GpuFinding(tool, f"{total} error(s) reported", errors=total)
+    block = text[first.end() : first.end() + 1500].split(f"\n{_LINE}\n", 1)[0]
+    kernel = _KERNEL.search(block)
+    thread = _THREAD.search(block)
+    address = _ADDRESS.search(block)
+    return GpuFinding(
+        tool=tool,
+        what=first.group(1).strip().rstrip("."),
+        kernel=kernel.group(1).strip() if kernel else "",
+        source=(kernel.group(2) or "") if kernel else "",
+        thread=thread.group(1) if thread else "",
+        block=thread.group(2) if thread else "",
+        detail=address.group(1).strip() if address else "",
+        errors=max(total, 1),
+    )
+
+
+def applies(request: CheckRequest) -> bool:
+    """Where ``gpu-verify`` applies and passed, and compute-sanitizer is installed."""
+    from dace_ai.checking import gpu_verify
+
+    run = request.shared.get(gpu_verify.GPU_RUN)
+    passed = run is None or run.get("status") == "passed"
+    return passed and compute_sanitizer() is not None and gpu_verify.applies(request)
+
+
+def gpu_sanitizers_check(request: CheckRequest) -> CheckReport:
+    """Run the device program under each tool at the ladder's first size; the first tool's error fails it."""
+    from dace_ai.checking.harness import run_against_reference
+    from dace_ai.checking.ladder import build_ladder
+
+    tool_path = compute_sanitizer()
+    assert tool_path is not None
+    rung = build_ladder(request).rungs[0]
+    folder = Path(request.workdir) / "gpu-sanitizers"
+    folder.mkdir(parents=True, exist_ok=True)
+    seconds = 0.0
+    for tool in TOOLS:
+        log = folder / f"{tool}.log"
+        log.unlink(missing_ok=True)
+        wrapper = [tool_path, "--tool", tool, "--log-file", str(log), "--print-limit", "5"]
+        result = run_against_reference(
+            request, mode="verify", seeds=[rung.seeds[0]], sizes=[dict(rung.sizes)], device=True, wrapper=wrapper
+        )
+        seconds += float(result.get("seconds", {}).get("total", 0.0))
+        text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+        finding = read_report(tool, text)
+        sizes = ", ".join(f"{k}={v}" for k, v in rung.sizes.items())
+        if finding is not None:
+            return CheckReport(
+                CHECKER,
+                "failed",
+                f"{finding.words()} (sizes {sizes}, seed {rung.seeds[0]}): every access must stay inside the data "
+                "its connector covers and every thread of a block must reach each barrier",
+                stage="verify",
+                reason=f"gpu {tool}",
+                details={"sanitizers": [tool], "tool": tool, "seconds": seconds},
+            )
+        if not text:
+            return CheckReport(
+                CHECKER,
+                "inconclusive",
+                f"compute-sanitizer {tool} wrote no report ({result.get('message', '')[:300]})",
+                stage="verify",
+                reason="no report",
+                details={"sanitizers": [], "tool": tool},
+            )
+    return CheckReport(
+        CHECKER,
+        "passed",
+        f"compute-sanitizer {', '.join(TOOLS)}: no errors at sizes {', '.join(f'{k}={v}' for k, v in rung.sizes.items())}",
+        stage="verify",
+        details={"sanitizers": list(TOOLS), "seconds": seconds},
+    )
+
+
+@hookimpl
+def dace_ai_checkers():
+    yield Checker(
+        name=CHECKER,
+        stage="verify",
+        check=gpu_sanitizers_check,
+        applies=applies,
+        order=20,
+        description="Runs the GPU program of gpu-verify once more under compute-sanitizer's memcheck, racecheck, "
+        "initcheck and synccheck at a small size (where compute-sanitizer and a GPU are present)",
+    )
