@@ -15,35 +15,29 @@ The node's context comes from the SDFG context collected once per expansion pass
 
 from __future__ import annotations
 
-import time
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dace_ai import compat
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
-from dace_ai.errors import AnswerError, NativeKept
+from dace_ai.errors import NativeKept
 from dace_ai.expansion.answer_source import AnswerSource
-from dace_ai.expansion.checked_answer import CheckedAnswer, check_recorded
 from dace_ai.expansion.expansion_pass import node_context, resolve
 from dace_ai.expansion.provenance import accepted_provenance
-from dace_ai.expansion.requests import node_record, request_for, request_record
-from dace_ai.prompt.answer import Answer, parse_answer
+from dace_ai.expansion.requests import node_record, request_for
+from dace_ai.expansion.rounds import Round, Table, play_round, until_accepted
+from dace_ai.prompt.answer import Answer
 from dace_ai.providers.api import Message, ProviderReply
 from dace_ai.runtime_check.instrument import add_spot_check
 from dace_ai.runtime_check.registry import Origin
 from dace_ai.state import STATE
-from dace_ai.storage.cache import cache_key
 from dace_ai.storage.sessions import RoundContent
 
 if TYPE_CHECKING:
     from dace_ai.checking.api import CheckReport
-    from dace_ai.checking.verdict import Verdict
-    from dace_ai.plugins.registrations import Provider
-    from dace_ai.prompt.render import Prompt
-    from dace_ai.storage.sessions import Session
 
 
 @dataclass
@@ -61,32 +55,6 @@ class Outcome:
     #: How far the answer was checked (:func:`dace_ai.checking.levels.verification_level`).
     level: str = ""
     reports: list[CheckReport] = field(default_factory=list)
-
-
-@dataclass
-class _Solving:
-    """What every round of solving one node shares: its context, provider, prompt, session and answers."""
-
-    ctx: NodeContext
-    settings: AISettings
-    provider: Provider
-    prompt: Prompt
-    session: Session
-    answers: AnswerSource
-    node_json: Any
-
-
-@dataclass
-class _Round:
-    """One round: its reply, the answer parsed from it, that answer's checks and verdict, and its session round."""
-
-    reply: ProviderReply
-    source: str
-    key: str
-    answer: Answer
-    checked: CheckedAnswer
-    verdict: Verdict
-    number: int
 
 
 def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None, node_json: Any = None) -> Outcome:
@@ -108,81 +76,38 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
     prompt = render_prompt(ctx, settings)
     live_node = (ctx.live or {}).get("node")
     session = open_session(ctx.sdfg_name, ctx.key, guid=compat.node_guid(live_node), label=ctx.name)
-    solving = _Solving(ctx, settings, provider, prompt, session, AnswerSource(provider, settings), node_json)
-    history: list[Message] = []
-    attempts = 1 + (settings.max_repair_attempts if settings.compile_check else 0)
-    for attempt in range(attempts):
-        rnd = _round(solving, attempt, history, supplied if attempt == 0 else None)
-        if rnd.verdict.accepted:
-            return _accepted(solving, rnd)
-        from dace_ai.checking.stages import inconclusive_error, repair_message
+    table = Table(ctx, settings, provider.name, AnswerSource(provider, settings), session)
+    origin = f"answer for node {ctx.name!r} (session {session.folder})"
 
-        if not rnd.verdict.repairable:  # no repair round can fix a check that cannot decide
-            raise inconclusive_error(ctx, list(rnd.verdict.inconclusive), session.folder)
-        history += [Message("assistant", rnd.reply.text), Message("user", repair_message(rnd.checked.reports))]
-    raise _refused(solving, rnd, attempts - 1)
-
-
-def _round(solving: _Solving, attempt: int, history: list[Message], supplied: str | None) -> _Round:
-    """One round: ask for an answer (or replay it, or take the ``supplied`` one), check and judge it, record it."""
-    from dace_ai.checking.verdict import judge
-
-    ctx, settings, session = solving.ctx, solving.settings, solving.session
-    started = time.time()
-    request = request_for(solving.prompt.system, solving.prompt.user, settings, history)
-    if supplied is not None:
-        key = cache_key(solving.provider.name, request)
-        reply, source = ProviderReply(supplied, model="supplied"), "supplied"
-    else:
-        reply, source, key = solving.answers.reply(request, ctx)
-    content = RoundContent(
-        node=node_record(ctx),
-        system=request.system,
-        messages=[(m.role, m.content) for m in request.messages],
-        request=request_record(solving.provider.name, request, key),
-        reply_text=reply.text,
-        source=source,
-        node_json=solving.node_json,
-        usage=reply.usage,
-        started=started,
-    )
-    try:
-        answer = parse_answer(
-            reply.text,
-            origin=f"{source} answer for node {ctx.name!r} (session {session.folder})",
-            max_tokens=request.max_tokens,
-        )
-    except AnswerError as exc:
-        session.record_round(replace(content, status="error", error=str(exc)))
-        raise
-    checked = check_recorded(answer, ctx, settings, solving.answers.recorded_checks(key, source))
-    verdict = judge(checked.reports, settings)
-    rnd = session.record_round(
-        replace(
-            content,
-            answer=answer.model_dump(mode="json"),
-            reports=checked.reports,
-            status="accepted" if verdict.accepted else "rejected",
+    def play(attempt: int, history: list[Message]) -> Round:
+        content = RoundContent(
+            node=node_record(ctx),
+            system="",
+            messages=[],
+            request={},
+            node_json=node_json,
             reason="expansion" if attempt == 0 else "repair",
-            level=verdict.reached,
-            extra={"checks_reused": True} if checked.reused else None,
         )
-    )
-    return _Round(reply, source, key, answer, checked, verdict, rnd.number)
+        request = request_for(prompt.system, prompt.user, settings, history)
+        return play_round(table, request, content, origin=origin, supplied=supplied if attempt == 0 else None)
+
+    attempts = 1 + (settings.max_repair_attempts if settings.compile_check else 0)
+    rnd = until_accepted(table, attempts, play, lambda last: _refused(table, last, attempts - 1))
+    return _accepted(table, rnd)
 
 
-def _accepted(solving: _Solving, rnd: _Round) -> Outcome:
+def _accepted(table: Table, rnd: Round) -> Outcome:
     """Cache the round's accepted answer, warn about checks that could not decide, and say where it came from."""
     reports, level = rnd.checked.reports, rnd.verdict.level
-    solving.answers.keep(rnd.key, rnd.reply, rnd.source, reports, level, rnd.checked.record(level))
-    rnd.verdict.warn(solving.ctx, solving.session.folder, stacklevel=3)
+    table.answers.keep(rnd.key, rnd.reply, rnd.source, reports, level, rnd.checked.record(level))
+    rnd.verdict.warn(table.ctx, table.session.folder, stacklevel=3)
     return Outcome(
         rnd.answer,
         rnd.reply,
-        solving.provider.name,
+        table.provider,
         rnd.key,
         rnd.source,
-        str(solving.session.folder),
+        str(table.session.folder),
         rnd.number,
         rnd.checked.environments,
         level,
@@ -190,17 +115,17 @@ def _accepted(solving: _Solving, rnd: _Round) -> Outcome:
     )
 
 
-def _refused(solving: _Solving, last: _Round, repairs: int) -> Exception:
+def _refused(table: Table, last: Round, repairs: int) -> Exception:
     """The error to raise when no round's answer passed (:class:`NativeKept` when every candidate was too slow)."""
     from dace_ai.checking.stages import failure_error
 
-    error = failure_error(solving.ctx, last.checked.reports, repairs, solving.session.folder)
+    error = failure_error(table.ctx, last.checked.reports, repairs, table.session.folder)
     if last.verdict.too_slow:
         return NativeKept(
-            f"node {solving.ctx.name!r}: every candidate was slower than the native expansion "
-            f"(bench=gate, min_speedup {solving.settings.min_speedup}); keeping the native expansion. {error}",
-            node=solving.ctx.name,
-            session=str(solving.session.folder),
+            f"node {table.ctx.name!r}: every candidate was slower than the native expansion "
+            f"(bench=gate, min_speedup {table.settings.min_speedup}); keeping the native expansion. {error}",
+            node=table.ctx.name,
+            session=str(table.session.folder),
         )
     return error
 

@@ -14,20 +14,20 @@ session) and raises :class:`~dace_ai.errors.CheckFailed`.
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from dace_ai import compat
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
-from dace_ai.errors import AnswerError, CheckFailed
+from dace_ai.errors import CheckFailed
 from dace_ai.expansion.answer_source import AnswerSource
-from dace_ai.expansion.checked_answer import check_answer
 from dace_ai.expansion.expansion_pass import node_context
 from dace_ai.expansion.provenance import accepted_provenance
-from dace_ai.expansion.requests import request_for, request_record
+from dace_ai.expansion.requests import request_for
+from dace_ai.expansion.rounds import Round, Table, play_round, until_accepted
 from dace_ai.expansion.sessions import Generated, replaced_node, session_of
+from dace_ai.providers.api import Message
 from dace_ai.storage.sessions import RoundContent, Session
 
 
@@ -48,9 +48,7 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
     next ``compile()`` builds the new code. ``g`` must have a session
     (:func:`~dace_ai.expansion.sessions.session_of` says what is wrong when it has not).
     """
-    from dace_ai.checking.stages import failure_error, inconclusive_error, repair_message
-    from dace_ai.checking.verdict import judge
-    from dace_ai.prompt.answer import parse_answer
+    from dace_ai.checking.stages import failure_error
     from dace_ai.providers.select import select_provider
 
     session = session_of(g)
@@ -58,63 +56,38 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
     provider = select_provider(settings)
     ctx = _checked_context(g, session, settings)
     node = {**(session.summary().get("node") or {}), "tasklet": g.tasklet.label}
-    answers = AnswerSource(provider, settings)
-    history: list[tuple[str, str]] = [*messages[1:], ("user", revision.message)]
-    attempts = 1 + (settings.max_repair_attempts if settings.compile_check else 0)
-    reports: list[Any] = []
-    for attempt in range(attempts):
-        started = time.time()
-        request = request_for(system, messages[0][1], settings, history)
-        reply, source, key = answers.reply(request, ctx)
+    table = Table(ctx, settings, provider.name, AnswerSource(provider, settings), session, reuse_checks=False)
+    opening = [*messages[1:], ("user", revision.message)]
+
+    def play(attempt: int, history: list[Message]) -> Round:
         content = RoundContent(
             node=node,
-            system=request.system,
-            messages=[(m.role, m.content) for m in request.messages],
-            request={**request_record(provider.name, request, key), "reason": revision.reason},
-            reply_text=reply.text,
-            source=source,
-            usage=reply.usage,
-            started=started,
+            system="",
+            messages=[],
+            request={"reason": revision.reason},
             reason=revision.reason if attempt == 0 else "repair",
             feedback=revision.feedback if attempt == 0 else "",
             extra={"parent": g.round, "edited_by_hand": revision.edited_by_hand},
         )
-        try:
-            answer = parse_answer(
-                reply.text,
-                origin=f"{source} answer revising {g.name!r} ({revision.reason})",
-                max_tokens=request.max_tokens,
-            )
-        except AnswerError as exc:
-            session.record_round(replace(content, status="error", error=str(exc)))
-            raise
-        reports, environments = check_answer(answer, ctx, settings)
-        verdict = judge(reports, settings)
-        rnd = session.record_round(
-            replace(
-                content,
-                answer=answer.model_dump(mode="json"),
-                reports=reports,
-                status="accepted" if verdict.accepted else "rejected",
-                level=verdict.reached,
-            )
-        )
-        if verdict.accepted:
-            answers.keep(key, reply, source, reports, verdict.level)  # only an answer that passed is cached
-            verdict.warn(ctx, session.folder, stacklevel=3)
-            fields = accepted_provenance(
-                g.name, provider.name, reply, source, key, session.id, rnd.number, reports, verdict.level
-            )
-            session.update_round(rnd.number, provenance=fields.pairs(), environments=sorted(environments))
-            from dace_ai.expansion.tasklet import update_tasklet
+        request = request_for(system, messages[0][1], settings, [*opening, *history])
+        return play_round(table, request, content, origin=f"answer revising {g.name!r} ({revision.reason})")
 
-            update_tasklet(g.tasklet, answer, fields, environments, sdfg=g.sdfg, ctx=ctx)
-            compat.discard_build_folder(sdfg)
-            return g.tasklet
-        if not verdict.repairable:  # a check that cannot decide: no repair round can fix it
-            raise inconclusive_error(ctx, list(verdict.inconclusive), session.folder)
-        history += [("assistant", reply.text), ("user", repair_message(reports))]
-    raise failure_error(ctx, reports, attempts - 1, session.folder)
+    attempts = 1 + (settings.max_repair_attempts if settings.compile_check else 0)
+    rnd = until_accepted(
+        table, attempts, play, lambda last: failure_error(ctx, last.checked.reports, attempts - 1, session.folder)
+    )
+    reports, environments, level = rnd.checked.reports, rnd.checked.environments, rnd.verdict.level
+    table.answers.keep(rnd.key, rnd.reply, rnd.source, reports, level)  # only an answer that passed is cached
+    rnd.verdict.warn(ctx, session.folder, stacklevel=3)
+    fields = accepted_provenance(
+        g.name, provider.name, rnd.reply, rnd.source, rnd.key, session.id, rnd.number, reports, level
+    )
+    session.update_round(rnd.number, provenance=fields.pairs(), environments=sorted(environments))
+    from dace_ai.expansion.tasklet import update_tasklet
+
+    update_tasklet(g.tasklet, rnd.answer, fields, environments, sdfg=g.sdfg, ctx=ctx)
+    compat.discard_build_folder(sdfg)
+    return g.tasklet
 
 
 def _recorded_conversation(g: Generated, session: Session) -> tuple[str, list[tuple[str, str]]]:
