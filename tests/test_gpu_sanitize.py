@@ -8,6 +8,7 @@ import stat
 import pytest
 from dace_ai.checking import gpu_sanitize
 from dace_ai.checking.gpu_sanitize import read_report
+from dace_ai.checking.levels import verification_level
 
 from tests.test_verify import MATMUL, matmul, request_for
 
@@ -78,13 +79,26 @@ def test_a_clean_report_and_a_summary_without_details():
     assert finding is not None and finding.errors == 3 and "3 error(s) reported" in finding.words()
 
 
-def test_the_rung_does_not_apply_without_compute_sanitizer_or_a_gpu(monkeypatch):
+def test_the_rung_does_not_apply_to_cpu_nodes_and_is_inconclusive_without_compute_sanitizer(monkeypatch):
     req = request_for(matmul.to_sdfg(), MATMUL)
     assert not gpu_sanitize.applies(req)  # a CPU node
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.delenv("CUDA_HOME", raising=False)
     monkeypatch.delenv("CUDA_PATH", raising=False)
     assert gpu_sanitize.compute_sanitizer() is None
+    report = gpu_sanitize.gpu_sanitizers_check(req)
+    assert report.status == "inconclusive" and report.reason == "compute-sanitizer missing"
+    assert verification_level([*_passed_verify(), report]).endswith(", no sanitizers: compute-sanitizer missing)")
+
+
+def _passed_verify():
+    from dace_ai.checking.api import CheckReport
+
+    return [
+        CheckReport(
+            "gpu-verify", "passed", "", stage="verify", seeds=3, sizes=[{"N": 13}], details={"device": "X sm_90"}
+        )
+    ]
 
 
 @pytest.mark.slow

@@ -34,7 +34,11 @@ def test_a_right_kernel_is_verified_on_the_gpu_and_the_level_names_it(gpu_build)
     gpu_build.queue(json.dumps({"code": LAUNCH, "code_global": KERNEL}))
     sdfg.expand_library_nodes()
     (tasklet,) = tasklets(sdfg)
-    assert f"on {nvidia_gpu()})" in tasklet.code.as_string and "verification=verified (" in tasklet.code.as_string
+    level = tasklet.code.as_string.splitlines()[0].split("verification=", 1)[1]
+    assert level.startswith("verified (") and f"on {nvidia_gpu()}" in level, level
+    assert level.endswith(", sanitizers)" if compute_sanitizer() else "no sanitizers: compute-sanitizer missing)"), (
+        level
+    )
 
 
 def test_a_kernel_that_skips_the_last_element_is_refused_on_the_gpu(gpu_build):
@@ -65,4 +69,27 @@ def test_a_kernel_that_writes_past_its_output_is_refused_by_memcheck(gpu_build):
     sdfg = axpy_program("dev_past", device=False)
     gpu_build.queue(*[json.dumps({"code": LAUNCH, "code_global": past})] * 3)
     with pytest.raises(CheckFailed, match="compute-sanitizer memcheck: Invalid __global__ write"):
+        sdfg.expand_library_nodes()
+
+
+#: Right results (each thread's own value), but a thread reads its neighbour's shared slot (across warps) with
+#: no barrier after the writes: a shared-memory hazard only racecheck sees.
+RACY = (
+    "__global__ void k_axpy(const double* x, const double* y, double* o, long long n) {\n"
+    "    __shared__ double t[256];\n"
+    "    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+    "    t[threadIdx.x] = i < n ? 2.0 * x[i] : 0.0;\n"
+    "    volatile double* seen = t;\n"
+    "    double other = seen[(threadIdx.x + 1) % blockDim.x];  // kept: a volatile read\n"
+    "    (void)other;\n"
+    "    if (i < n) o[i] = t[threadIdx.x] + y[i];\n"
+    "}"
+)
+
+
+@pytest.mark.skipif(compute_sanitizer() is None, reason="needs compute-sanitizer")
+def test_a_shared_memory_race_is_refused_by_racecheck(gpu_build):
+    sdfg = axpy_program("dev_race", device=False)
+    gpu_build.queue(*[json.dumps({"code": LAUNCH, "code_global": RACY})] * 3)
+    with pytest.raises(CheckFailed, match="compute-sanitizer racecheck"):
         sdfg.expand_library_nodes()

@@ -10,8 +10,9 @@ and misaligned accesses to global, local and shared memory, hardware exceptions)
 reaches). The tool writes its report to a file of its own (``--log-file``); its first
 error becomes one message naming the tool, the access, the kernel and the thread and
 block (:func:`read_report`). It applies only to candidates ``gpu-verify`` passed, and is
-off with ``checkers = "-gpu-sanitizers"``. Where compute-sanitizer is missing it does not
-apply, and the level has no GPU sanitizer rung.
+off with ``checkers = "-gpu-sanitizers"``. Inconclusive, with the reason, where
+compute-sanitizer is missing or a tool writes no report (the level then says
+``no sanitizers: ...``, as on the CPU without clang).
 """
 
 from __future__ import annotations
@@ -115,12 +116,12 @@ def read_report(tool: str, text: str) -> GpuFinding | None:
 
 
 def applies(request: CheckRequest) -> bool:
-    """Where ``gpu-verify`` applies and passed, and compute-sanitizer is installed."""
+    """Where ``gpu-verify`` applies and passed (a GPU DaCe can build for)."""
     from dace_ai.checking import gpu_verify
 
     run = request.shared.get(gpu_verify.GPU_RUN)
     passed = run is None or run.get("status") == "passed"
-    return passed and compute_sanitizer() is not None and gpu_verify.applies(request)
+    return passed and gpu_verify.applies(request)
 
 
 def gpu_sanitizers_check(request: CheckRequest) -> CheckReport:
@@ -129,7 +130,16 @@ def gpu_sanitizers_check(request: CheckRequest) -> CheckReport:
     from dace_ai.checking.ladder import build_ladder
 
     tool_path = compute_sanitizer()
-    assert tool_path is not None
+    if tool_path is None:
+        return CheckReport(
+            CHECKER,
+            "inconclusive",
+            "compute-sanitizer was not found (PATH, $CUDA_HOME/bin, beside nvcc): the GPU code ran without "
+            "memcheck, racecheck, initcheck and synccheck; it comes with the CUDA toolkit",
+            stage="verify",
+            reason="compute-sanitizer missing",
+            details={"sanitizers": []},
+        )
     rung = build_ladder(request).rungs[0]
     folder = Path(request.workdir) / "gpu-sanitizers"
     folder.mkdir(parents=True, exist_ok=True)
