@@ -9,8 +9,9 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def _isolated_dace_ai(tmp_path, monkeypatch):
-    """Own build root (caches, sessions, checks), no DACE_ai_* variables leaking in, and none of
-    the process's caches or once-only notices left by an earlier test (``dace_ai.state``)."""
+    """Own build root (caches, sessions, checks), no DACE_ai_* variables leaking in, the ``ai``
+    provider as it was, and none of the process's caches or once-only notices left by an earlier
+    test (``dace_ai.state``)."""
     import dace
     from dace_ai import state
 
@@ -22,11 +23,13 @@ def _isolated_dace_ai(tmp_path, monkeypatch):
     for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     previous = dace.Config.get("default_build_folder")
+    provider = dace.Config.get("ai", "provider")  # a test that sets it and fails before resetting it leaks no further
     root = tmp_path / ".dacecache"
     dace.Config.set("default_build_folder", value=str(root))
     monkeypatch.chdir(tmp_path)
     yield root
     dace.Config.set("default_build_folder", value=previous)
+    dace.Config.set("ai", "provider", value=provider)
 
 
 @pytest.fixture

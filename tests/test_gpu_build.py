@@ -42,9 +42,10 @@ def gpu_build(monkeypatch, fake, tmp_path):
     """This environment's bin first on PATH (its CMake), answers from ``fake``, a fresh build root."""
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     dace.Config.set("default_build_folder", value=str(tmp_path / "root"))
+    previous = dace.Config.get("ai", "provider")
     dace.Config.set("ai", "provider", value="scripted")
     yield fake
-    dace.Config.set("ai", "provider", value="manual")
+    dace.Config.set("ai", "provider", value=previous)
 
 
 needs_dace_gpu_build = pytest.mark.skipif(
