@@ -82,22 +82,17 @@ def run_reasons(result: dict[str, Any]) -> list[str]:
             f"it reads outside its connectors' buffers (poison placed around the inputs reached "
             f"{', '.join(result['reads_outside'])})"
         )
-    after = result.get("after_timing")
-    if after:
-        where = after.get("connector") or after.get("container") or "an output"
-        reasons.append(
-            f"it behaves differently when called repeatedly under timing: called once more after the timed calls, "
-            f"its output was {'not written' if after.get('kind') == 'unwritten' else 'wrong'} ({where}); compute "
-            "the outputs from the inputs on every call, however often and however it is called"
-        )
-    timed = result.get("timed_call")
-    if timed:
-        where = timed.get("connector") or timed.get("container") or "an output"
-        reasons.append(
-            f"it behaves differently under timing: the outputs one of the timed calls left were "
-            f"{'not written' if timed.get('kind') == 'unwritten' else 'wrong'} ({where}); compute the outputs "
-            "from the inputs on every call, however often and however it is called"
-        )
+    for key, words in (
+        ("after_timing", "when called repeatedly under timing: called once more after the timed calls, its output was"),
+        ("timed_call", "under timing: the outputs one of the timed calls left were"),
+    ):
+        problem = result.get(key)
+        if problem:
+            where = problem.get("connector") or problem.get("container") or "an output"
+            reasons.append(
+                f"it behaves differently {words} {'not written' if problem.get('kind') == 'unwritten' else 'wrong'} "
+                f"({where}); compute the outputs from the inputs on every call, however often and however it is called"
+            )
     bound = bandwidth_reason(result)
     if bound:
         reasons.append(bound)
