@@ -116,3 +116,59 @@ def test_hip_check_is_inconclusive_without_hipcc(tmp_path, monkeypatch):
     report = run_checker("hip-hipcc", answer("hip", "elem_ok"), gpu_element_node(target("hip")), tmp_path)
     assert report.status == "inconclusive"
     assert "hipcc not found on PATH" in report.diagnostics
+
+
+def _pack(find_gpu):
+    from dace_ai.plugin import GpuPack
+
+    return GpuPack(
+        name="vgpu",
+        language="vgpu",
+        checker_name="vgpu-cc",
+        vendor="V GPU",
+        found_by="vsmi",
+        find_gpu=find_gpu,
+        missing="no V GPU (vsmi reports none)",
+        compiler="vcc",
+        arch_flag="--arch={arch}",
+        stream_type="vStream_t",
+        suffix=".v",
+        arch_setting="cuda_arch",
+        default_arch="v1",
+        spell_arch=lambda a: "v" + a,
+        limits="Language: V C++.",
+        guidance="- use v intrinsics",
+        priority=7,
+        description="V GPUs",
+        checker_description="compiles V code",
+    )
+
+
+def test_one_gpu_pack_base_gives_the_target_detection_architecture_and_checker():
+    found, absent = _pack(lambda: ("V100x", "v9")), _pack(lambda: None)
+    detection = found.detect()
+    assert detection.matched and detection.reason == "vsmi reports V100x (v9)"
+    assert found.describe(detection) == "V GPU: V100x, architecture v9.\nLanguage: V C++."
+    assert found.flags(detection) == ("-O3", "--arch=v9")
+    missing = absent.detect()
+    assert not missing.matched and missing.reason == "no V GPU (vsmi reports none)"
+    assert "none on this machine" in absent.describe(missing) and absent.flags(missing) == ("-O3", "--arch=v1")
+    # The setting wins over the machine's GPU, which wins over the default; each says where it came from.
+    assert found.resolve_arch(resolve_settings({"cuda_arch": "7"}, environ={})) == (
+        "v7",
+        "setting cuda_arch (argument)",
+    )
+    assert found.resolve_arch(resolve_settings(environ={})) == ("v9", "vsmi (V100x)")
+    assert absent.resolve_arch(resolve_settings(environ={})) == (
+        "v1",
+        "default v1 (no GPU found by vsmi and no cuda_arch setting)",
+    )
+    registration, checker = found.target(), found.checker(lambda request: None)
+    assert (registration.name, registration.kind, registration.priority, registration.checkers) == (
+        "vgpu",
+        "gpu",
+        7,
+        ("vgpu-cc",),
+    )
+    assert registration.compiler == ("vcc",) and registration.language == "vgpu"
+    assert (checker.name, checker.stage, checker.applies) == ("vgpu-cc", "compile", found.applies)

@@ -21,7 +21,8 @@ core may be reorganised without breaking them. By hook:
 * bench suites: :class:`BenchSuite` (a folder of task files and the module of their programs);
 * checkers: :class:`CheckRequest` in, :class:`CheckReport` out, the :class:`Answer` under
   check, and the standalone-unit kit (:func:`host_unit`, :func:`device_unit`,
-  :func:`run_tool`, :func:`report_from_tool`, :func:`check_gpu_unit`, ...); the compiler and
+  :func:`run_tool`, :func:`report_from_tool`, :func:`check_gpu_unit`, ...) and :class:`GpuPack`,
+  the one base of GPU target packs (target, detection, architecture, unit compile); the compiler and
   flags of the real build (:func:`build_command`) and the one shared compile of a candidate
   (:func:`compile_candidate` -> :class:`CandidateBuild` with the object file); a plugin's
   checkers of one candidate share their own work on ``request.shared`` (:class:`SharedWork`)
@@ -50,6 +51,7 @@ from dace_ai.checking.gpu_build import (
     gpu_compute_capability,
     nvcc_version,
 )
+from dace_ai.checking.gpu_pack import GpuPack
 from dace_ai.checking.units import (
     GPU_THREAD_SCHEDULES,
     TASKLET_FUNCTION,
@@ -172,6 +174,7 @@ __all__ = [
     "ScopeInfo",
     "Setting",
     "SettingsError",
+    "GpuPack",
     "SharedKey",
     "SharedWork",
     "Status",

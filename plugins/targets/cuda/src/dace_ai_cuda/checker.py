@@ -18,17 +18,12 @@ from dace_ai.plugin import (
     CMAKE_CANNOT,
     CheckReport,
     CheckRequest,
+    GpuPack,
     check_gpu_build,
-    check_gpu_unit,
     gpu_build_blocker,
     gpu_compute_capability,
     nvcc_version,
-    touches_gpu,
 )
-
-CHECKER = "cuda-nvcc"
-TARGET = "cuda"
-DEFAULT_ARCH = "sm_80"
 
 #: What device and host tasklets may rely on from <dace/dace.h>, for nvcc versions that cannot include it.
 MINIMAL_DACE = """\
@@ -49,6 +44,50 @@ namespace math { static constexpr double pi = 3.14159265358979323846; }
 }  // namespace dace
 """
 
+GUIDANCE = """\
+- Inside a GPU map (device code) the tasklet body runs once per thread: the map parameters are already the \
+thread's indices; do not loop over the map range, do not launch kernels, do not call host functions.
+- Device code has no __state and no host memory: use only the connectors, the symbols and the map parameters. \
+Scalar connectors are values in registers, pointer connectors point into GPU global memory.
+- Outputs with write-conflict resolution need atomics (atomicAdd) when several threads write the same element.
+- A host tasklet over GPU data runs on the CPU with device pointers: never dereference them on the host. \
+Define __global__ kernels in code_global (unique names) and launch them on the stream DaCe provides: \
+kernel<<<blocks, threads, 0, __dace_current_stream>>>(...); use cudaMemcpyAsync/cudaMemsetAsync on the same \
+stream; never call cudaDeviceSynchronize or use the default stream.
+- Coalesce global memory accesses (consecutive threads, consecutive addresses); use __restrict__ and const \
+pointers, shared memory tiles for reuse, and guard every index against the array bounds.
+"""
+
+
+def _spell(arch: str) -> str:
+    """``90`` or ``9.0`` -> ``sm_90``; ``sm_``/``compute_`` names unchanged."""
+    return arch if arch.startswith(("sm_", "compute_")) else "sm_" + arch.replace(".", "")
+
+
+PACK = GpuPack(
+    name="cuda",
+    language="cuda",
+    checker_name="cuda-nvcc",
+    vendor="NVIDIA GPU",
+    found_by="nvidia-smi",
+    find_gpu=gpu_compute_capability,
+    missing="no NVIDIA GPU (nvidia-smi missing or reports none)",
+    compiler="nvcc",
+    arch_flag="-arch={arch}",
+    stream_type="cudaStream_t",
+    suffix=".cu",
+    arch_setting="cuda_arch",
+    default_arch="sm_80",
+    spell_arch=_spell,
+    limits="Language: CUDA C++ (nvcc, C++17). Warp size 32; at most 1024 threads per block; "
+    "48 KiB of static shared memory per block.",
+    guidance=GUIDANCE,
+    priority=50,
+    description="NVIDIA GPUs in CUDA C++ (checked by DaCe's own GPU build with nvcc)",
+    checker_description="Builds device tasklets and host tasklets over GPU data through DaCe's GPU build (nvcc); "
+    "a standalone nvcc unit where DaCe cannot build GPU code",
+)
+
 
 def prelude() -> str:
     """``<dace/dace.h>`` where nvcc can compile it, else :data:`MINIMAL_DACE`."""
@@ -58,50 +97,19 @@ def prelude() -> str:
     return MINIMAL_DACE
 
 
-def resolve_arch(settings: object) -> tuple[str, str]:
-    """(architecture, where it came from): the ``cuda_arch`` setting, nvidia-smi, or the default."""
-    configured = getattr(settings, "cuda_arch", None)
-    if configured:
-        arch = configured if configured.startswith(("sm_", "compute_")) else "sm_" + configured.replace(".", "")
-        source = getattr(settings, "source", lambda key: "settings")("cuda_arch")
-        return arch, f"setting cuda_arch ({source})"
-    gpu = gpu_compute_capability()
-    if gpu is not None:
-        return gpu[1], f"nvidia-smi ({gpu[0]})"
-    return DEFAULT_ARCH, f"default {DEFAULT_ARCH} (no GPU found by nvidia-smi and no cuda_arch setting)"
-
-
-def applies(request: CheckRequest) -> bool:
-    return touches_gpu(request.node) and (request.node.target.name == TARGET or request.answer.language == "cuda")
-
-
 def check_cuda(request: CheckRequest) -> CheckReport:
     """Build the tasklet as device code (in a GPU map) or host code over GPU data: DaCe's build, else a unit."""
     if nvcc_version() is None:
-        return CheckReport(CHECKER, "inconclusive", "nvcc not found on PATH; CUDA code was not checked")
+        return CheckReport(PACK.checker_name, "inconclusive", "nvcc not found on PATH; CUDA code was not checked")
     blocker = gpu_build_blocker()
     if blocker is None and not (request.node.live or {}).get("sdfg"):
         blocker = "no program holds the node (a context read back from disk), so DaCe has nothing to build"
     if blocker is None:
-        built = check_gpu_build(request, CHECKER)
+        built = check_gpu_build(request, PACK.checker_name)
         if built.reason != CMAKE_CANNOT:
             return built
         blocker = built.diagnostics
-    arch, arch_source = resolve_arch(request.settings)
-    report = check_gpu_unit(
-        CHECKER,
-        request.answer,
-        request.node,
-        request.workdir,
-        compiler="nvcc",
-        arch_flag=f"-arch={arch}",
-        arch=arch,
-        arch_source=arch_source,
-        prelude=prelude(),
-        stream_type="cudaStream_t",
-        suffix=".cu",
-        environments=request.environments,
-    )
+    report = PACK.check_unit(request, prelude=prelude())
     report.details["built_by"] = "standalone unit"
     report.details["program_builds"] = blocker
     if report.status == "passed":

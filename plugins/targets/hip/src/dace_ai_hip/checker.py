@@ -16,12 +16,22 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from dace_ai.plugin import CheckReport, CheckRequest, check_gpu_unit, touches_gpu
+from dace_ai.plugin import CheckReport, CheckRequest, GpuPack
 
-CHECKER = "hip-hipcc"
-TARGET = "hip"
-DEFAULT_ARCH = "gfx90a"
 PRELUDE = "#include <hip/hip_runtime.h>\n// what DaCe includes in every generated file\n#include <dace/dace.h>\n"
+
+GUIDANCE = """\
+- Inside a GPU map (device code) the tasklet body runs once per thread: the map parameters are already the \
+thread's indices; do not loop over the map range, do not launch kernels, do not call host functions.
+- Device code has no __state and no host memory: use only the connectors, the symbols and the map parameters.
+- Do not assume a warp of 32: use warpSize, and __shfl_down / __ballot with 64-bit masks on CDNA.
+- Outputs with write-conflict resolution need atomics (atomicAdd) when several threads write the same element.
+- A host tasklet over GPU data runs on the CPU with device pointers: never dereference them on the host. \
+Define __global__ kernels in code_global (unique names) and launch them on DaCe's stream: \
+hipLaunchKernelGGL(kernel, dim3(blocks), dim3(threads), 0, __dace_current_stream, ...) or \
+kernel<<<blocks, threads, 0, __dace_current_stream>>>(...); use hipMemcpyAsync on the same stream; never call \
+hipDeviceSynchronize. Do not use CUDA names (cuda*, cub::): only hip* and hipcub::.
+"""
 
 
 @functools.lru_cache(maxsize=1)
@@ -36,41 +46,42 @@ def amd_gpus() -> tuple[str, ...]:
     return tuple(sorted({g for g in re.findall(r"\bgfx[0-9a-f]+\b", out) if g != "gfx000"}))
 
 
-def resolve_arch(settings: object) -> tuple[str, str]:
-    """(architecture, where it came from): the ``hip_arch`` setting, the driver, or the default."""
-    configured = getattr(settings, "hip_arch", None)
-    if configured:
-        source = getattr(settings, "source", lambda key: "settings")("hip_arch")
-        return configured, f"setting hip_arch ({source})"
+def first_amd_gpu() -> tuple[str, str] | None:
+    """(name, architecture) of the first AMD GPU (both its gfx name), or None."""
     gpus = amd_gpus()
-    if gpus:
-        return gpus[0], "rocm_agent_enumerator"
-    return DEFAULT_ARCH, f"default {DEFAULT_ARCH} (no AMD GPU found and no hip_arch setting)"
+    return (gpus[0], gpus[0]) if gpus else None
 
 
-def applies(request: CheckRequest) -> bool:
-    return touches_gpu(request.node) and (request.node.target.name == TARGET or request.answer.language == "hip")
+PACK = GpuPack(
+    name="hip",
+    language="hip",
+    checker_name="hip-hipcc",
+    vendor="AMD GPU",
+    found_by="rocm_agent_enumerator",
+    find_gpu=first_amd_gpu,
+    missing="no AMD GPU (no /dev/kfd or rocm_agent_enumerator reports none)",
+    compiler="hipcc",
+    arch_flag="--offload-arch={arch}",
+    stream_type="hipStream_t",
+    suffix=".hip",
+    arch_setting="hip_arch",
+    default_arch="gfx90a",
+    limits="Language: HIP C++ (hipcc, C++17). Wavefront size 64 on CDNA (gfx9xx), 32 on RDNA; "
+    "at most 1024 threads per block; 64 KiB of LDS (shared memory) per block.",
+    guidance=GUIDANCE,
+    priority=45,
+    description="AMD GPUs in HIP C++ (checked with hipcc for an explicit --offload-arch)",
+    checker_description="Compiles HIP device tasklets and host tasklets over GPU data with hipcc",
+    compiler_env={"HIP_PLATFORM": "amd"},
+)
 
 
 def check_hip(request: CheckRequest) -> CheckReport:
     """Compile the tasklet as HIP device code (in a GPU map) or host code over GPU data."""
     if shutil.which("hipcc") is None:
         return CheckReport(
-            CHECKER, "inconclusive", "hipcc not found on PATH (Debian: hipcc, or ROCm); HIP code was not checked"
+            PACK.checker_name,
+            "inconclusive",
+            "hipcc not found on PATH (Debian: hipcc, or ROCm); HIP code was not checked",
         )
-    arch, arch_source = resolve_arch(request.settings)
-    return check_gpu_unit(
-        CHECKER,
-        request.answer,
-        request.node,
-        request.workdir,
-        compiler="hipcc",
-        arch_flag=f"--offload-arch={arch}",
-        arch=arch,
-        arch_source=arch_source,
-        prelude=PRELUDE,
-        stream_type="hipStream_t",
-        suffix=".hip",
-        env={"HIP_PLATFORM": "amd"},
-        environments=request.environments,
-    )
+    return PACK.check_unit(request, prelude=PRELUDE)
