@@ -158,3 +158,20 @@ def test_import_dace_ai_loads_no_plugin_and_no_sdk(site, tmp_path):
     assert out["loaded"] is False
     assert out["plugins"] == []
     assert not marker.exists()
+
+
+def test_a_packs_machine_fact_is_kept_until_the_process_state_is_reset():
+    from dace_ai import state
+    from dace_ai.plugin import machine_fact
+
+    calls: list[int] = []
+
+    @machine_fact("tests.counted_fact")
+    def fact() -> int:
+        calls.append(1)
+        return len(calls)
+
+    assert fact() == fact() == 1
+    assert "plugin.tests.counted_fact" in state.STATE.names()
+    state.reset()
+    assert fact() == 2

@@ -42,6 +42,9 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from dace_ai.checking.api import CheckReport, CheckRequest, SharedKey, SharedWork, Status, stable_paths
 from dace_ai.checking.compile import CandidateBuild, compile_candidate
 from dace_ai.checking.gpu_build import (
@@ -125,8 +128,18 @@ from dace_ai.providers.sdk import (
     provider_failure,
     strict_json_schema,
 )
+from dace_ai.state import STATE
 from dace_ai.targets.build_flags import build_command, builds_with_dace, runtime_standard_flag
 from dace_ai.targets.cpu import CpuInfo, read_cpu
+
+R = TypeVar("R")
+
+
+def machine_fact(name: str, maxsize: int | None = 1) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """Cache a fact of this machine a plugin reads (a detection, a tool's version) until
+    ``dace_ai.state.reset()``: :func:`functools.lru_cache` registered as ``plugin.<name>``."""
+    return STATE.cached(f"plugin.{name}", maxsize)
+
 
 __all__ = [
     "CMAKE_CANNOT",
@@ -175,6 +188,7 @@ __all__ = [
     "Setting",
     "SettingsError",
     "GpuPack",
+    "machine_fact",
     "SharedKey",
     "SharedWork",
     "Status",

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import os
 import sys
-from functools import lru_cache
 from pathlib import Path
 
-from dace_ai.plugin import Detection, EnvironmentGenerator, EnvironmentSpec, find_header, hookimpl
+from dace_ai.plugin import Detection, EnvironmentGenerator, EnvironmentSpec, find_header, hookimpl, machine_fact
 
 #: DaCe's CUDA environment, which cuBLAS builds on.
 CUDA_ENVIRONMENT = "dace.libraries.standard.environments.cuda.CUDA"
@@ -47,7 +46,7 @@ def _candidates() -> list[tuple[Path, Path]]:
     return pairs
 
 
-@lru_cache(maxsize=1)
+@machine_fact("dace_ai_cublas.detect")
 def detect() -> Detection:
     looked = []
     for include, libdir in _candidates():

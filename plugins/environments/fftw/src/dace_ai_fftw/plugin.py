@@ -8,9 +8,7 @@ because FFTW's planner is slow and not thread-safe while executing a plan is.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
-from dace_ai.plugin import Detection, EnvironmentGenerator, EnvironmentSpec, detect_library, hookimpl
+from dace_ai.plugin import Detection, EnvironmentGenerator, EnvironmentSpec, detect_library, hookimpl, machine_fact
 
 GUIDANCE = """\
 FFTW 3 (`fftw3.h`, linked with `-lfftw3`). Request it with \
@@ -28,7 +26,7 @@ a size known only from an array's shape is not available there.
 - FFTW's transforms are unnormalised: a backward transform of a forward one is N times the input."""
 
 
-@lru_cache(maxsize=1)
+@machine_fact("dace_ai_fftw.detect")
 def detect() -> Detection:
     return detect_library(["fftw3.h"], ["fftw3"])
 

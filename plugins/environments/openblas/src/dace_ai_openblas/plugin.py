@@ -9,9 +9,8 @@ links ``-lopenblas``; the model writes the calls.
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 
-from dace_ai.plugin import Detection, EnvironmentGenerator, EnvironmentSpec, detect_library, hookimpl
+from dace_ai.plugin import Detection, EnvironmentGenerator, EnvironmentSpec, detect_library, hookimpl, machine_fact
 
 #: Folders other distributions put cblas.h in (the compiler's own folders are searched too).
 HEADER_DIRS = (
@@ -40,7 +39,7 @@ def _is_system_dir(folder: str) -> bool:
     )
 
 
-@lru_cache(maxsize=1)
+@machine_fact("dace_ai_openblas.detect")
 def detect() -> Detection:
     return detect_library(["cblas.h"], ["openblas"], header_dirs=HEADER_DIRS, library_dirs=LIBRARY_DIRS)
 

@@ -10,13 +10,12 @@ architecture is given, so it runs with ``HIP_PLATFORM=amd`` and an explicit
 
 from __future__ import annotations
 
-import functools
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
-from dace_ai.plugin import CheckReport, CheckRequest, GpuPack
+from dace_ai.plugin import CheckReport, CheckRequest, GpuPack, machine_fact
 
 PRELUDE = "#include <hip/hip_runtime.h>\n// what DaCe includes in every generated file\n#include <dace/dace.h>\n"
 
@@ -34,7 +33,7 @@ hipDeviceSynchronize. Do not use CUDA names (cuda*, cub::): only hip* and hipcub
 """
 
 
-@functools.lru_cache(maxsize=1)
+@machine_fact("dace_ai_hip.amd_gpus")
 def amd_gpus() -> tuple[str, ...]:
     """gfx names of the AMD GPUs the ROCm driver exposes (empty without /dev/kfd)."""
     if not Path("/dev/kfd").exists() or shutil.which("rocm_agent_enumerator") is None:
