@@ -36,7 +36,7 @@ from typing import Any
 import anthropic
 from dace_ai.plugin import ProviderError, ProviderReply, ProviderRequest, Usage, provider_failure
 
-from .plugin import DEFAULT_MODEL, KEY_ENV
+from .defaults import DEFAULT_MODEL, KEY_ENV
 
 NAME = "anthropic"
 #: Raised by SDKs with profile/workload-identity credentials when a selected profile is unusable.

@@ -13,18 +13,11 @@ import os
 
 from dace_ai.plugin import Provider, hookimpl
 
-#: The model used when the ``model`` setting is empty (also part of the answer cache key).
-DEFAULT_MODEL = "claude-opus-4-8"
-#: The endpoint used when ``base_url`` is empty, unless ANTHROPIC_BASE_URL is set (the SDK reads it).
-DEFAULT_BASE_URL = "https://api.anthropic.com"
-BASE_URL_ENV = ("ANTHROPIC_BASE_URL",)
-
-#: Variables holding Anthropic credentials (the SDK also reads profiles; see client.py).
-KEY_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+from .defaults import BASE_URL_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL, KEY_ENV
 
 
 def _factory(settings):
-    from .client import AnthropicClient
+    from .client import AnthropicClient  # imports the SDK: paid only when the provider is used
 
     return AnthropicClient(settings)
 

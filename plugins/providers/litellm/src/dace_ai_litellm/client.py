@@ -44,7 +44,7 @@ from dace_ai.plugin import (
     strict_json_schema,
 )
 
-from .plugin import DEFAULT_MODEL
+from .defaults import DEFAULT_MODEL
 
 NAME = "litellm"
 PLACEHOLDER_KEY = "no-key"

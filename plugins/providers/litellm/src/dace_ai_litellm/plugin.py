@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from dace_ai.plugin import Provider, hookimpl
 
-#: The model used when the ``model`` setting is empty (also part of the answer cache key).
-DEFAULT_MODEL = "anthropic/claude-opus-4-8"
+from .defaults import DEFAULT_MODEL
 
 
 def _factory(settings):
-    from .client import LiteLLMClient
+    from .client import LiteLLMClient  # imports the SDK: paid only when the provider is used
 
     return LiteLLMClient(settings)
 

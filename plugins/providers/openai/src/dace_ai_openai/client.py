@@ -47,7 +47,7 @@ from dace_ai.plugin import (
     strict_json_schema,
 )
 
-from .plugin import DEFAULT_MODEL, KEY_ENV
+from .defaults import DEFAULT_MODEL, KEY_ENV
 
 NAME = "openai"
 PLACEHOLDER_KEY = "no-key"

@@ -11,13 +11,7 @@ import os
 
 from dace_ai.plugin import Provider, Setting, hookimpl
 
-#: The model used when the ``model`` setting is empty (also part of the answer cache key).
-DEFAULT_MODEL = "gpt-5.5"
-#: The endpoint used when ``base_url`` is empty, unless OPENAI_BASE_URL is set (the SDK reads it).
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
-BASE_URL_ENV = ("OPENAI_BASE_URL",)
-
-KEY_ENV = ("OPENAI_API_KEY",)
+from .defaults import BASE_URL_ENV, DEFAULT_BASE_URL, DEFAULT_MODEL, KEY_ENV
 
 #: The wire API: the Responses API, or Chat Completions for servers that only speak that.
 API_SETTING = Setting(
@@ -30,7 +24,7 @@ API_SETTING = Setting(
 
 
 def _factory(settings):
-    from .client import OpenAIClient
+    from .client import OpenAIClient  # imports the SDK: paid only when the provider is used
 
     return OpenAIClient(settings)
 
