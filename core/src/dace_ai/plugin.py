@@ -23,9 +23,11 @@ core may be reorganised without breaking them. By hook:
   check, and the standalone-unit kit (:func:`host_unit`, :func:`device_unit`,
   :func:`run_tool`, :func:`report_from_tool`, :func:`check_gpu_unit`, ...); the compiler and
   flags of the real build (:func:`build_command`) and the one shared compile of a candidate
-  (:func:`compile_candidate` -> :class:`CandidateBuild` with the object file); a plugin's
-  checkers of one candidate share their own work on ``request.shared`` (:class:`SharedWork`)
-  under a :class:`SharedKey` the plugin declares.
+  (:func:`compile_candidate` -> :class:`CandidateBuild` with the object file, the artefact
+  :data:`COMPILED`); what checkers of one candidate hand on is an :class:`Artefact` a checker
+  declares in ``Checker(needs=..., gives=...)``, read on ``request.artefacts`` and given with
+  :meth:`CheckReport.give`: the core's :data:`COMPILED`, :data:`SANDBOX_RUN` (the ``verify``
+  checker's frozen :class:`SandboxRun`) and :data:`GPU_RUN`, or a plugin's own.
 
 Example::
 
@@ -41,8 +43,9 @@ Example::
 
 from __future__ import annotations
 
-from dace_ai.checking.api import CheckReport, CheckRequest, SharedKey, SharedWork, Status, stable_paths
-from dace_ai.checking.compile import CandidateBuild, compile_candidate
+from dace_ai.checking.api import CheckReport, CheckRequest, Status, stable_paths
+from dace_ai.checking.artefacts import ArtefactView, UndeclaredArtefact
+from dace_ai.checking.compile import COMPILED, CandidateBuild, compile_candidate
 from dace_ai.checking.gpu_build import (
     CMAKE_CANNOT,
     check_gpu_build,
@@ -50,6 +53,8 @@ from dace_ai.checking.gpu_build import (
     gpu_compute_capability,
     nvcc_version,
 )
+from dace_ai.checking.gpu_verify import GPU_RUN
+from dace_ai.checking.sandbox_run import SANDBOX_RUN, SandboxRun
 from dace_ai.checking.units import (
     GPU_THREAD_SCHEDULES,
     TASKLET_FUNCTION,
@@ -88,6 +93,7 @@ from dace_ai.execution.jobs import (
     worker_name,
 )
 from dace_ai.expansion.check_jobs import KeyInPayload, assert_key_free
+from dace_ai.plugins.artefacts import Artefact
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import (
     STAGES,
@@ -127,6 +133,10 @@ from dace_ai.targets.build_flags import build_command, builds_with_dace, runtime
 from dace_ai.targets.cpu import CpuInfo, read_cpu
 
 __all__ = [
+    "Artefact",
+    "ArtefactView",
+    "COMPILED",
+    "GPU_RUN",
     "CMAKE_CANNOT",
     "BENCH_RESOURCE",
     "CORES_RESOURCE",
@@ -172,8 +182,9 @@ __all__ = [
     "ScopeInfo",
     "Setting",
     "SettingsError",
-    "SharedKey",
-    "SharedWork",
+    "SandboxRun",
+    "SANDBOX_RUN",
+    "UndeclaredArtefact",
     "Status",
     "Target",
     "TargetInfo",

@@ -20,19 +20,18 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dace_ai.checking.api import CheckReport, CheckRequest, SharedKey
+from dace_ai.checking.api import CheckReport, CheckRequest
+from dace_ai.checking.sandbox_run import SandboxRun
 from dace_ai.checking.units import touches_gpu
+from dace_ai.plugins.artefacts import Artefact
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Checker
 
-if TYPE_CHECKING:
-    from dace_ai.checking.harness import SandboxRun
-
 CHECKER = "gpu-verify"
-#: Where ``gpu-verify`` leaves its run on ``request.shared`` (``gpu-sanitizers`` runs only after a passed one).
-GPU_RUN: SharedKey[SandboxRun] = SharedKey("gpu_run")
+#: The run ``gpu-verify`` gives (``gpu-sanitizers`` needs it: it runs after it, and only after a passed one).
+GPU_RUN: Artefact[SandboxRun] = Artefact("gpu_run")
 #: Suffix of a GPU container's host twin in the device program (the child passes it the container's buffer).
 HOST_SUFFIX = "_dace_ai_host"
 
@@ -121,14 +120,14 @@ def gpu_verify_check(request: CheckRequest) -> CheckReport:
         mode="verify",
         seeds=settings.verify_seeds,
         sizes=parse_sizes_setting(settings.verify_sizes),
-        device=True,
+        device=build_device_program,
     )
-    request.shared[GPU_RUN] = result
     device = nvidia_gpu() or "GPU"
-    message = result["message"]
-    if result["status"] == "passed":
+    message = result.message
+    if result.status == "passed":
         message = f"{message} (on {device})".strip()
-    return sandbox_report(CHECKER, request, result, message, result["seconds"]["total"], {"device": device})
+    report = sandbox_report(CHECKER, request, result, message, result.seconds["total"], {"device": device})
+    return report.give(GPU_RUN, result)
 
 
 @hookimpl
@@ -138,6 +137,7 @@ def dace_ai_checkers():
         stage="verify",
         check=gpu_verify_check,
         applies=applies,
+        gives=(GPU_RUN,),
         description="Runs host tasklets over GPU data on the GPU (a program DaCe builds, with host twins of the "
         "GPU data) against the node's reference in the sandbox: the size ladder, seeds, distributions",
     )
