@@ -43,6 +43,7 @@ from dace_ai.checking.harness import reference_kind, run_against_reference
 from dace_ai.checking.host_target import uses_host_compiler
 from dace_ai.checking.runner import BenchPlan, bench_plan
 from dace_ai.checking.sandbox_run import SANDBOX_RUN, SandboxRun
+from dace_ai.checking.stages import select_checkers
 from dace_ai.checking.timing import parse_sizes
 from dace_ai.performance import describe_speed_of_light
 from dace_ai.performance.bench_figure import bench_speed_of_light
@@ -143,8 +144,6 @@ def _sizes(sizes: Mapping[str, int] | None) -> str:
 
 def bench_wanted(request: CheckRequest) -> bool:
     """True when the bench stage will run for this candidate (so the verify stage's child run times it too)."""
-    from dace_ai.checking.stages import select_checkers  # the stage runner sits above the checkers
-
     if not bench_applies(request):
         return False
     try:

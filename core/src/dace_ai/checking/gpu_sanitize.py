@@ -25,6 +25,8 @@ from pathlib import Path
 
 from dace_ai.checking import gpu_verify
 from dace_ai.checking.api import CheckReport, CheckRequest
+from dace_ai.checking.harness import run_against_reference
+from dace_ai.checking.ladder import build_ladder
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Checker
 
@@ -125,8 +127,6 @@ def applies(request: CheckRequest) -> bool:
 
 def gpu_sanitizers_check(request: CheckRequest) -> CheckReport:
     """Run the device program under each tool at the ladder's first size; the first tool's error fails it."""
-    from dace_ai.checking.harness import run_against_reference
-    from dace_ai.checking.ladder import build_ladder
 
     tool_path = compute_sanitizer()
     if tool_path is None:

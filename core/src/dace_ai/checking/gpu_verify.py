@@ -23,8 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from dace_ai.checking.api import CheckReport, CheckRequest
+from dace_ai.checking.gpu_build import gpu_build_blocker, gpu_compute_capability
+from dace_ai.checking.harness import parse_sizes_setting, run_against_reference
+from dace_ai.checking.host import standalone_sdfg
+from dace_ai.checking.reference import _as_array, program_spec
 from dace_ai.checking.sandbox_run import SandboxRun
 from dace_ai.checking.units import touches_gpu
+from dace_ai.checking.verify import sandbox_report
 from dace_ai.plugins.artefacts import Artefact
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Checker
@@ -38,7 +43,6 @@ HOST_SUFFIX = "_dace_ai_host"
 
 def nvidia_gpu() -> str | None:
     """``<name> sm_XY`` of the first GPU nvidia-smi reports, or None."""
-    from dace_ai.checking.gpu_build import gpu_compute_capability
 
     gpu = gpu_compute_capability()
     return f"{gpu[0]} {gpu[1]}" if gpu is not None else None
@@ -46,7 +50,6 @@ def nvidia_gpu() -> str | None:
 
 def applies(request: CheckRequest) -> bool:
     """A host tasklet over GPU data, in a live program, on a machine with an NVIDIA GPU DaCe can build for."""
-    from dace_ai.checking.gpu_build import gpu_build_blocker
 
     node = request.node
     return (
@@ -63,9 +66,6 @@ def applies(request: CheckRequest) -> bool:
 def device_program(request: CheckRequest) -> Any:
     """The candidate's one-node program with host twins of its GPU containers (see the module docstring)."""
     import dace
-
-    from dace_ai.checking.host import standalone_sdfg
-    from dace_ai.checking.reference import _as_array
 
     sdfg = standalone_sdfg(request)
     (main,) = list(sdfg.states())
@@ -97,7 +97,6 @@ def device_program(request: CheckRequest) -> Any:
 
 def build_device_program(request: CheckRequest) -> tuple[Path, Any]:
     """(library, the child's program spec) of :func:`device_program`, built in ``<workdir>/device``."""
-    from dace_ai.checking.reference import program_spec
     from dace_ai.compat import compile_without_loading, debugprint_off
 
     sdfg = device_program(request)
@@ -111,8 +110,6 @@ def build_device_program(request: CheckRequest) -> tuple[Path, Any]:
 
 def gpu_verify_check(request: CheckRequest) -> CheckReport:
     """Compare the candidate, run on the GPU, with the node's reference along the size ladder."""
-    from dace_ai.checking.harness import parse_sizes_setting, run_against_reference
-    from dace_ai.checking.verify import sandbox_report
 
     settings = request.settings
     result = run_against_reference(

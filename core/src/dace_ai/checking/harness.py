@@ -53,11 +53,31 @@ import numpy as np
 
 from dace_ai.checking import distributions
 from dace_ai.checking.api import CheckRequest, Status
+from dace_ai.checking.candidate import candidate_library
+from dace_ai.checking.child.inputs import case_inputs, view
 from dace_ai.checking.child.records import Case, CaseRecord, Connector, Container, LibrarySpec, Problem, SandboxJob
 from dace_ai.checking.constraints import first_point, point_text
 from dace_ai.checking.ladder import GivenSizes, Ladder, SkippedSize, build_ladder, case_place
+from dace_ai.checking.reference import (
+    build_native_reference,
+    call_reference,
+    implemented_node,
+    reference_function,
+    reference_implementation,
+)
+from dace_ai.checking.runner import (
+    all_cores,
+    baseline_timing_file,
+    cache_reference_outputs,
+    case_key,
+    native_timing_file,
+    plan_threads,
+    thread_counts,
+    uses_openmp,
+)
 from dace_ai.checking.sandbox import ChildOutcome, SandboxLimits, run_child
 from dace_ai.checking.sandbox_run import RunProblem, SandboxRun
+from dace_ai.checking.units import scope_parameters
 from dace_ai.context.types import ConnectorInfo
 from dace_ai.state import STATE
 
@@ -386,7 +406,6 @@ def add_repeated_calls(cases: list[Case]) -> None:
 # ----------------------------------------------------------------------------- references
 def reference_kind(request: CheckRequest) -> tuple[str | None, Any]:
     """("native", None), ("function", fn), or (None, reason) for the node of ``request``."""
-    from dace_ai.checking.reference import implemented_node, reference_function, reference_implementation
 
     node = implemented_node(request.node)
     if node is None:
@@ -409,9 +428,6 @@ _EXPECTED_MEMO_BYTES = 256 << 20
 
 def _reference_results(function: Any, case: Case, outputs: list[Connector]) -> dict[str, Any]:
     """The user's reference on the case's inputs; remembered per function and case in this process."""
-    from dace_ai.checking.child.inputs import case_inputs, view
-    from dace_ai.checking.reference import call_reference
-    from dace_ai.checking.runner import case_key
 
     key = (id(function), case_key(case))
     known = _expected_memo.get(key)
@@ -756,7 +772,6 @@ def _plan_cases(
     """Make every case the child runs, numbered in the order it runs them: the ladder, thread runs,
     other input distributions and second calls (verify), the bench section. Records the sizes,
     the skipped sizes and the ladder in ``result``."""
-    from dace_ai.checking.runner import plan_threads, thread_counts
 
     plan = _ladder_cases(request, mode, seeds, sizes, bench)
     result["sizes"] = plan.sizes
@@ -793,8 +808,6 @@ def _plan_cases(
 def _compile_candidate(request: CheckRequest, plan: _Plan, result: RunDraft) -> Path:
     """The candidate's shared library; a candidate that does not build ends the run. Without
     OpenMP in the code one thread or all run the same code, so each case runs once."""
-    from dace_ai.checking.candidate import candidate_library
-    from dace_ai.checking.runner import uses_openmp
 
     start = time.perf_counter()
     library, build, link = candidate_library(request)
@@ -853,7 +866,6 @@ def _child_job(
     warmup: int,
 ) -> SandboxJob:
     """The job the child reads: its cases, the candidate, the bench section (reference added later)."""
-    from dace_ai.checking.runner import baseline_timing_file
 
     bench_job = bench.job(plan.bench_cases) if bench is not None else None
     job: SandboxJob = {
@@ -880,8 +892,6 @@ def _child_job(
 def _add_native_reference(request: CheckRequest, job: SandboxJob, plan: _Plan, count: int, result: RunDraft) -> None:
     """Build (or reuse) the node's native program and give it to the job; one DaCe cannot build
     says nothing about the candidate, so the run ends inconclusive."""
-    from dace_ai.checking.reference import build_native_reference
-    from dace_ai.checking.runner import cache_reference_outputs, native_timing_file
 
     start = time.perf_counter()
     try:
@@ -1042,7 +1052,6 @@ def run_against_reference(
     The steps: plan the cases, compile the candidate, write the job (with the reference's
     outputs or program), run the child, read its result; any step may end the run early.
     """
-    from dace_ai.checking.runner import all_cores
 
     if mode not in ("verify", "time", "bench"):
         raise ValueError(f"mode must be 'verify', 'time' or 'bench', got {mode!r}")
@@ -1086,6 +1095,5 @@ def run_against_reference(
 
 
 def _scope_params(request: CheckRequest) -> list[str]:
-    from dace_ai.checking.units import scope_parameters
 
     return scope_parameters(request.node)

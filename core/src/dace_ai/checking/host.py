@@ -28,6 +28,7 @@ from dace_ai.checking.api import CheckReport, CheckRequest, Status
 from dace_ai.checking.compile import COMPILED, compile_candidate
 from dace_ai.checking.diagnostics import errors_with_notes, parse_diagnostics, summarize_output
 from dace_ai.checking.host_target import is_host_cpp, uses_host_compiler
+from dace_ai.checking.one_node import one_node_program
 from dace_ai.checking.remarks import cost_model_note
 from dace_ai.checking.units import environment_classes, environment_headers, gpu_host_parts
 from dace_ai.context.types import ConnectorInfo, NodeContext, ScopeInfo
@@ -136,8 +137,6 @@ def _descriptor(conn: ConnectorInfo, live_sdfg: Any) -> Any:
 def standalone_sdfg(request: CheckRequest) -> Any:
     """A program that holds only the candidate tasklet, wired like the node it replaces."""
     import dace
-
-    from dace_ai.checking.one_node import one_node_program
 
     answer, node = request.answer, request.node
     live_sdfg = (node.live or {}).get("sdfg")

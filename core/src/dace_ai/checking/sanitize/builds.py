@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.compile import ensure_pch
 from dace_ai.checking.entry_code import entry_points
 from dace_ai.checking.host_target import uses_host_compiler
 from dace_ai.checking.sanitize.tools import (
@@ -85,7 +86,6 @@ class SanitizerBuild:
         return self
 
     def _build(self, env_args: list[str], link_args: list[str]) -> None:
-        from dace_ai.checking.compile import ensure_pch
         from dace_ai.compat import dace_runtime_include
 
         start = time.perf_counter()

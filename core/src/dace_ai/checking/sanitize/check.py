@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from dace_ai.checking.api import CheckReport, CheckRequest, Status, stable_paths
 from dace_ai.checking.compile import COMPILED, compile_candidate
+from dace_ai.checking.entry_code import entry_points
 from dace_ai.checking.host_target import uses_host_compiler
+from dace_ai.checking.ladder import case_place
 from dace_ai.checking.runner import uses_openmp
 from dace_ai.checking.sandbox_run import SANDBOX_RUN
 from dace_ai.checking.sanitize.builds import SANITIZER_BUILDS, SanitizerBuild, SanitizerBuilds, start_build
@@ -117,7 +119,6 @@ def _judge_run(
     build: SanitizerBuild, run: SanitizerRun, case: Case, unit: str, answer_lines: int, threads: int | None
 ) -> _Part:
     """Passed, failed (a report in the answer's lines) or inconclusive (anything else) for one run."""
-    from dace_ai.checking.ladder import case_place
 
     where = case_place(case)
     if build.kind == "thread":
@@ -166,7 +167,6 @@ def _judge_run(
 
 def _answer_lines(request: CheckRequest, unit: str) -> int:
     """Lines of the unit that hold the answer (everything before our entry points)."""
-    from dace_ai.checking.entry_code import entry_points
 
     return len(unit.splitlines()) - len(entry_points(request.node).splitlines())
 
