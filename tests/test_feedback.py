@@ -17,6 +17,7 @@ import dace
 import dace_ai
 import pytest
 from dace_ai.checking.api import CheckReport
+from dace_ai.checking.artefacts import Artefacts
 from dace_ai.checking.compile import COMPILED
 from dace_ai.checking.remarks import MAX_REMARKS, parse_gcc
 from dace_ai.checking.stages import run_checks
@@ -62,16 +63,18 @@ def _warm_pch(prebuilt_pch, _isolated_dace_ai):
 
 # ------------------------------------------------------------------------------------ the compiler's remarks
 def _probe(code: str, **settings):
+    """The probe's report and what the checks gave and made (the candidate's compile among them)."""
     request = request_for(code, **settings)
-    (report,) = run_checks(request)
+    store = Artefacts()
+    (report,) = run_checks(request, artefacts=store)
     assert report.checker == "probe" and report.status == "passed", report.diagnostics
-    return report, request
+    return report, store
 
 
 def test_the_compile_reports_which_of_the_answers_loops_were_vectorised_and_why_not():
-    report, request = _probe(LOOPS)
+    report, store = _probe(LOOPS)
     remarks = report.details["remarks"]
-    build = request.shared[COMPILED]
+    build = store[COMPILED]
     assert build.remark_kind in ("gcc", "clang")
     # one compile: the remarks came with the object file the later stages link
     assert build.object is not None and sum("-fopt-info" in a or a.startswith("-Rpass") for a in build.command) >= 1
@@ -86,8 +89,8 @@ def test_the_compile_reports_which_of_the_answers_loops_were_vectorised_and_why_
 def test_a_loop_gcc_turns_down_on_cost_at_O2_comes_with_the_remedy():
     from dace_ai.checking.remarks import cost_model_note
 
-    report, request = _probe("for (int i = 0; i < N; ++i)\n  _b[i] = twice(_a[i]);")
-    build = request.shared[COMPILED]
+    report, store = _probe("for (int i = 0; i < N; ++i)\n  _b[i] = twice(_a[i]);")
+    build = store[COMPILED]
     levels = [f for f in build.flags if f.startswith("-O")]
     (remark,) = report.details["remarks"]
     if build.remark_kind == "gcc" and levels[-1] == "-O2" and "-fopenmp" in build.flags:  # DaCe 1.0's default build
@@ -135,10 +138,10 @@ def test_clang_builds_report_its_loop_vectorize_remarks_on_the_same_lines():
     previous = dace.Config.get("compiler", "cpu", "executable")
     dace.Config.set("compiler", "cpu", "executable", value="clang++")
     try:
-        report, request = _probe(LOOPS)
+        report, store = _probe(LOOPS)
     finally:
         dace.Config.set("compiler", "cpu", "executable", value=previous)
-    assert request.shared[COMPILED].remark_kind == "clang"
+    assert store[COMPILED].remark_kind == "clang"
     remarks = report.details["remarks"]
     assert any(r.startswith("line 2 of your code") and "not vectorized" in r for r in remarks), remarks
     # Clang places a '#pragma omp simd' loop at its pragma
@@ -354,12 +357,12 @@ def test_target_sol_is_a_documented_setting():
 
 def test_a_rerun_of_the_same_answer_reads_only_its_own_remarks():
     """GCC appends to its remarks file: the check of an answer run again (same folder) starts a fresh one."""
-    report, request = _probe(LOOPS)
-    build = request.shared[COMPILED]
+    report, store = _probe(LOOPS)
+    build = store[COMPILED]
     if build.remark_kind != "gcc":
         pytest.skip("the build's compiler is not GCC")
     size = (build.folder / "remarks.txt").stat().st_size
-    again, request = _probe(LOOPS)
+    again, store = _probe(LOOPS)
     # (the internals print addresses, so the size varies a little; appended, it would double)
-    assert (request.shared[COMPILED].folder / "remarks.txt").stat().st_size < 1.5 * size
+    assert (store[COMPILED].folder / "remarks.txt").stat().st_size < 1.5 * size
     assert again.details["remarks"] == report.details["remarks"]

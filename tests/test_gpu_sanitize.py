@@ -119,5 +119,5 @@ def test_the_sandbox_child_runs_under_a_tool_that_writes_its_own_log(tmp_path):
     result = run_against_reference(
         request_for(matmul.to_sdfg(), MATMUL), seeds=[0], sizes=[{"N": 13, "M": 11, "K": 7}], wrapper=wrapper
     )
-    assert result["status"] == "passed", result["message"]
+    assert result.status == "passed", result.message
     assert read_report("memcheck", log.read_text()) is None and os.path.getsize(log) > 0

@@ -243,8 +243,8 @@ def test_sizes_the_program_never_allows_are_skipped_and_said(tmp_path):
     assert not ladder.rungs and len(ladder.skipped) == 5
     assert all("A[i + 1] reaches past dimension 0 of A (N)" in s.reason for s in ladder.skipped)
     result = run_against_reference(req)  # decided before anything is compiled
-    assert result["status"] == "inconclusive" and result["reason"] == "sizes"
-    assert "allows none of the sizes tried" in result["message"] and "the small odd size N=13" in result["message"]
+    assert result.status == "inconclusive" and result.reason == "sizes"
+    assert "allows none of the sizes tried" in result.message and "the small odd size N=13" in result.message
 
 
 def test_bench_sizes_are_the_ladders_bench_rung_repaired_like_every_rung():

@@ -12,6 +12,7 @@ import dace_ai
 import numpy as np
 import pytest
 from dace_ai.checking.api import CheckReport, CheckRequest
+from dace_ai.checking.artefacts import Artefacts
 from dace_ai.checking.compile import COMPILED
 from dace_ai.checking.levels import verification_level
 from dace_ai.checking.stages import check_workdir, run_checks
@@ -148,11 +149,12 @@ def test_one_compile_serves_the_probe_and_the_isa_check():
     node = gemm_node(target("x86-avx512"))
     ans = recorded("x86", "avx2_gemm")
     request = CheckRequest(ans, node, resolve_settings({"checkers": "probe,x86-isa"}), check_workdir(node, ans))
-    reports = run_checks(request)
+    store = Artefacts()
+    reports = run_checks(request, artefacts=store)
     assert [(r.checker, r.status) for r in reports] == [("probe", "passed"), ("x86-isa", "passed")]
     assert sorted(p.name for p in request.workdir.iterdir()) == ["compile"]  # one unit, one object
     assert (request.workdir / "compile" / "tasklet.o").is_file()
-    assert request.shared[COMPILED].command == reports[0].details["command"]
+    assert store[COMPILED].command == reports[0].details["command"]
 
 
 def test_faithful_check_never_loads_the_library_even_with_the_compiler_cache_on():

@@ -1,4 +1,4 @@
-"""A sandboxed run's failure is data (``result["problem"]``): the bench stage's run rules read it, never the
+"""A sandboxed run's failure is data (``result.problem``): the bench stage's run rules read it, never the
 message worded for the model, so rewording a message cannot change what is refused and why."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 from dace_ai.checking.bench import _refusal
 from dace_ai.checking.child.records import Case, Problem
 from dace_ai.checking.harness import case_problem, fault_problem
+from dace_ai.checking.sandbox_run import SandboxRun
 
 CASE: Case = {
     "seed": 0,
@@ -17,8 +18,8 @@ CASE: Case = {
 }
 
 
-def _failed(reason: str, problem, message: str = "The code did something.") -> dict:
-    return {"status": "failed", "reason": reason, "message": message, "problem": problem, "cases": []}
+def _failed(reason: str, problem, message: str = "The code did something.") -> SandboxRun:
+    return SandboxRun(mode="bench", status="failed", reason=reason, message=message, problem=problem)
 
 
 def test_a_childs_problem_names_its_container_and_what_was_wrong():

@@ -16,7 +16,8 @@ import dace_ai
 import numpy as np
 import pytest
 from dace_ai.checking.api import CheckRequest
-from dace_ai.checking.harness import SANDBOX_RUN
+from dace_ai.checking.artefacts import Artefacts
+from dace_ai.checking.sandbox_run import SANDBOX_RUN
 from dace_ai.checking.stages import check_workdir, run_checks
 from dace_ai.config.settings import resolve_settings
 from dace_ai.expansion.expansion_pass import node_context
@@ -72,7 +73,7 @@ def dace_builds(monkeypatch):
 
 def test_bench_times_the_library_verify_linked_and_no_candidate_is_built_by_dace(dace_builds):
     sdfg = matmul.to_sdfg()
-    reports, requests = [], []
+    reports, requests, stores = [], [], []
     for variant in ("", " /* second candidate */"):
         request = _request(
             sdfg,
@@ -83,12 +84,13 @@ def test_bench_times_the_library_verify_linked_and_no_candidate_is_built_by_dace
             bench_repeats=3,
         )
         requests.append(request)
-        reports.append(run_checks(request))
-    for request, (verify, bench) in zip(requests, reports):
+        stores.append(Artefacts())
+        reports.append(run_checks(request, artefacts=stores[-1]))
+    for request, store, (verify, bench) in zip(requests, stores, reports):
         assert (verify.checker, verify.status) == ("verify", "passed"), verify.diagnostics
         assert (bench.checker, bench.status) == ("bench", "passed"), bench.diagnostics
         library = str(request.workdir / "sandbox" / "candidate.so")
-        assert request.shared[SANDBOX_RUN]["library"] == library == bench.details["library"]
+        assert store[SANDBOX_RUN].library == library == bench.details["library"]
         assert bench.details["timed"] and bench.details["speedup"] > 0
         assert len(bench.details["candidate_seconds"]) == 3 and bench.sizes == [{"N": 40, "K": 30, "M": 50}]
         assert "and at the bench sizes N=40, K=30, M=50" in verify.diagnostics

@@ -18,7 +18,8 @@ import dace_ai
 import numpy as np
 import pytest
 from dace_ai.checking import sanitize
-from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.api import CheckReport, CheckRequest
+from dace_ai.checking.artefacts import Artefacts
 from dace_ai.checking.sanitize import SanitizerRun
 from dace_ai.checking.sanitize import builds as sanitize_builds
 from dace_ai.checking.sanitize import check as sanitize_check
@@ -26,6 +27,8 @@ from dace_ai.checking.stages import check_workdir, run_checks, select_checkers
 from dace_ai.config.settings import resolve_settings
 from dace_ai.expansion.expansion_pass import node_context
 from dace_ai.expansion.pending import pending_nodes
+from dace_ai.plugins.hookspecs import hookimpl
+from dace_ai.plugins.registrations import Checker
 from dace_ai.prompt.answer import Answer
 
 from tests.dace_versions import DACE2
@@ -344,9 +347,10 @@ def test_correct_twins_pass_the_sanitizers(shared_root, program, code):
 @needs_clang
 def test_a_candidate_verify_refused_is_not_run_again_and_its_builds_are_stopped(shared_root):
     req = request(san_twice, TWICE.replace("2 * _a[i]", "3 * _a[i]"))
-    reports = by_checker(run_checks(req))
+    store = Artefacts()
+    reports = by_checker(run_checks(req, artefacts=store))
     assert reports["verify"].status == "failed" and "sanitizers" not in reports
-    builds = req.shared[sanitize.SANITIZER_BUILDS].builds
+    builds = store[sanitize.SANITIZER_BUILDS].builds
     assert builds and all(b._stopped for b in builds.values())
 
 
@@ -372,18 +376,32 @@ def test_a_candidate_verify_could_not_judge_is_not_blamed_for_inputs_it_is_not_d
 
 @pytest.mark.slow
 @needs_clang
-def test_builds_start_beside_the_main_compile_and_stop_when_it_fails(shared_root):
-    from dace_ai.checking.compile import compile_candidate
+def test_builds_start_beside_the_main_compile_and_stop_when_it_fails(shared_root, register_dace_ai_plugin):
+    """The runner starts the builds the selected sanitizers checker needs before the compile stage runs."""
+    seen: list[object] = []
 
-    req = request(san_twice, TWICE + " // beside")
-    req.shared.selected = ["probe", "verify", "sanitizers"]  # what the stage runner records
-    assert compile_candidate(req).ok
-    (build,) = req.shared[sanitize.SANITIZER_BUILDS].builds.values()  # started before the main compile ran
+    class _First:
+        @hookimpl
+        def dace_ai_checkers(self):
+            def first(request):  # the compile stage's first checker: the builds are already running
+                seen.append(request.artefacts.get(sanitize.SANITIZER_BUILDS))
+                return CheckReport("t-first", "passed")
+
+            yield Checker(name="t-first", stage="compile", check=first, needs=(sanitize.SANITIZER_BUILDS,))
+
+    register_dace_ai_plugin(_First(), "first-plugin")
+    req = request(san_twice, TWICE + " // beside", checkers="t-first,sanitizers")
+    store = Artefacts()
+    run_checks(req, artefacts=store)
+    (builds,) = seen
+    assert isinstance(builds, sanitize.SanitizerBuilds) and builds is store[sanitize.SANITIZER_BUILDS]
+    build = builds.builds["address"]
     assert build.kind == "address" and build.wait().ok and build.executable.is_file()
     broken = request(san_twice, "this is not C++;")
-    reports = by_checker(run_checks(broken))
+    store = Artefacts()
+    reports = by_checker(run_checks(broken, artefacts=store))
     assert reports["probe"].status == "failed" and "sanitizers" not in reports
-    assert all(b._stopped for b in broken.shared[sanitize.SANITIZER_BUILDS].builds.values())
+    assert all(b._stopped for b in store[sanitize.SANITIZER_BUILDS].builds.values())
 
 
 @pytest.mark.slow

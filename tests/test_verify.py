@@ -235,8 +235,8 @@ def test_time_mode_times_candidate_and_reference_on_the_same_inputs():
     result = run_against_reference(
         request_for(matmul.to_sdfg(), MATMUL), mode="time", seeds=1, sizes=[{"N": 33, "M": 31, "K": 35}], repeats=3
     )
-    assert result["status"] == "passed" and result["sizes"] == [{"K": 35, "M": 31, "N": 33}]
-    (case,) = result["cases"]
+    assert result.status == "passed" and list(result.sizes) == [{"K": 35, "M": 31, "N": 33}]
+    (case,) = result.cases
     assert len(case["candidate_seconds"]) == 3 and len(case["reference_seconds"]) == 3
     assert all(t > 0 for t in case["candidate_seconds"] + case["reference_seconds"])
 

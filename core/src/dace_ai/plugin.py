@@ -24,9 +24,11 @@ core may be reorganised without breaking them. By hook:
   :func:`run_tool`, :func:`report_from_tool`, :func:`check_gpu_unit`, ...) and :class:`GpuPack`,
   the one base of GPU target packs (target, detection, architecture, unit compile); the compiler and
   flags of the real build (:func:`build_command`) and the one shared compile of a candidate
-  (:func:`compile_candidate` -> :class:`CandidateBuild` with the object file); a plugin's
-  checkers of one candidate share their own work on ``request.shared`` (:class:`SharedWork`)
-  under a :class:`SharedKey` the plugin declares.
+  (:func:`compile_candidate` -> :class:`CandidateBuild` with the object file, the artefact
+  :data:`COMPILED`); what checkers of one candidate hand on is an :class:`Artefact` a checker
+  declares in ``Checker(needs=..., gives=...)``, read on ``request.artefacts`` and given with
+  :meth:`CheckReport.give`: the core's :data:`COMPILED`, :data:`SANDBOX_RUN` (the ``verify``
+  checker's frozen :class:`SandboxRun`) and :data:`GPU_RUN`, or a plugin's own.
 
 Example::
 
@@ -45,8 +47,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from dace_ai.checking.api import CheckReport, CheckRequest, SharedKey, SharedWork, Status, stable_paths
-from dace_ai.checking.compile import CandidateBuild, compile_candidate
+from dace_ai.checking.api import CheckReport, CheckRequest, Status, stable_paths
+from dace_ai.checking.artefacts import ArtefactView, UndeclaredArtefact
+from dace_ai.checking.compile import COMPILED, CandidateBuild, compile_candidate
 from dace_ai.checking.gpu_build import (
     CMAKE_CANNOT,
     check_gpu_build,
@@ -55,6 +58,8 @@ from dace_ai.checking.gpu_build import (
     nvcc_version,
 )
 from dace_ai.checking.gpu_pack import GpuPack
+from dace_ai.checking.gpu_verify import GPU_RUN
+from dace_ai.checking.sandbox_run import SANDBOX_RUN, SandboxRun
 from dace_ai.checking.units import (
     GPU_THREAD_SCHEDULES,
     TASKLET_FUNCTION,
@@ -93,6 +98,7 @@ from dace_ai.execution.jobs import (
     worker_name,
 )
 from dace_ai.expansion.check_jobs import KeyInPayload, assert_key_free
+from dace_ai.plugins.artefacts import Artefact
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import (
     STAGES,
@@ -142,6 +148,10 @@ def machine_fact(name: str, maxsize: int | None = 1) -> Callable[[Callable[..., 
 
 
 __all__ = [
+    "Artefact",
+    "ArtefactView",
+    "COMPILED",
+    "GPU_RUN",
     "CMAKE_CANNOT",
     "BENCH_RESOURCE",
     "CORES_RESOURCE",
@@ -189,8 +199,9 @@ __all__ = [
     "SettingsError",
     "GpuPack",
     "machine_fact",
-    "SharedKey",
-    "SharedWork",
+    "SandboxRun",
+    "SANDBOX_RUN",
+    "UndeclaredArtefact",
     "Status",
     "Target",
     "TargetInfo",

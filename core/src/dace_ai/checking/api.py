@@ -15,13 +15,12 @@ knows (bench figures, remarks, the ladder). Reports travel as :meth:`CheckReport
 (sessions' ``checks.json``, check jobs' results, the answer cache) and come back with
 :meth:`CheckReport.from_record`, so one shape is written and read everywhere.
 
-The checkers of one candidate share work on ``request.shared``, a :class:`SharedWork`: the
-stage runner's own fields (``selected``, ``background``) and typed slots, each under a
-:class:`SharedKey` that the module filling it declares next to its type (``COMPILED`` in
-:mod:`~dace_ai.checking.compile`, ``SANDBOX_RUN`` in :mod:`~dace_ai.checking.harness`,
-``SANITIZER_BUILDS`` in :mod:`~dace_ai.checking.sanitize`). A key says what its value is, so
-a reader gets that type back without checking it, and two modules (or plugins) can never
-meet on a string by chance: keys are told apart by identity, their names only label them.
+What a checker needs from another (the verify stage's sandboxed run, the candidate's one
+compile) comes as typed, frozen records under :class:`~dace_ai.plugins.artefacts.Artefact` keys
+that the checker declares (``Checker(needs=..., gives=...)``): it reads them on
+``request.artefacts`` (:class:`~dace_ai.checking.artefacts.ArtefactView`, limited to its
+``needs``) and gives its own back with :meth:`CheckReport.give`. The stage runner orders the
+checkers by what they need and give (:mod:`dace_ai.checking.artefacts`).
 """
 
 from __future__ import annotations
@@ -31,88 +30,17 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Literal, Protocol, TypeVar, cast, overload
+from typing import Any, Literal, TypeVar
 
+from dace_ai.checking.artefacts import ArtefactView
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
+from dace_ai.plugins.artefacts import Artefact
 from dace_ai.prompt.answer import Answer
 
 Status = Literal["passed", "failed", "inconclusive"]
 
 T = TypeVar("T")
-D = TypeVar("D")
-
-
-class SharedKey(Generic[T]):
-    """A typed slot of :class:`SharedWork`, declared once at module level next to its type::
-
-        COMPILED: SharedKey[CandidateBuild] = SharedKey("compile")
-
-    Keys are compared by identity (two keys with one name are two slots); ``name`` labels
-    the key in reprs and errors.
-    """
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"SharedKey({self.name!r})"
-
-
-class Stoppable(Protocol):
-    """Work a checker left running in the background (a build): stopped when the checks end."""
-
-    def stop(self) -> None: ...
-
-
-class SharedWork:
-    """What the checkers of one candidate share, so work is done once (``request.shared``).
-
-    ``selected`` and ``background`` belong to the stage runner; the rest are typed slots
-    (``shared[COMPILED]``, ``shared.get(SANDBOX_RUN)``), each under a :class:`SharedKey`.
-    """
-
-    __slots__ = ("background", "selected", "_slots")
-
-    def __init__(self) -> None:
-        #: Names of the checkers the stage runner chose for the candidate, in run order
-        #: (so a compile can start work for a later checker beside it).
-        self.selected: list[str] = []
-        #: Work started in the background (objects with ``stop()``), stopped when the checks end.
-        self.background: list[Stoppable] = []
-        self._slots: dict[SharedKey[Any], object] = {}
-
-    def __setitem__(self, key: SharedKey[T], value: T) -> None:
-        self._slots[key] = value
-
-    def __getitem__(self, key: SharedKey[T]) -> T:
-        """The value under ``key``; ``KeyError`` naming the key when nothing was shared under it."""
-        try:
-            return cast(T, self._slots[key])
-        except KeyError:
-            raise KeyError(f"nothing shared under {key!r} for this candidate") from None
-
-    @overload
-    def get(self, key: SharedKey[T]) -> T | None: ...
-    @overload
-    def get(self, key: SharedKey[T], default: D) -> T | D: ...
-
-    def get(self, key: SharedKey[Any], default: object = None) -> object:
-        """The value under ``key``, or ``default`` (None) when nothing was shared under it."""
-        return self._slots.get(key, default)
-
-    def setdefault(self, key: SharedKey[T], default: T) -> T:
-        """The value under ``key``; when there is none, ``default``, stored under it first."""
-        return cast(T, self._slots.setdefault(key, default))
-
-    def __contains__(self, key: SharedKey[Any]) -> bool:
-        return key in self._slots
-
-    def __repr__(self) -> str:
-        names = ", ".join(key.name for key in self._slots)
-        return f"SharedWork(selected={self.selected!r}, background={len(self.background)}, slots=[{names}])"
 
 
 @dataclass
@@ -127,9 +55,63 @@ class CheckRequest:
     #: Class paths of the DaCe environments the answer resolved to (registered ones it names
     #: and generated ones it requested), set by the pipeline.
     environments: set[str] = field(default_factory=set)
-    #: What checkers of one candidate share so work is done once (e.g. the compiled unit,
-    #: see :func:`dace_ai.checking.compile.compile_candidate`): typed slots under :class:`SharedKey`.
-    shared: SharedWork = field(default_factory=SharedWork)
+    #: The artefacts the checker declared in its ``needs`` (set by the stage runner; a request made
+    #: outside it may read any artefact, and none was given): ``request.artefacts.get(SANDBOX_RUN)``.
+    artefacts: ArtefactView = field(default_factory=ArtefactView.standalone, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.artefacts.bind(self)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What a passed comparison with the reference varied beyond its seeds and sizes (read by
+    :mod:`dace_ai.checking.levels` to word the verification level)."""
+
+    #: The thread counts its runs used (``(1, 2)``: one thread, then two).
+    threads: tuple[int, ...] = ()
+    #: The input distributions it ran.
+    distributions: tuple[str, ...] = ()
+    #: The GPU it ran on ("" on the CPU).
+    device: str = ""
+    #: The bench sizes its bench section ran, when it timed the candidate too.
+    bench_sizes: dict[str, int] | None = None
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "threads": list(self.threads),
+            "distributions": list(self.distributions),
+            "device": self.device,
+            "bench_sizes": dict(self.bench_sizes) if self.bench_sizes is not None else None,
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Coverage:
+        bench = record.get("bench_sizes")
+        return cls(
+            threads=tuple(int(n) for n in record.get("threads") or ()),
+            distributions=tuple(str(d) for d in record.get("distributions") or ()),
+            device=str(record.get("device") or ""),
+            bench_sizes={str(k): int(v) for k, v in bench.items()} if isinstance(bench, Mapping) else None,
+        )
+
+    @classmethod
+    def from_details(cls, details: Mapping[str, Any]) -> Coverage:
+        """The coverage a verify report written before this record kept in its ``details``."""
+        runs = (details.get("threads") or {}).get("runs") if isinstance(details.get("threads"), Mapping) else None
+        counts = sorted({int(n) for run in runs or [] for n in run.get("threads") or []})
+        ran = (
+            (details.get("distributions") or {}).get("ran")
+            if isinstance(details.get("distributions"), Mapping)
+            else None
+        )
+        bench = details.get("bench_sizes")
+        return cls(
+            threads=tuple(counts),
+            distributions=tuple(str(d) for d in ran or ()),
+            device=str(details.get("device") or ""),
+            bench_sizes=dict(bench) if isinstance(bench, Mapping) else None,
+        )
 
 
 @dataclass
@@ -158,6 +140,17 @@ class CheckReport:
     seeds: int = field(default=0, kw_only=True)
     #: The sizes it ran, one mapping of symbol values per size.
     sizes: list[dict[str, int]] = field(default_factory=list, kw_only=True)
+    #: Judged from the code's text alone, nothing compiled or run (it makes no verification level of its own).
+    static: bool = field(default=False, kw_only=True)
+    #: A verify-stage report that adds to the ``verify`` comparison rather than making one (the sanitizer runs).
+    supplements_verify: bool = field(default=False, kw_only=True)
+    #: Not run because the check was routed to the compile stage only (no worker for the target).
+    compile_only: bool = field(default=False, kw_only=True)
+    #: What a comparison with the reference varied (threads, distributions, device, bench sizes).
+    coverage: Coverage | None = field(default=None, kw_only=True)
+    #: What the checker gives to the checkers after it (:meth:`give`); taken by the stage runner,
+    #: never recorded.
+    artefacts: dict[Artefact[Any], object] = field(default_factory=dict, kw_only=True, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.fields_from_details()
@@ -166,12 +159,20 @@ class CheckReport:
     def failed(self) -> bool:
         return self.status == "failed"
 
+    def give(self, artefact: Artefact[T], value: T) -> CheckReport:
+        """Give ``value`` under ``artefact`` to the checkers that need it (declared in ``gives``); returns self."""
+        self.artefacts[artefact] = value
+        return self
+
     def fields_from_details(self) -> CheckReport:
         """Move what an older checker put into ``details`` by convention into the typed fields.
 
         The keys ``stage``, ``reason``, ``rule``, ``seeds``, ``sizes`` and ``told`` (now
-        ``told_user``); a new report and the stage runner (for details filled in later) call
-        this, so a plugin written before the fields still reports its stage and reasons.
+        ``told_user``), and, left in place, ``static``, ``sanitizers`` (``supplements_verify``),
+        ``compile_only`` and a comparison's ``threads``/``distributions``/``device``/``bench_sizes``
+        (``coverage``); a new report, the stage runner (for details filled in later) and
+        :meth:`from_record` (records written before the fields) call this, so a plugin written
+        before the fields still reports its stage, reasons and level.
         A value already set in a field wins; ``details["sizes"]`` becomes ``sizes`` only
         when it is a list of mappings (a bench figure's one mapping stays a figure).
         """
@@ -189,6 +190,14 @@ class CheckReport:
         sizes = d.get("sizes")
         if not self.sizes and isinstance(sizes, list) and all(isinstance(s, dict) for s in sizes):
             self.sizes = [dict(s) for s in d.pop("sizes")]
+        # Flags and coverage the levels read, kept in ``details`` by convention before the fields (not moved:
+        # the details stay the checker's own record).
+        self.static = self.static or d.get("static") is True
+        self.supplements_verify = self.supplements_verify or "sanitizers" in d
+        self.compile_only = self.compile_only or bool(d.get("compile_only"))
+        compared = isinstance(d.get("threads"), Mapping) or isinstance(d.get("distributions"), Mapping)
+        if self.coverage is None and not self.supplements_verify and (compared or "device" in d or "bench_sizes" in d):
+            self.coverage = Coverage.from_details(d)
         return self
 
     def record(self) -> dict[str, Any]:
@@ -204,6 +213,10 @@ class CheckReport:
             "told_user": self.told_user,
             "seeds": self.seeds,
             "sizes": [dict(s) for s in self.sizes],
+            "static": self.static,
+            "supplements_verify": self.supplements_verify,
+            "compile_only": self.compile_only,
+            "coverage": self.coverage.record() if self.coverage is not None else None,
             "details": json.loads(json.dumps(self.details, default=str)),
         }
 
@@ -222,6 +235,10 @@ class CheckReport:
             told_user=bool(record.get("told_user")),
             seeds=int(record.get("seeds") or 0),
             sizes=[dict(s) for s in record.get("sizes") or []],
+            static=bool(record.get("static")),
+            supplements_verify=bool(record.get("supplements_verify")),
+            compile_only=bool(record.get("compile_only")),
+            coverage=Coverage.from_record(record["coverage"]) if record.get("coverage") else None,
         )
         return report.fields_from_details()
 

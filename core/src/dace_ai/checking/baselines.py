@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.reference import _specializes, build_native_reference, implemented_node, reference_implementation
 
 if TYPE_CHECKING:
     from dace_ai.checking.child.records import LibrarySpec
@@ -115,8 +116,6 @@ def _library_implementations(node_class: type) -> dict[str, Any]:
 
     from dace.sdfg import nodes
 
-    from dace_ai.checking.reference import _specializes
-
     package = node_class.__module__.rsplit(".", 1)[0]
     try:
         module = importlib.import_module(package)
@@ -135,7 +134,6 @@ def _library_implementations(node_class: type) -> dict[str, Any]:
 
 def node_baselines(node: Any, target_kind: str = "cpu") -> NodeBaselines:
     """The baselines of library node ``node`` on this machine for a ``target_kind`` ("cpu"/"gpu") target."""
-    from dace_ai.checking.reference import _specializes, reference_implementation
     from dace_ai.environments.installed import environment_infos
 
     implementations = dict(getattr(type(node), "implementations", None) or {})
@@ -193,7 +191,6 @@ def build_baseline(request: CheckRequest, baseline: Baseline) -> NativeReference
     Same folder scheme, lock and entry points as the native reference; raises what the
     build raises (the caller reports the baseline as not timed).
     """
-    from dace_ai.checking.reference import build_native_reference
 
     if baseline.kind != "dace-implementation" or baseline.implementation is None:
         raise ValueError(f"baseline {baseline.label!r} is not a DaCe implementation; nothing to build")
@@ -271,7 +268,6 @@ def bench_programs(
     node besides the native one that is installed here, built once per node. A baseline
     that does not build is left out with its reason (it says nothing about the candidate).
     """
-    from dace_ai.checking.reference import implemented_node
 
     node = implemented_node(request.node)
     if node is None:

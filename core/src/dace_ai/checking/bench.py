@@ -31,16 +31,24 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from dace_ai.checking import deception
 from dace_ai.checking.api import CheckReport, CheckRequest
+from dace_ai.checking.baselines import bench_comparison, bench_programs
+from dace_ai.checking.compile import COMPILED
+from dace_ai.checking.constraints import first_point
 from dace_ai.checking.deception import format_seconds
+from dace_ai.checking.harness import reference_kind, run_against_reference
+from dace_ai.checking.host_target import uses_host_compiler
+from dace_ai.checking.runner import BenchPlan, bench_plan
+from dace_ai.checking.sandbox_run import SANDBOX_RUN, SandboxRun
+from dace_ai.checking.stages import select_checkers
+from dace_ai.checking.timing import parse_sizes
+from dace_ai.performance import describe_speed_of_light
+from dace_ai.performance.bench_figure import bench_speed_of_light
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Checker
-
-if TYPE_CHECKING:
-    from dace_ai.checking.harness import SandboxRun
-    from dace_ai.checking.runner import BenchPlan
 
 NAME = "bench"
 
@@ -52,10 +60,6 @@ def bench_applies(request: CheckRequest) -> bool:
     figure with no baseline says nothing, and the verify stage has already told the user
     that the node is not verified.
     """
-    from dace_ai.checking.harness import reference_kind
-    from dace_ai.checking.host import uses_host_compiler
-    from dace_ai.checking.timing import parse_sizes
-
     settings = request.settings
     if settings.bench == "off" or not uses_host_compiler(request) or not request.node.live:
         return False
@@ -105,8 +109,6 @@ def describe(fig: dict[str, Any]) -> str:
 
 def _speed_of_light(fig: dict[str, Any]) -> str:
     """``; <figure against the roofline>`` (with the memory level of a memory-bound one), or ""."""
-    from dace_ai.performance import describe_speed_of_light
-
     sol = fig.get("speed_of_light")
     if not sol:
         return ""
@@ -142,8 +144,6 @@ def _sizes(sizes: Mapping[str, int] | None) -> str:
 
 def bench_wanted(request: CheckRequest) -> bool:
     """True when the bench stage will run for this candidate (so the verify stage's child run times it too)."""
-    from dace_ai.checking.stages import select_checkers
-
     if not bench_applies(request):
         return False
     try:
@@ -154,14 +154,9 @@ def bench_wanted(request: CheckRequest) -> bool:
 
 def plan(request: CheckRequest) -> BenchPlan:
     """The bench section for ``request``'s sandboxed run (raises ``ValueError`` for a bad ``bench_sizes``)."""
-    from dace_ai.checking.harness import reference_kind
-    from dace_ai.checking.runner import bench_plan
-
     kind, _ = reference_kind(request)
     bench = bench_plan(request, native=kind == "native")
     if bench.time:
-        from dace_ai.checking.baselines import bench_programs
-
         native_label, programs, left_out = bench_programs(request, build=request.settings.bench_baselines)
         bench.native_label = native_label
         bench.baselines = [{"label": label, "kind": "program", "program": spec} for label, spec in programs.items()]
@@ -171,12 +166,10 @@ def plan(request: CheckRequest) -> BenchPlan:
 
 def _refusal(result: SandboxRun) -> CheckReport:
     """The report for a sandboxed bench run that did not pass (its ``problem``, never its wording, decides)."""
-    from dace_ai.checking import deception
-
-    if result["status"] == "inconclusive":
-        return CheckReport(NAME, "inconclusive", result["message"], reason=str(result["reason"] or ""))
-    problem = result.get("problem") or {}
-    reason = result["reason"] or ""
+    if result.status == "inconclusive":
+        return CheckReport(NAME, "inconclusive", result.message, reason=str(result.reason or ""))
+    problem = result.problem or {}
+    reason = result.reason or ""
     container = problem.get("container") or "?"
     findings: dict[str, Any] = {}
     if reason == "outside_buffer":
@@ -188,37 +181,33 @@ def _refusal(result: SandboxRun) -> CheckReport:
         return CheckReport(
             NAME,
             "failed",
-            "Refused: " + "; ".join(reasons) + f". ({result['message']})",
+            "Refused: " + "; ".join(reasons) + f". ({result.message})",
             rule="deception",
             reason=reason,
             details={"reasons": reasons},
         )
     if reason in ("mismatch", "unwritten", "nondeterministic"):
-        return CheckReport(NAME, "failed", result["message"], rule=reason, reason=reason)
-    return CheckReport(NAME, "failed", f"Running your code failed: {result['message']}", rule=reason, reason=reason)
+        return CheckReport(NAME, "failed", result.message, rule=reason, reason=reason)
+    return CheckReport(NAME, "failed", f"Running your code failed: {result.message}", rule=reason, reason=reason)
 
 
 def _sandbox_bench(request: CheckRequest) -> tuple[SandboxRun, dict[str, Any], float] | CheckReport:
     """The sandboxed run to judge, its bench section and the seconds it cost: the verify stage's
     when it timed the bench, else a run of its own (a report when that one cannot be judged)."""
-    from dace_ai.checking.harness import SANDBOX_RUN, run_against_reference
-
-    shared = request.shared.get(SANDBOX_RUN)
-    section = shared.get("bench") if shared is not None else None
-    if shared is not None and section is not None:
-        return shared, section, float(section.get("seconds") or 0.0)  # its share of the verify stage's run
+    verified = request.artefacts.get(SANDBOX_RUN)
+    if verified is not None and verified.bench is not None:  # its share of the verify stage's run
+        return verified, dict(verified.bench), float(verified.bench.get("seconds") or 0.0)
     try:
         bench = plan(request)
     except ValueError as exc:
         settings = request.settings
         return CheckReport(NAME, "inconclusive", f"setting 'bench_sizes' from {settings.source('bench_sizes')}: {exc}")
     result = run_against_reference(request, mode="bench", bench=bench)
-    if result["status"] != "passed":
+    if result.status != "passed":
         return _refusal(result)
-    section = result.get("bench")
-    if section is None:  # a passed run with a bench plan always has its bench section
+    if result.bench is None:  # a passed run with a bench plan always has its bench section
         raise RuntimeError("the sandboxed bench run passed without a bench section")
-    return result, section, result["seconds"]["total"]
+    return result, dict(result.bench), result.seconds["total"]
 
 
 def bench_check(request: CheckRequest) -> CheckReport:
@@ -227,8 +216,6 @@ def bench_check(request: CheckRequest) -> CheckReport:
     No DaCe build of the candidate: the figures come from the library the verify
     stage linked, timed in the same child runner.
     """
-    from dace_ai.checking import deception
-
     settings = request.settings
     forbidden = deception.forbidden_library_reason(
         request.answer, "\n".join([request.node.description, settings.extra_instructions or ""])
@@ -243,11 +230,7 @@ def bench_check(request: CheckRequest) -> CheckReport:
     if not run.get("timed") and run.get("call_seconds"):
         run = {**run, "candidate": run["call_seconds"]}
     fig = figures(run)
-    fig.update(
-        timed=bool(run.get("timed")), library=run.get("library"), threads=(result.get("threads") or {}).get("count")
-    )
-    from dace_ai.checking.baselines import bench_comparison
-
+    fig.update(timed=bool(run.get("timed")), library=run.get("library"), threads=result.threads.get("count"))
     fig.update(bench_comparison(fig, run.get("baselines") or {}, run.get("native_label")))
     fig["baselines_left_out"] = dict(run.get("baselines_left_out") or {})
     if run.get("baselines_reused"):
@@ -288,8 +271,6 @@ def bench_check(request: CheckRequest) -> CheckReport:
 
 def _speed_of_light_details(request: CheckRequest, fig: dict[str, Any]) -> dict[str, Any]:
     """The bench's figure against this machine's roofline (see :mod:`dace_ai.performance.bench_figure`)."""
-    from dace_ai.checking.constraints import first_point
-    from dace_ai.performance.bench_figure import bench_speed_of_light
 
     values: Any = dict(fig.get("sizes") or {})
     try:
@@ -309,6 +290,7 @@ def dace_ai_checkers():
         check=bench_check,
         applies=bench_applies,
         default=True,
+        needs=(SANDBOX_RUN, COMPILED),
         description="times the verified library against the node's native expansion and DaCe's "
         "installed library implementations (OpenBLAS, ...) in the sandbox child, and "
         "against this machine's roofline (fraction of speed of light); "

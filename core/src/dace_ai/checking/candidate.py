@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.compile import compile_candidate
 from dace_ai.checking.units import ToolResult, environment_classes, run_tool
 
 if TYPE_CHECKING:
@@ -33,7 +34,6 @@ def candidate_library(request: CheckRequest) -> tuple[Path | None, CandidateBuil
     the entry points above), so verification adds a link, not a compile. Returns
     (library or None, the compile, the link run or None when reused).
     """
-    from dace_ai.checking.compile import compile_candidate
 
     build = compile_candidate(request)
     folder = Path(request.workdir) / "sandbox"

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from dace_ai.checking.api import CheckReport, CheckRequest
+from dace_ai.checking.stages import check_workdir, run_checks
 from dace_ai.context.types import NodeContext
 from dace_ai.prompt.answer import Answer
 
@@ -42,7 +43,6 @@ def check_candidate(
     """
     if not settings.compile_check:
         return []
-    from dace_ai.checking.stages import check_workdir, run_checks
 
     return run_checks(
         CheckRequest(

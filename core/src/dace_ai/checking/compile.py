@@ -5,16 +5,17 @@ candidate (the core's ``probe``, the x86 pack's ISA check, the ``verify`` stage,
 which links the object, entry points included, into the sandbox's library): :func:`compile_candidate` compiles
 :func:`~dace_ai.checking.units.host_unit` with
 :func:`~dace_ai.targets.build_flags.build_command` (DaCe's compiler, standard
-and flags) to ``<workdir>/compile/tasklet.o`` and keeps the result on the
-request (``request.shared[COMPILED]``), so the second caller gets it for free.
+and flags) to ``<workdir>/compile/tasklet.o``. The compile is the artefact
+:data:`COMPILED`, made by the stage runner on its first read, so the second checker gets it
+for free; a checker that calls :func:`compile_candidate` declares ``needs=(COMPILED,)``.
 
 ``dace/dace.h`` is precompiled once per compiler and flags under
 ``<build root>/ai-check/pch/``, which makes a compile cost a fraction of a DaCe build.
 
 When the stage runner chose the ``sanitizers`` checker, the same unit's clang++
-sanitizer builds start in the background just before this compile
-(:func:`dace_ai.checking.sanitize.start_sanitizer_builds`), so two cores overlap them;
-a failed compile stops them.
+sanitizer builds start in the background before the compile stage (the artefact
+``SANITIZER_BUILDS`` of :mod:`dace_ai.checking.sanitize.builds`, started by the runner), so
+two cores overlap them; a failed stage stops them.
 
 The compile also writes the compiler's vectoriser remarks (no change to the code it
 generates, no second compile); :meth:`CandidateBuild.remarks` reads those on the
@@ -26,15 +27,16 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from dace_ai.checking.api import CheckRequest, SharedKey
+from dace_ai.checking.api import CheckRequest
 from dace_ai.checking.diagnostics import summarize_output
 from dace_ai.checking.entry_code import entry_points
-from dace_ai.checking.remarks import remark_flags, remark_kind
-from dace_ai.checking.sanitize import start_sanitizer_builds, stop_sanitizer_builds
+from dace_ai.checking.remarks import candidate_remarks, remark_flags, remark_kind
 from dace_ai.checking.units import UNIT_FILE, ToolResult, environment_classes, host_unit, run_tool
+from dace_ai.plugins.artefacts import Artefact
 from dace_ai.targets.build_flags import build_command, builds_with_dace, compiler_identity, is_clang
 
 #: Seconds a single compiler run may take.
@@ -43,9 +45,29 @@ COMPILE_TIMEOUT = 300.0
 OBJECT_FILE = "tasklet.o"
 
 
-@dataclass
+class OutputClaim:
+    """Which checker put the compiler's diagnostics in its report (the first to claim them; thread-safe)."""
+
+    def __init__(self) -> None:
+        self._by: str | None = None
+        self._lock = threading.Lock()
+
+    def claim(self, checker: str) -> bool:
+        with self._lock:
+            if self._by is None or self._by == checker:
+                self._by = checker
+                return True
+            return False
+
+    @property
+    def by(self) -> str | None:
+        return self._by
+
+
+@dataclass(frozen=True)
 class CandidateBuild:
-    """The outcome of compiling a candidate's host unit (shared by every checker of the candidate)."""
+    """The outcome of compiling a candidate's host unit (the artefact :data:`COMPILED`, read by every
+    checker of the candidate that needs it)."""
 
     compiler: list[str]
     flags: list[str]
@@ -53,12 +75,17 @@ class CandidateBuild:
     folder: Path
     result: ToolResult
     pch: str  #: how dace.h was included ("pch built", "pch reused", "pch not built: ...")
-    #: Name of the checker that put the compiler's diagnostics in its report (the others refer to it).
-    reported_by: str | None = None
     #: Whose vectoriser remarks the compile asked for ("gcc", "clang"), None when none were.
     remark_kind: str | None = None
     #: Lines of the unit that hold the answer (the sandbox's entry points follow them).
     answer_lines: int = 0
+    #: Who reports the compiler's diagnostics (:meth:`claim_output`); the one part that changes.
+    output_claim: OutputClaim = field(default_factory=OutputClaim, compare=False, repr=False)
+
+    @property
+    def reported_by(self) -> str | None:
+        """Name of the checker that put the compiler's diagnostics in its report (the others refer to it)."""
+        return self.output_claim.by
 
     @property
     def ok(self) -> bool:
@@ -85,8 +112,6 @@ class CandidateBuild:
 
     def remarks(self) -> list[str]:
         """The compiler's remarks on the answer's own loops, one line each (empty when the compile failed)."""
-        from dace_ai.checking.remarks import candidate_remarks
-
         if not self.ok or not self.unit.is_file():
             return []
         return candidate_remarks(
@@ -95,14 +120,7 @@ class CandidateBuild:
 
     def claim_output(self, checker: str) -> bool:
         """True for the first checker that reports the compiler's diagnostics (so they are sent once)."""
-        if self.reported_by is None or self.reported_by == checker:
-            self.reported_by = checker
-            return True
-        return False
-
-
-#: Where :func:`compile_candidate` keeps the candidate's one compile on ``request.shared``.
-COMPILED: SharedKey[CandidateBuild] = SharedKey("compile")
+        return self.output_claim.claim(checker)
 
 
 def pch_folder(compiler: list[str], flags: list[str]) -> Path:
@@ -158,16 +176,18 @@ def ensure_pch(compiler: list[str], flags: list[str]) -> tuple[list[str], str]:
 
 
 def compile_candidate(request: CheckRequest) -> CandidateBuild:
-    """Compile the candidate's host unit to an object file with the real build's compiler and flags, once.
+    """The candidate's one compile (the artefact :data:`COMPILED`; the caller declares it in its needs).
 
-    The first call for a request compiles; later calls (other checkers of the same
+    The first read for a candidate compiles; later ones (other checkers of the same
     candidate) return the same :class:`CandidateBuild`. A missing compiler is a
     result with return code 127 (checkers report it as inconclusive).
     """
-    cached = request.shared.get(COMPILED)
-    if cached is not None:
-        return cached
-    from dace_ai.compat import dace_runtime_include
+    return request.artefacts[COMPILED]
+
+
+def _compile(request: CheckRequest) -> CandidateBuild:
+    """Compile the candidate's host unit to an object file with the real build's compiler and flags."""
+    from dace_ai.compat import dace_runtime_include  # DaCe is imported only when a candidate compiles
 
     compiler, flags = build_command(request.node.target)
     folder = Path(request.workdir) / "compile"
@@ -203,10 +223,7 @@ def compile_candidate(request: CheckRequest) -> CandidateBuild:
             "-o",
             OBJECT_FILE,
         ]
-        start_sanitizer_builds(request, unit + entry_points(request.node), flags)  # beside this compile
         result = run_tool(command, cwd=folder, timeout=COMPILE_TIMEOUT, env={"LC_ALL": "C"})
-        if not result.ok:
-            stop_sanitizer_builds(request)
         build = CandidateBuild(
             compiler,
             flags,
@@ -217,5 +234,8 @@ def compile_candidate(request: CheckRequest) -> CandidateBuild:
             remark_kind=remark_kind(compiler[0]) if remarks else None,
             answer_lines=len(unit.splitlines()),
         )
-    request.shared[COMPILED] = build
     return build
+
+
+#: The candidate's one compile, made by the stage runner on its first read (:func:`compile_candidate`).
+COMPILED: Artefact[CandidateBuild] = Artefact("compiled", make=_compile)

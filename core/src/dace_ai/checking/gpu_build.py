@@ -19,6 +19,7 @@ import subprocess
 
 from dace_ai.checking.api import CheckReport, CheckRequest
 from dace_ai.checking.diagnostics import summarize_output
+from dace_ai.checking.host import build_standalone
 
 #: The ``reason`` of a report whose build failed in CMake's set-up of CUDA (not the candidate's fault).
 CMAKE_CANNOT = "CMake cannot set up CUDA"
@@ -94,7 +95,6 @@ def gpu_build_blocker() -> str | None:
 
 def check_gpu_build(request: CheckRequest, checker: str) -> CheckReport:
     """Build the candidate's one-node program with DaCe in ``<workdir>/program`` (never loaded)."""
-    from dace_ai.checking.host import build_standalone
 
     blocker = gpu_build_blocker()
     if blocker is not None:

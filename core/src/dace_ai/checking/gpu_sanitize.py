@@ -23,7 +23,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from dace_ai.checking import gpu_verify
 from dace_ai.checking.api import CheckReport, CheckRequest
+from dace_ai.checking.harness import run_against_reference
+from dace_ai.checking.ladder import build_ladder
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Checker
 
@@ -117,17 +120,13 @@ def read_report(tool: str, text: str) -> GpuFinding | None:
 
 def applies(request: CheckRequest) -> bool:
     """Where ``gpu-verify`` applies and passed (a GPU DaCe can build for)."""
-    from dace_ai.checking import gpu_verify
-
-    run = request.shared.get(gpu_verify.GPU_RUN)
-    passed = run is None or run.get("status") == "passed"
+    run = request.artefacts.get(gpu_verify.GPU_RUN)
+    passed = run is None or run.status == "passed"
     return passed and gpu_verify.applies(request)
 
 
 def gpu_sanitizers_check(request: CheckRequest) -> CheckReport:
     """Run the device program under each tool at the ladder's first size; the first tool's error fails it."""
-    from dace_ai.checking.harness import run_against_reference
-    from dace_ai.checking.ladder import build_ladder
 
     tool_path = compute_sanitizer()
     if tool_path is None:
@@ -138,6 +137,7 @@ def gpu_sanitizers_check(request: CheckRequest) -> CheckReport:
             "memcheck, racecheck, initcheck and synccheck; it comes with the CUDA toolkit",
             stage="verify",
             reason="compute-sanitizer missing",
+            supplements_verify=True,
             details={"sanitizers": []},
         )
     rung = build_ladder(request).rungs[0]
@@ -149,9 +149,14 @@ def gpu_sanitizers_check(request: CheckRequest) -> CheckReport:
         log.unlink(missing_ok=True)
         wrapper = [tool_path, "--tool", tool, "--log-file", str(log), "--print-limit", "5"]
         result = run_against_reference(
-            request, mode="verify", seeds=[rung.seeds[0]], sizes=[dict(rung.sizes)], device=True, wrapper=wrapper
+            request,
+            mode="verify",
+            seeds=[rung.seeds[0]],
+            sizes=[dict(rung.sizes)],
+            device=gpu_verify.build_device_program,
+            wrapper=wrapper,
         )
-        seconds += float(result.get("seconds", {}).get("total", 0.0))
+        seconds += float(result.seconds.get("total", 0.0))
         text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
         finding = read_report(tool, text)
         sizes = ", ".join(f"{k}={v}" for k, v in rung.sizes.items())
@@ -163,15 +168,17 @@ def gpu_sanitizers_check(request: CheckRequest) -> CheckReport:
                 "its connector covers and every thread of a block must reach each barrier",
                 stage="verify",
                 reason=f"gpu {tool}",
+                supplements_verify=True,
                 details={"sanitizers": [tool], "tool": tool, "seconds": seconds},
             )
         if not text:
             return CheckReport(
                 CHECKER,
                 "inconclusive",
-                f"compute-sanitizer {tool} wrote no report ({result.get('message', '')[:300]})",
+                f"compute-sanitizer {tool} wrote no report ({result.message[:300]})",
                 stage="verify",
                 reason="no report",
+                supplements_verify=True,
                 details={"sanitizers": [], "tool": tool},
             )
     return CheckReport(
@@ -179,6 +186,7 @@ def gpu_sanitizers_check(request: CheckRequest) -> CheckReport:
         "passed",
         f"compute-sanitizer {', '.join(TOOLS)}: no errors at sizes {', '.join(f'{k}={v}' for k, v in rung.sizes.items())}",
         stage="verify",
+        supplements_verify=True,
         details={"sanitizers": list(TOOLS), "seconds": seconds},
     )
 
@@ -190,7 +198,7 @@ def dace_ai_checkers():
         stage="verify",
         check=gpu_sanitizers_check,
         applies=applies,
-        order=20,
+        needs=(gpu_verify.GPU_RUN,),
         description="Runs the GPU program of gpu-verify once more under compute-sanitizer's memcheck, racecheck, "
         "initcheck and synccheck at a small size (where compute-sanitizer and a GPU are present)",
     )

@@ -20,26 +20,29 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dace_ai.checking.api import CheckReport, CheckRequest, SharedKey
+from dace_ai.checking.api import CheckReport, CheckRequest
+from dace_ai.checking.gpu_build import gpu_build_blocker, gpu_compute_capability
+from dace_ai.checking.harness import parse_sizes_setting, run_against_reference
+from dace_ai.checking.host import standalone_sdfg
+from dace_ai.checking.reference import _as_array, program_spec
+from dace_ai.checking.sandbox_run import SandboxRun
 from dace_ai.checking.units import touches_gpu
+from dace_ai.checking.verify import sandbox_report
+from dace_ai.plugins.artefacts import Artefact
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Checker
 
-if TYPE_CHECKING:
-    from dace_ai.checking.harness import SandboxRun
-
 CHECKER = "gpu-verify"
-#: Where ``gpu-verify`` leaves its run on ``request.shared`` (``gpu-sanitizers`` runs only after a passed one).
-GPU_RUN: SharedKey[SandboxRun] = SharedKey("gpu_run")
+#: The run ``gpu-verify`` gives (``gpu-sanitizers`` needs it: it runs after it, and only after a passed one).
+GPU_RUN: Artefact[SandboxRun] = Artefact("gpu_run")
 #: Suffix of a GPU container's host twin in the device program (the child passes it the container's buffer).
 HOST_SUFFIX = "_dace_ai_host"
 
 
 def nvidia_gpu() -> str | None:
     """``<name> sm_XY`` of the first GPU nvidia-smi reports, or None."""
-    from dace_ai.checking.gpu_build import gpu_compute_capability
 
     gpu = gpu_compute_capability()
     return f"{gpu[0]} {gpu[1]}" if gpu is not None else None
@@ -47,7 +50,6 @@ def nvidia_gpu() -> str | None:
 
 def applies(request: CheckRequest) -> bool:
     """A host tasklet over GPU data, in a live program, on a machine with an NVIDIA GPU DaCe can build for."""
-    from dace_ai.checking.gpu_build import gpu_build_blocker
 
     node = request.node
     return (
@@ -64,9 +66,6 @@ def applies(request: CheckRequest) -> bool:
 def device_program(request: CheckRequest) -> Any:
     """The candidate's one-node program with host twins of its GPU containers (see the module docstring)."""
     import dace
-
-    from dace_ai.checking.host import standalone_sdfg
-    from dace_ai.checking.reference import _as_array
 
     sdfg = standalone_sdfg(request)
     (main,) = list(sdfg.states())
@@ -98,7 +97,6 @@ def device_program(request: CheckRequest) -> Any:
 
 def build_device_program(request: CheckRequest) -> tuple[Path, Any]:
     """(library, the child's program spec) of :func:`device_program`, built in ``<workdir>/device``."""
-    from dace_ai.checking.reference import program_spec
     from dace_ai.compat import compile_without_loading, debugprint_off
 
     sdfg = device_program(request)
@@ -112,8 +110,6 @@ def build_device_program(request: CheckRequest) -> tuple[Path, Any]:
 
 def gpu_verify_check(request: CheckRequest) -> CheckReport:
     """Compare the candidate, run on the GPU, with the node's reference along the size ladder."""
-    from dace_ai.checking.harness import parse_sizes_setting, run_against_reference
-    from dace_ai.checking.verify import sandbox_report
 
     settings = request.settings
     result = run_against_reference(
@@ -121,14 +117,14 @@ def gpu_verify_check(request: CheckRequest) -> CheckReport:
         mode="verify",
         seeds=settings.verify_seeds,
         sizes=parse_sizes_setting(settings.verify_sizes),
-        device=True,
+        device=build_device_program,
     )
-    request.shared[GPU_RUN] = result
     device = nvidia_gpu() or "GPU"
-    message = result["message"]
-    if result["status"] == "passed":
+    message = result.message
+    if result.status == "passed":
         message = f"{message} (on {device})".strip()
-    return sandbox_report(CHECKER, request, result, message, result["seconds"]["total"], {"device": device})
+    report = sandbox_report(CHECKER, request, result, message, result.seconds["total"], {"device": device})
+    return report.give(GPU_RUN, result)
 
 
 @hookimpl
@@ -138,6 +134,7 @@ def dace_ai_checkers():
         stage="verify",
         check=gpu_verify_check,
         applies=applies,
+        gives=(GPU_RUN,),
         description="Runs host tasklets over GPU data on the GPU (a program DaCe builds, with host twins of the "
         "GPU data) against the node's reference in the sandbox: the size ladder, seeds, distributions",
     )

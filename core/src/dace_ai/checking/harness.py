@@ -5,7 +5,7 @@ and for anything that benchmarks candidates: it compiles the candidate once, bui
 (or reuses) the node's native program, makes the cases (seeds x sizes; thread runs
 at the larger sizes, see :mod:`dace_ai.checking.runner`; the bench section when
 given a plan), runs them in one sandboxed child (:mod:`dace_ai.checking.sandbox`)
-and returns a :class:`SandboxRun` (a plain dict, typed)::
+and returns a :class:`~dace_ai.checking.sandbox_run.SandboxRun` (a frozen record; its fields as a dict)::
 
     {"mode": "verify" | "time" | "bench",
      "status": "passed" | "failed" | "inconclusive",
@@ -29,7 +29,7 @@ The job, its cases and the child's records are the TypedDicts of :mod:`dace_ai.c
 (:class:`~dace_ai.checking.child.records.SandboxJob`, :class:`~dace_ai.checking.child.records.Case`,
 :class:`~dace_ai.checking.child.records.CaseRecord`, :class:`~dace_ai.checking.child.records.Problem`), defined
 there once because the child imports nothing else. Callers that act on a failure read
-``result["problem"]`` (:class:`RunProblem`), never the message, which is worded for the model.
+``result.problem`` (:class:`~dace_ai.checking.sandbox_run.RunProblem`), never the message, which is worded for the model.
 
 Sizes: the size ladder of :mod:`dace_ai.checking.ladder` (small odd sizes, multiples
 of every vector width, several tiles, the bench size; only sizes the program's
@@ -44,7 +44,7 @@ from __future__ import annotations
 import copy
 import functools
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -52,11 +52,32 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import numpy as np
 
 from dace_ai.checking import distributions
-from dace_ai.checking.api import CheckRequest, SharedKey, Status
+from dace_ai.checking.api import CheckRequest, Status
+from dace_ai.checking.candidate import candidate_library
+from dace_ai.checking.child.inputs import case_inputs, view
 from dace_ai.checking.child.records import Case, CaseRecord, Connector, Container, LibrarySpec, Problem, SandboxJob
 from dace_ai.checking.constraints import first_point, point_text
 from dace_ai.checking.ladder import GivenSizes, Ladder, SkippedSize, build_ladder, case_place
+from dace_ai.checking.reference import (
+    build_native_reference,
+    call_reference,
+    implemented_node,
+    reference_function,
+    reference_implementation,
+)
+from dace_ai.checking.runner import (
+    all_cores,
+    baseline_timing_file,
+    cache_reference_outputs,
+    case_key,
+    native_timing_file,
+    plan_threads,
+    thread_counts,
+    uses_openmp,
+)
 from dace_ai.checking.sandbox import ChildOutcome, SandboxLimits, run_child
+from dace_ai.checking.sandbox_run import RunProblem, SandboxRun
+from dace_ai.checking.units import scope_parameters
 from dace_ai.context.types import ConnectorInfo
 from dace_ai.state import STATE
 
@@ -69,43 +90,29 @@ _EPS = {"f": {2: 9.8e-4, 4: 1.2e-7, 8: 2.3e-16}, "c": {8: 1.2e-7, 16: 2.3e-16}}
 MAX_RTOL = 1e-2
 
 
-class RunProblem(TypedDict, total=False):
-    """The failure of a sandboxed run as data, for callers that act on it (the bench stage's run rules)."""
-
-    kind: str  #: the run's ``reason`` (``mismatch``, ``outside_buffer``, ``crash``, ...)
-    container: str | None  #: the container it concerns (None: outside every buffer)
-    connector: str
-    index: list[int]
-    expected: Any
-    got: Any
-    access: str  #: ``read`` or ``write`` where known (a fault, a write outside), else ""
-    input: bool  #: the container is an input (an input modified in place)
+#: Builds the device program of a candidate: (its library, the child's program spec).
+DeviceBuilder = Callable[[CheckRequest], tuple[Path, LibrarySpec]]
 
 
-class SandboxRun(TypedDict, total=False):
-    """What :func:`run_against_reference` returns (the module docstring shows its values)."""
+class RunDraft(TypedDict, total=False):
+    """The run's record while :func:`run_against_reference` fills it (it returns it as a :class:`SandboxRun`)."""
 
-    mode: str  #: "verify", "time" or "bench"
-    status: Status  #: "passed", "failed" or "inconclusive"
-    reason: str | None  #: why it did not pass (``mismatch``, ``outside_buffer``, ``crash``, ``compile``, ...)
-    message: str  #: worded for the model; callers that act on a failure read ``problem``
-    problem: RunProblem | None  #: the failure as data
+    mode: str
+    status: Status
+    reason: str | None
+    message: str
+    problem: RunProblem | None
     seeds: list[int]
     sizes: list[dict[str, int]]
     skipped: list[SkippedSize]
     ladder: list[dict[str, Any]]
-    cases: list[CaseRecord]  #: the child's records, in the order of the cases
+    cases: list[CaseRecord]
     distributions: dict[str, Any]
     reference: dict[str, Any]
     threads: dict[str, Any]
-    bench: dict[str, Any] | None  #: the bench section's figures
+    bench: dict[str, Any] | None
     library: str
     seconds: dict[str, float]
-
-
-#: Where the ``verify`` checker leaves its sandboxed run on ``request.shared`` (with the bench section):
-#: the ``bench`` stage judges its timing and the ``sanitizers`` run only after a passed one.
-SANDBOX_RUN: SharedKey[SandboxRun] = SharedKey("sandbox_run")
 
 
 def case_problem(reason: str, problem: Problem, case: Case) -> RunProblem:
@@ -399,7 +406,6 @@ def add_repeated_calls(cases: list[Case]) -> None:
 # ----------------------------------------------------------------------------- references
 def reference_kind(request: CheckRequest) -> tuple[str | None, Any]:
     """("native", None), ("function", fn), or (None, reason) for the node of ``request``."""
-    from dace_ai.checking.reference import implemented_node, reference_function, reference_implementation
 
     node = implemented_node(request.node)
     if node is None:
@@ -422,9 +428,6 @@ _EXPECTED_MEMO_BYTES = 256 << 20
 
 def _reference_results(function: Any, case: Case, outputs: list[Connector]) -> dict[str, Any]:
     """The user's reference on the case's inputs; remembered per function and case in this process."""
-    from dace_ai.checking.child.inputs import case_inputs, view
-    from dace_ai.checking.reference import call_reference
-    from dace_ai.checking.runner import case_key
 
     key = (id(function), case_key(case))
     known = _expected_memo.get(key)
@@ -764,12 +767,11 @@ def _plan_cases(
     bench: BenchPlan | None,
     kind: str | None,
     count: int,
-    result: SandboxRun,
+    result: RunDraft,
 ) -> _Plan:
     """Make every case the child runs, numbered in the order it runs them: the ladder, thread runs,
     other input distributions and second calls (verify), the bench section. Records the sizes,
     the skipped sizes and the ladder in ``result``."""
-    from dace_ai.checking.runner import plan_threads, thread_counts
 
     plan = _ladder_cases(request, mode, seeds, sizes, bench)
     result["sizes"] = plan.sizes
@@ -803,11 +805,9 @@ def _plan_cases(
     return plan
 
 
-def _compile_candidate(request: CheckRequest, plan: _Plan, result: SandboxRun) -> Path:
+def _compile_candidate(request: CheckRequest, plan: _Plan, result: RunDraft) -> Path:
     """The candidate's shared library; a candidate that does not build ends the run. Without
     OpenMP in the code one thread or all run the same code, so each case runs once."""
-    from dace_ai.checking.candidate import candidate_library
-    from dace_ai.checking.runner import uses_openmp
 
     start = time.perf_counter()
     library, build, link = candidate_library(request)
@@ -831,9 +831,10 @@ def _compile_candidate(request: CheckRequest, plan: _Plan, result: SandboxRun) -
     return library
 
 
-def _build_device_candidate(request: CheckRequest, plan: _Plan, result: SandboxRun) -> tuple[Path, LibrarySpec]:
+def _build_device_candidate(
+    request: CheckRequest, plan: _Plan, result: RunDraft, build_device_program: DeviceBuilder
+) -> tuple[Path, LibrarySpec]:
     """The device program's library and spec; a program that does not build ends the run."""
-    from dace_ai.checking.gpu_verify import build_device_program
     from dace_ai.compat import compilation_error_types
 
     compilation_error, _ = compilation_error_types()
@@ -865,7 +866,6 @@ def _child_job(
     warmup: int,
 ) -> SandboxJob:
     """The job the child reads: its cases, the candidate, the bench section (reference added later)."""
-    from dace_ai.checking.runner import baseline_timing_file
 
     bench_job = bench.job(plan.bench_cases) if bench is not None else None
     job: SandboxJob = {
@@ -889,11 +889,9 @@ def _child_job(
     return job
 
 
-def _add_native_reference(request: CheckRequest, job: SandboxJob, plan: _Plan, count: int, result: SandboxRun) -> None:
+def _add_native_reference(request: CheckRequest, job: SandboxJob, plan: _Plan, count: int, result: RunDraft) -> None:
     """Build (or reuse) the node's native program and give it to the job; one DaCe cannot build
     says nothing about the candidate, so the run ends inconclusive."""
-    from dace_ai.checking.reference import build_native_reference
-    from dace_ai.checking.runner import cache_reference_outputs, native_timing_file
 
     start = time.perf_counter()
     try:
@@ -933,7 +931,7 @@ def _add_function_outputs(function: Any, plan: _Plan, folder: Path) -> None:
             case["unfit"] = f"the reference raised {type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
 
 
-def _read_child(outcome: ChildOutcome, plan: _Plan, limits: SandboxLimits, result: SandboxRun) -> dict[str, Any]:
+def _read_child(outcome: ChildOutcome, plan: _Plan, limits: SandboxLimits, result: RunDraft) -> dict[str, Any]:
     """Copy what the child wrote into ``result``; a child that did not finish, or the first case
     with a problem, ends the run with the problem as data and a sentence for the model."""
     result["seconds"]["run"] = outcome.seconds
@@ -957,7 +955,7 @@ def _read_child(outcome: ChildOutcome, plan: _Plan, limits: SandboxLimits, resul
     return written
 
 
-def _passed_message(plan: _Plan, bench: BenchPlan | None, count: int, result: SandboxRun) -> str:
+def _passed_message(plan: _Plan, bench: BenchPlan | None, count: int, result: RunDraft) -> str:
     """What a passed verification covered, in words: seeds, sizes, rungs, threads, distributions."""
     skipped = f"; not run: {'; '.join(map(str, result['skipped']))}" if result["skipped"] else ""
     rungs = plan.ladder.rungs if plan.ladder is not None else []  # verify runs the ladder
@@ -981,9 +979,9 @@ def _passed_message(plan: _Plan, bench: BenchPlan | None, count: int, result: Sa
     )
 
 
-def _new_result(mode: str, seeds: list[int], count: int) -> SandboxRun:
+def _new_result(mode: str, seeds: list[int], count: int) -> RunDraft:
     """The run's record before any step: inconclusive, nothing run, no time spent."""
-    result: SandboxRun = {
+    result: RunDraft = {
         "mode": mode,
         "status": "inconclusive",
         "reason": None,
@@ -1027,13 +1025,13 @@ def run_against_reference(
     limits: SandboxLimits | None = None,
     bench: BenchPlan | None = None,
     threads: int | None = None,
-    device: bool = False,
+    device: DeviceBuilder | None = None,
     wrapper: Sequence[str] = (),
 ) -> SandboxRun:
     """Run the candidate of ``request`` and the node's reference on the same inputs in a sandboxed child.
 
-    With ``device``, the candidate is the program of
-    :func:`dace_ai.checking.gpu_verify.device_program` (it runs the node on the GPU);
+    With ``device`` (a builder such as :func:`dace_ai.checking.gpu_verify.build_device_program`), the
+    candidate is the program it builds (it runs the node on the GPU);
     ``wrapper`` runs the child under a tool (:func:`dace_ai.checking.sandbox.run_child`).
 
     ``mode="verify"`` compares outputs (stops at the first failing case); the
@@ -1054,7 +1052,6 @@ def run_against_reference(
     The steps: plan the cases, compile the candidate, write the job (with the reference's
     outputs or program), run the child, read its result; any step may end the run early.
     """
-    from dace_ai.checking.runner import all_cores
 
     if mode not in ("verify", "time", "bench"):
         raise ValueError(f"mode must be 'verify', 'time' or 'bench', got {mode!r}")
@@ -1071,8 +1068,8 @@ def run_against_reference(
         if kind is None and mode == "verify":
             raise _Stop("inconclusive", "no reference", f"Not verified: {detail}.")
         plan = _plan_cases(request, mode, seeds, sizes, bench, kind, count, result)
-        if device:
-            library, spec = _build_device_candidate(request, plan, result)
+        if device is not None:
+            library, spec = _build_device_candidate(request, plan, result, device)
             job = _child_job(request, mode, plan, library, bench, count, repeats, warmup)
             job["candidate"] = spec
         else:
@@ -1094,10 +1091,9 @@ def run_against_reference(
         status, reason, message = stop.status, stop.reason, stop.message
     result.update({"status": status, "reason": reason, "message": message})
     result["seconds"]["total"] = time.perf_counter() - total_start
-    return result
+    return SandboxRun.from_draft(result)
 
 
 def _scope_params(request: CheckRequest) -> list[str]:
-    from dace_ai.checking.units import scope_parameters
 
     return scope_parameters(request.node)

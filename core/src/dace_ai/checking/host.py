@@ -25,26 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from dace_ai.checking.api import CheckReport, CheckRequest, Status
-from dace_ai.checking.compile import compile_candidate
+from dace_ai.checking.compile import COMPILED, compile_candidate
 from dace_ai.checking.diagnostics import errors_with_notes, parse_diagnostics, summarize_output
+from dace_ai.checking.host_target import is_host_cpp, uses_host_compiler
+from dace_ai.checking.one_node import one_node_program
 from dace_ai.checking.remarks import cost_model_note
 from dace_ai.checking.units import environment_classes, environment_headers, gpu_host_parts
 from dace_ai.context.types import ConnectorInfo, NodeContext, ScopeInfo
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Checker
 from dace_ai.targets.build_flags import builds_with_dace
-
-
-def is_host_cpp(request: CheckRequest) -> bool:
-    """Host checkers judge C++ code for a CPU target outside GPU kernels."""
-    node = request.node
-    return (
-        node.target.kind == "cpu"
-        and node.target.language == "cpp"
-        and request.answer.language == "cpp"
-        and not node.in_gpu_kernel
-    )
-
 
 _MISSING_HEADER = re.compile(r"(?:'|‘|\")?([^'‘’\"\s]+)(?:'|’|\")? ?(?:file not found|: No such file or directory)")
 
@@ -102,17 +92,6 @@ def probe_check(request: CheckRequest) -> CheckReport:
 
 
 # ----------------------------------------------------------------------------- faithful
-def uses_host_compiler(request: CheckRequest) -> bool:
-    """Host C++ that DaCe's own build compiles (see :func:`dace_ai.targets.build_flags.builds_with_dace`).
-
-    Cross-compiling targets (ARM SVE, RISC-V, ...) bring their own compile
-    checkers: a precompiled ``dace.h`` from a cross compiler is not reliable
-    (GCC 12 reports spurious overload ambiguities in ``arm_sve.h`` with it), and
-    DaCe's own build cannot produce code for them.
-    """
-    return is_host_cpp(request) and builds_with_dace(request.node.target)
-
-
 def _target_compiles_itself(target_name: str) -> bool:
     """True when the target pack names a compile-stage checker of its own (the SVE pack's ``sve-compile``)."""
     from dace_ai.plugins.manager import get_plugin_manager
@@ -158,8 +137,6 @@ def _descriptor(conn: ConnectorInfo, live_sdfg: Any) -> Any:
 def standalone_sdfg(request: CheckRequest) -> Any:
     """A program that holds only the candidate tasklet, wired like the node it replaces."""
     import dace
-
-    from dace_ai.checking.one_node import one_node_program
 
     answer, node = request.answer, request.node
     live_sdfg = (node.live or {}).get("sdfg")
@@ -266,6 +243,7 @@ def dace_ai_checkers():
     yield Checker(
         name="probe",
         stage="compile",
+        needs=(COMPILED,),
         check=probe_check,
         applies=probe_applies,
         default=True,

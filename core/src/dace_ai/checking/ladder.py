@@ -55,6 +55,7 @@ from dace_ai.checking.constraints import (
     satisfy,
 )
 from dace_ai.checking.distributions import words as distribution_words
+from dace_ai.checking.timing import parse_sizes
 from dace_ai.context.types import TargetInfo
 
 #: Small rung: odd primes, a different one per symbol, so no size is a multiple of a vector width
@@ -342,8 +343,6 @@ def _given(given: Mapping[str, int] | str | None) -> dict[str, int]:
     if not given:
         return {}
     if isinstance(given, str):
-        from dace_ai.checking.timing import parse_sizes
-
         return parse_sizes(given)
     return {k: int(v) for k, v in given.items()}
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dace_ai.checking.api import CheckReport
+from dace_ai.checking.api import CheckReport, Coverage
 
 #: The prefix of every level that is neither verified nor compile-only.
 UNVERIFIED = "unverified"
@@ -36,7 +36,7 @@ def _reason(report: CheckReport) -> str:
 
 def _supplements(report: CheckReport) -> bool:
     """A verify-stage report that adds to the verify checker's comparison (the sanitizer runs)."""
-    return "sanitizers" in report.details
+    return report.supplements_verify
 
 
 def _plural(count: int, word: str) -> str:
@@ -45,22 +45,20 @@ def _plural(count: int, word: str) -> str:
 
 def _varied(report: CheckReport, supplements: Sequence[CheckReport]) -> list[str]:
     """What a passed verify report varied: seeds, sizes, thread counts, input distributions, sanitizers."""
-    details = report.details
+    coverage = report.coverage or Coverage()
     parts = [_plural(report.seeds, "seed")]
     sizes = [dict(s) for s in report.sizes]
-    bench = details.get("bench_sizes")
+    bench = coverage.bench_sizes
     if bench and dict(bench) not in sizes:
         sizes.append(dict(bench))
     if sizes:
         parts.append(_plural(len(sizes), "size"))
-    counts = {int(n) for run in (details.get("threads") or {}).get("runs") or [] for n in run.get("threads") or []}
-    if len(counts) > 1:
-        parts.append(f"{len(counts)} thread counts")
-    ran = (details.get("distributions") or {}).get("ran")
-    if ran:
-        parts.append(_plural(len(ran), "distribution"))
-    if details.get("device"):
-        parts.append(f"on {details['device']}")
+    if len(set(coverage.threads)) > 1:
+        parts.append(f"{len(set(coverage.threads))} thread counts")
+    if coverage.distributions:
+        parts.append(_plural(len(coverage.distributions), "distribution"))
+    if coverage.device:
+        parts.append(f"on {coverage.device}")
     for extra in supplements:
         if extra.status == "passed":
             parts.append("sanitizers")
@@ -75,9 +73,9 @@ def verification_level(reports: Sequence[CheckReport]) -> str:
     A passed ``verify`` report with ``seeds`` -> ``verified (N seeds, ...)`` (see :func:`_varied`);
     an inconclusive ``verify`` report -> ``unverified: <its reason>``; compile
     reports only, all passed -> ``compile-only``; no reports (or only passed rules read off the text,
-    ``details["static"]``) -> ``unverified: checks are off``.
+    ``static``) -> ``unverified: checks are off``.
     """
-    if not [r for r in reports if not (r.details.get("static") and r.status == "passed")]:
+    if not [r for r in reports if not (r.static and r.status == "passed")]:
         return f"{UNVERIFIED}: checks are off"
     failed = [r for r in reports if r.status == "failed"]
     if failed:
@@ -85,7 +83,7 @@ def verification_level(reports: Sequence[CheckReport]) -> str:
     supplements = [r for r in reports if _stage(r) == "verify" and _supplements(r)]
     verify = [r for r in reports if _stage(r) == "verify" and not _supplements(r)]
     inconclusive_verify = [r for r in verify if r.status == "inconclusive"]
-    routed = [r for r in inconclusive_verify if r.details.get("compile_only")]
+    routed = [r for r in inconclusive_verify if r.compile_only]
     if routed and any(r.status == "passed" for r in reports if _stage(r) == "compile"):
         return _reason(routed[0])  # "compile-only: no worker with resource 'cuda'" (an executor's routing)
     if inconclusive_verify:
@@ -93,8 +91,8 @@ def verification_level(reports: Sequence[CheckReport]) -> str:
     passed = [r for r in verify if r.status == "passed" and r.seeds]
     if passed:
         return f"verified ({', '.join(_varied(min(passed, key=lambda r: r.seeds), supplements))})"
-    # a rule read off the code's text (``details["static"]``) compiles nothing: it makes no level of its own
-    compile_reports = [r for r in reports if _stage(r) == "compile" and not r.details.get("static")]
+    # a rule read off the code's text (``static``) compiles nothing: it makes no level of its own
+    compile_reports = [r for r in reports if _stage(r) == "compile" and not r.static]
     if any(r.status == "passed" for r in compile_reports):
         return "compile-only"
     inconclusive = [r for r in reports if r.status == "inconclusive"]

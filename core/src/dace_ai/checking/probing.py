@@ -75,7 +75,7 @@ def probing_check(request: CheckRequest) -> CheckReport:
     }
     found = [(part, what, call) for part, text in parts.items() for what, call in probes(text)]
     if not found:
-        return CheckReport(CHECKER, "passed", details={"static": True})
+        return CheckReport(CHECKER, "passed", details={"static": True}, static=True)
     listed = "; ".join(f"`{call}` in {part} ({what})" for part, what, call in found[:6])
     return CheckReport(
         CHECKER,
@@ -85,6 +85,7 @@ def probing_check(request: CheckRequest) -> CheckReport:
         "clocks or signals can behave differently in the checks than in the program. Remove these calls "
         "(sizes come from the symbols; scratch space is local to the call).",
         reason="asks where it runs",
+        static=True,
         details={"probes": [{"part": p, "asks": w, "call": c} for p, w, c in found], "static": True},
     )
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.one_node import one_node_program
 from dace_ai.context.types import NodeContext
 
 if TYPE_CHECKING:
@@ -158,7 +159,6 @@ def reference_sdfg(request: CheckRequest, implementation: str | None = None) -> 
     ``implementation`` defaults to the native one; another name (``'OpenBLAS'``) builds
     a baseline (:mod:`dace_ai.checking.baselines`) the same way.
     """
-    from dace_ai.checking.one_node import one_node_program
 
     node_ctx = request.node
     live_node, live_sdfg = implemented_node(node_ctx), (node_ctx.live or {}).get("sdfg")

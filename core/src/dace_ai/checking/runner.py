@@ -25,6 +25,7 @@ from typing import Any
 
 from dace_ai.checking.api import CheckRequest
 from dace_ai.checking.child.records import BaselineSpec, BenchJob, Case
+from dace_ai.checking.ladder import bench_sizes
 from dace_ai.checking.timing import connector_bytes, parse_sizes
 from dace_ai.config.settings import AISettings
 
@@ -123,7 +124,6 @@ def bench_plan(request: CheckRequest, *, native: bool, sizes: dict[str, int] | N
     settings = request.settings
     given = dict(sizes) if sizes is not None else parse_sizes(settings.bench_sizes)
     asked = bool(given) or settings.bench == "gate"
-    from dace_ai.checking.ladder import bench_sizes
 
     values = bench_sizes(request, given)
     return BenchPlan(

@@ -78,7 +78,7 @@ def shared_state_check(request: CheckRequest) -> CheckReport:
     """Refuse mutable state shared by the concurrent calls of a node in a parallel scope."""
     found = shared_variables(request.answer.code, request.answer.code_global)
     if not found:
-        return CheckReport(CHECKER, "passed", details={"static": True})
+        return CheckReport(CHECKER, "passed", details={"static": True}, static=True)
     scope = next(s for s in request.node.scopes if s.kind == "map" and s.schedule in PARALLEL_SCHEDULES)
     names = ", ".join(f"`{name}` ({where})" for where, name in found)
     return CheckReport(
@@ -89,6 +89,7 @@ def shared_state_check(request: CheckRequest) -> CheckReport:
         "writes clobber another's. Keep scratch space local to the call (a local array, or memory allocated "
         "and freed in the call), or make it `thread_local`.",
         reason="shared state",
+        static=True,
         details={"shared": [{"where": w, "name": n} for w, n in found], "scope": scope.label, "static": True},
     )
 

@@ -10,14 +10,16 @@ Checkers are plugins (``dace_ai_checkers``). Which ones run:
   is an error listing the installed ones; mixing both forms is an error too.
 
 Each checker's ``applies(request)`` may skip a candidate. Stages run in the order
-``compile`` -> ``verify`` -> ``bench``; within a stage checkers run by their ``order``
-(lower first; equal orders keep the selection's order: name order for the defaults,
-the setting's order for a list), so ``sanitizers`` (order 10) runs after ``verify``
-and reads its result. After the first stage with a failure the
-later ones are skipped (there is no point timing code that does not build). The
-names chosen are on ``request.shared.selected`` (so a compile can start work for a
-later checker beside it); work started in the background and added to
-``request.shared.background`` (objects with ``stop()``) is stopped when the checks end. A
+``compile`` -> ``verify`` -> ``bench``; within a stage a checker runs after the checkers
+that give what it needs (``Checker(needs=..., gives=...)``, :func:`~dace_ai.checking.artefacts.order_checkers`),
+then by ``order`` (a tie-break: lower first; equal orders keep the selection's order: name
+order for the defaults, the setting's order for a list), so ``sanitizers`` runs after
+``verify`` and reads its run. Each checker reads only what it declared, on
+``request.artefacts``, and gives its own on its report (an undeclared one makes the report
+inconclusive). Artefacts no selected checker gives are made by the runner when they say
+how: background work (the sanitizer builds) starts as soon as a selected checker needs it,
+and is stopped when the checks end or a stage fails. After the first stage with a failure the
+later ones are skipped (there is no point timing code that does not build). A
 checker that raises becomes an ``inconclusive`` report naming its distribution:
 a broken plugin must never take the user's program down with it.
 """
@@ -32,6 +34,7 @@ import traceback
 from pathlib import Path
 
 from dace_ai.checking.api import CheckReport, CheckRequest, stable_paths
+from dace_ai.checking.artefacts import Artefacts, order_checkers
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
 from dace_ai.errors import CheckFailed, SettingsError
@@ -56,7 +59,11 @@ def check_workdir(node_ctx: NodeContext, answer: Answer) -> Path:
 def select_checkers(
     node: NodeContext, settings: AISettings, manager: PluginManager | None = None
 ) -> tuple[list[Checker], list[CheckReport]]:
-    """The checkers to run for ``node``, in stage order, and reports for names that are missing.
+    """The checkers to run for ``node``, in run order, and reports for names that are missing.
+
+    Run order: by stage, givers before the checkers that need their artefacts, then ``order``
+    (:func:`~dace_ai.checking.artefacts.order_checkers`, which raises ``CheckerGraphError``
+    naming the checkers for a cycle or an artefact given twice).
 
     A checker named by the ``checkers`` setting but not installed is an error (the user
     asked for it); one named by a target but not installed is reported as inconclusive
@@ -104,7 +111,7 @@ def select_checkers(
             elif entry[0] == "-" and entry[1:] in names:
                 names.remove(entry[1:])
     chosen = [registered[name] for name in names]
-    return sorted(chosen, key=lambda c: (STAGES.index(c.stage), c.order)), missing
+    return order_checkers(chosen), missing
 
 
 def any_checker_applies(request: CheckRequest, manager: PluginManager | None = None) -> bool:
@@ -137,9 +144,12 @@ def _stable_replacements(workdir: Path) -> dict[str, str]:
     }
 
 
-def _run_one(checker: Checker, request: CheckRequest) -> CheckReport | None:
-    """Run one checker; ``None`` when it does not apply. Never raises (except interrupts)."""
+def _run_one(checker: Checker, request: CheckRequest, store: Artefacts) -> CheckReport | None:
+    """Run one checker on a request limited to its needs; ``None`` when it does not apply. Never raises
+    (except interrupts). What its report gives goes into ``store``; an undeclared artefact makes the
+    report inconclusive."""
     start = time.perf_counter()
+    request = store.request_for(request, checker.name, checker.needs)
     try:
         if checker.applies is not None and not checker.applies(request):
             return None
@@ -153,6 +163,17 @@ def _run_one(checker: Checker, request: CheckRequest) -> CheckReport | None:
             f"checker {checker.name!r} from {checker.origin} raised {type(exc).__name__}: {exc}",
             details={"traceback": traceback.format_exc()},
         )
+    undeclared = [a for a in report.artefacts if a not in checker.gives]
+    if undeclared:
+        report = CheckReport(
+            checker.name,
+            "inconclusive",
+            f"checker {checker.name!r} from {checker.origin} gave {', '.join(map(repr, undeclared))}, which it "
+            f"does not declare in its gives (declared: {', '.join(a.name for a in checker.gives) or 'none'})",
+            reason="undeclared artefact",
+        )
+    store.given.update(report.artefacts)
+    report.artefacts = {}
     if not report.seconds:
         report.seconds = time.perf_counter() - start
     report.fields_from_details()
@@ -162,40 +183,54 @@ def _run_one(checker: Checker, request: CheckRequest) -> CheckReport | None:
     return report
 
 
-def run_checks(request: CheckRequest, manager: PluginManager | None = None) -> list[CheckReport]:
+def _start_background(request: CheckRequest, checkers: list[Checker], store: Artefacts) -> None:
+    """Start the background artefacts (``make`` with ``background=True``) a selected checker needs and
+    none gives, once their own needs are given. Never raises: a start is an optimisation."""
+    given = {a for c in checkers for a in c.gives}
+    for artefact in dict.fromkeys(a for c in checkers for a in c.needs):
+        if not artefact.background or artefact in given or artefact in store.made:
+            continue
+        if all(n in store.given or n.make is not None for n in artefact.needs):
+            try:
+                store.value(request, artefact)
+            except Exception:  # noqa: BLE001, S112 - the checker that needs it reports what went wrong
+                continue
+
+
+def run_checks(
+    request: CheckRequest, manager: PluginManager | None = None, *, artefacts: Artefacts | None = None
+) -> list[CheckReport]:
     """Every applicable checker's report, stopping after the first stage with a failure.
 
     ``compile_check=false`` turns checking off (no reports). The workdir is created here.
+    ``artefacts``: the store the checkers give to (a fresh one by default); a caller passes its
+    own to read what they gave afterwards (``artefacts.get(SANDBOX_RUN)``).
     """
     if not request.settings.compile_check:
         return []
     checkers, reports = select_checkers(request.node, request.settings, manager)
-    request.shared.selected = [c.name for c in checkers]
+    store = Artefacts() if artefacts is None else artefacts
     Path(request.workdir).mkdir(parents=True, exist_ok=True)
     # Identical answers for one node share this folder (reruns reuse it), whether they come from
     # threads, worker processes or cluster jobs: their checks run one at a time.
     try:
         with lock_for(request.workdir, timeout=3600.0):
             for stage in STAGES:
-                stage_reports = [
-                    r for r in (_run_one(c, request) for c in checkers if c.stage == stage) if r is not None
-                ]
+                stage_reports: list[CheckReport] = []
+                for checker in (c for c in checkers if c.stage == stage):
+                    _start_background(request, checkers, store)
+                    report = _run_one(checker, request, store)
+                    if report is None:
+                        continue
+                    stage_reports.append(report)
+                    if report.failed:  # the later stages will not run: their background work is useless
+                        store.stop_background()
                 reports.extend(stage_reports)
                 if any(r.failed for r in stage_reports):
                     break
     finally:
-        stop_background(request)
+        store.stop_background()
     return reports
-
-
-def stop_background(request: CheckRequest) -> None:
-    """Stop the work checkers left running for the request (e.g. sanitizer builds a failure made useless)."""
-    background, request.shared.background = request.shared.background, []
-    for work in background:
-        try:
-            work.stop()
-        except Exception:  # noqa: BLE001, S110 - stopping is best effort; a checker's bug must not hide the reports
-            pass
 
 
 def failed(reports: list[CheckReport]) -> bool:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dace_ai.checking.api import CheckReport, Status, stable_paths
+from dace_ai.checking.diagnostics import summarize_output
 from dace_ai.context.types import ConnectorInfo, NodeContext
 from dace_ai.prompt.answer import Answer
 
@@ -313,7 +314,6 @@ def report_from_tool(
     failure_prefix: str = "",
 ) -> CheckReport:
     """A report from a compiler run: ``failed`` with the compiler's errors, ``inconclusive`` when it is missing."""
-    from dace_ai.checking.diagnostics import summarize_output
 
     replacements = {str(workdir) + "/": "", **(names or {})}
     info = {"command": " ".join(stable_paths(a, replacements) for a in result.argv), **(details or {})}

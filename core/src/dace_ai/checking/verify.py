@@ -20,17 +20,19 @@ from __future__ import annotations
 
 import threading
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dace_ai.checking.api import CheckReport, CheckRequest
+from dace_ai.checking import bench
+from dace_ai.checking.api import CheckReport, CheckRequest, Coverage
+from dace_ai.checking.compile import COMPILED
+from dace_ai.checking.harness import parse_sizes_setting, run_against_reference
+from dace_ai.checking.host_target import uses_host_compiler
+from dace_ai.checking.sandbox_run import SANDBOX_RUN, SandboxRun
 from dace_ai.checking.sanitize import checker as sanitizer_checker
 from dace_ai.errors import UnverifiedWarning
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Checker
 from dace_ai.state import STATE
-
-if TYPE_CHECKING:
-    from dace_ai.checking.harness import SandboxRun
 
 _told: set[str] = STATE.register("checking.verify.told", set())
 _told_lock = threading.Lock()
@@ -59,16 +61,11 @@ def tell_unverified(request: CheckRequest, reason: str) -> bool:
 
 def applies(request: CheckRequest) -> bool:
     """Host C++ for this machine: the child can run it."""
-    from dace_ai.checking.host import uses_host_compiler
-
     return uses_host_compiler(request)
 
 
 def verify_check(request: CheckRequest) -> CheckReport:
     """Compare the candidate with the node's reference on ``verify_seeds`` seeds along the size ladder."""
-    from dace_ai.checking import bench
-    from dace_ai.checking.harness import SANDBOX_RUN, parse_sizes_setting, run_against_reference
-
     settings = request.settings
     seeds = settings.verify_seeds
     sizes = parse_sizes_setting(settings.verify_sizes)
@@ -79,12 +76,11 @@ def verify_check(request: CheckRequest) -> CheckReport:
         except ValueError:
             plan = None  # a bad bench_sizes is the bench stage's to report
     result = run_against_reference(request, mode="verify", seeds=seeds, sizes=sizes, bench=plan)
-    request.shared[SANDBOX_RUN] = result
-    details: dict[str, Any] = {"threads": result["threads"]}
+    details: dict[str, Any] = {"threads": dict(result.threads)}
     if plan is not None:
         details["bench_sizes"] = plan.sizes
-    seconds = result["seconds"]["total"] - float((result.get("bench") or {}).get("seconds") or 0.0)
-    return sandbox_report("verify", request, result, result["message"], seconds, details)
+    seconds = result.seconds["total"] - float((result.bench or {}).get("seconds") or 0.0)
+    return sandbox_report("verify", request, result, result.message, seconds, details).give(SANDBOX_RUN, result)
 
 
 def sandbox_report(
@@ -94,28 +90,36 @@ def sandbox_report(
     skipped sizes, distributions, with ``details`` added), and, when it could not decide, the user told once
     per program."""
     details = {
-        "reference": result["reference"],
-        "timings": result["seconds"],
-        "ladder": result.get("ladder", []),
-        "skipped": [s.as_dict() for s in result.get("skipped", [])],
-        "distributions": result.get("distributions") or {},
+        "reference": dict(result.reference),
+        "timings": dict(result.seconds),
+        "ladder": list(result.ladder),
+        "skipped": [s.as_dict() for s in result.skipped],
+        "distributions": dict(result.distributions),
         **details,
     }
-    reason = str(result["reason"] or "") if result["status"] != "passed" else ""
-    told = result["status"] == "inconclusive"
+    runs = result.threads.get("runs") or []
+    coverage = Coverage(
+        threads=tuple(sorted({int(n) for run in runs for n in run.get("threads") or []})),
+        distributions=tuple(str(d) for d in (result.distributions.get("ran") or ())),
+        device=str(details.get("device") or ""),
+        bench_sizes=dict(details["bench_sizes"]) if details.get("bench_sizes") else None,
+    )
+    reason = str(result.reason or "") if result.status != "passed" else ""
+    told = result.status == "inconclusive"
     if told:  # once per program: this node's user has been told now or by an earlier node of the program
         tell_unverified(request, reason or "unknown")
     return CheckReport(
         checker,
-        result["status"],
+        result.status,
         message,
         seconds,
         details,
         stage="verify",
         reason=reason,
         told_user=told,
-        seeds=len(result["seeds"]),
-        sizes=[dict(s) for s in result["sizes"]],
+        seeds=len(result.seeds),
+        sizes=[dict(s) for s in result.sizes],
+        coverage=coverage,
     )
 
 
@@ -127,6 +131,8 @@ def dace_ai_checkers():
         check=verify_check,
         applies=applies,
         default=True,
+        needs=(COMPILED,),
+        gives=(SANDBOX_RUN,),
         description="Runs the code against the node's reference (native expansion or reference=) "
         "on random inputs in a sandboxed child process",
     )

@@ -323,6 +323,7 @@ def run_check_job(data: dict[str, Any]) -> dict[str, Any]:
                 stage="verify",
                 reason=payload.compile_only,
                 details={"compile_only": True},
+                compile_only=True,
             )
         )
     return CheckOutcome(

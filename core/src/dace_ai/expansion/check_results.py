@@ -38,6 +38,10 @@ class ReportModel(BaseModel):
     told_user: bool = False
     seeds: int = Field(default=0, ge=0)
     sizes: list[dict[str, int]] = Field(default_factory=list)
+    static: bool = False
+    supplements_verify: bool = False
+    compile_only: bool = False
+    coverage: dict[str, Any] | None = None  #: a :class:`~dace_ai.checking.api.Coverage` record
     details: dict[str, Any]
 
     @field_validator("stage")

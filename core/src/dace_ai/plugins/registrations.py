@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from dace_ai.plugins.artefacts import Artefact
 from dace_ai.plugins.types import (
     CheckReportView,
     EnvironmentRequestView,
@@ -376,10 +377,15 @@ class Checker(Registration):
     applies: Callable[[Any], bool] | None = None  #: same argument as ``check``
     #: Run by default (when the ``checkers`` setting does not list checkers explicitly).
     default: bool = True
-    #: Place within its stage: lower runs first; equal orders keep the selection's order (name order for
-    #: the defaults, the setting's order for a list). A checker that reads what another checker of its
-    #: stage left on ``request.shared`` (under a ``SharedKey``) takes a higher order (``sanitizers``, 10, reads
-    #: ``verify``'s run).
+    #: The artefacts it reads (``request.artefacts[X]``): it runs after the checker that gives each (a
+    #: need given by no selected checker reads as absent, ``None`` through ``.get``). Reading one it did
+    #: not declare is an error naming it.
+    needs: tuple[Artefact[Any], ...] = ()
+    #: The artefacts it gives back on its report (``report.give(X, value)``); giving one it did not
+    #: declare makes its report inconclusive. One artefact has at most one giver among the selected.
+    gives: tuple[Artefact[Any], ...] = ()
+    #: Tie-break within its stage, once needs and gives have ordered it: lower runs first; equal orders
+    #: keep the selection's order (name order for the defaults, the setting's order for a list).
     order: int = 0
 
     def __post_init__(self) -> None:
@@ -388,6 +394,13 @@ class Checker(Registration):
             raise ValueError(f"Checker({self.name!r}): stage must be one of {STAGES}, got {self.stage!r}")
         if not isinstance(self.order, int) or isinstance(self.order, bool):
             raise TypeError(f"Checker({self.name!r}): order must be an int, got {self.order!r}")
+        for what in ("needs", "gives"):
+            value = getattr(self, what)
+            value = (value,) if isinstance(value, Artefact) else tuple(value)
+            object.__setattr__(self, what, value)
+            bad = [a for a in value if not isinstance(a, Artefact)]
+            if bad:
+                raise TypeError(f"Checker({self.name!r}): {what} must be Artefact objects, got {bad[0]!r}")
         _require_callable(self, "check", self.check)
         _require_callable(self, "applies", self.applies, optional=True)
 

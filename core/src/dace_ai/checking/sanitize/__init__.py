@@ -20,10 +20,10 @@ and runs it once at a small size, in a process of its own:
   Archer tells TSan about OpenMP's own synchronisation, so a correct reduction or a
   parallel loop writing disjoint elements passes.
 
-Both builds are started beside the main compile (:func:`start_sanitizer_builds`,
-called by ``compile_candidate``: background threads whose compiler processes are kept
-on ``request.shared[SANITIZER_BUILDS]``, listed in ``request.shared.background`` and
-killed when the main compile fails or the checks end), so a 2-core machine overlaps them.
+Both builds are started beside the main compile (:func:`start_sanitizer_builds`, the maker of
+the artefact ``SANITIZER_BUILDS`` this checker needs: the stage runner starts it before the
+compile stage and kills its compiler processes when a stage fails or the checks end), so a
+2-core machine overlaps them.
 ``dace/dace.h`` is precompiled for clang once per flag set
 (:func:`dace_ai.checking.compile.ensure_pch`) and the fixed C++ driver
 (``driver.cpp``, our code, never the model's) is compiled once per flag set, so a
@@ -53,15 +53,15 @@ and marked ``told`` -, when clang cannot compile what the real build's compiler
 compiled (a GCC extension: clang's first error is quoted), and when a report is not
 in the candidate's code (the driver, our entry points). The checker applies only to
 candidates the ``verify`` checker passed (inputs it could not judge may lie outside
-what the node is defined for), and it runs after ``verify`` in its stage (its ``order``).
+what the node is defined for), and it runs after ``verify`` in its stage (it needs ``SANDBOX_RUN``).
 ``checkers = "-sanitizers"`` turns it off; the setting ``sanitizers_compiler`` names the clang++ to use.
 """
 
 from dace_ai.checking.sanitize.builds import (
     SANITIZER_BUILDS,
     SanitizerBuild,
+    SanitizerBuilds,
     start_sanitizer_builds,
-    stop_sanitizer_builds,
 )
 from dace_ai.checking.sanitize.check import applies, checker, sanitizers_check
 from dace_ai.checking.sanitize.reports import read_report
@@ -72,6 +72,7 @@ __all__ = [
     "NAME",
     "SANITIZER_BUILDS",
     "SanitizerBuild",
+    "SanitizerBuilds",
     "SanitizerRun",
     "applies",
     "checker",
@@ -82,6 +83,5 @@ __all__ = [
     "sanitizer_flags",
     "sanitizers_check",
     "start_sanitizer_builds",
-    "stop_sanitizer_builds",
     "write_job",
 ]

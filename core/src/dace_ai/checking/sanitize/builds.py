@@ -1,8 +1,15 @@
-"""The two sanitizer builds of a candidate, started in the background beside its main compile."""
+"""The two sanitizer builds of a candidate, started in the background beside its main compile.
+
+They are the artefact :data:`SANITIZER_BUILDS`: the ``sanitizers`` checker needs it, so the
+stage runner starts :func:`start_sanitizer_builds` before the compile stage (two cores overlap
+the builds with the main compile and the verify stage) and stops them when the checks end or a
+stage fails. The check corrects them (:func:`start_build`) once it has the compiled object.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -10,14 +17,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from dace_ai.checking.api import CheckRequest, SharedKey
+from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.compile import ensure_pch
+from dace_ai.checking.entry_code import entry_points
+from dace_ai.checking.host_target import uses_host_compiler
 from dace_ai.checking.sanitize.tools import (
     BUILD_NICENESS,
     BUILD_TIMEOUT,
     FOLDER,
-    NAME,
     driver_object,
     env_compile_args,
     fast_link_args,
@@ -27,10 +35,9 @@ from dace_ai.checking.sanitize.tools import (
     sanitizer_flags,
     uses_openmp_source,
 )
-from dace_ai.checking.units import UNIT_FILE, ToolResult
-
-if TYPE_CHECKING:
-    pass
+from dace_ai.checking.units import UNIT_FILE, ToolResult, host_unit
+from dace_ai.plugins.artefacts import Artefact
+from dace_ai.targets.build_flags import build_command
 
 
 # ----------------------------------------------------------------------------- builds (in the background)
@@ -79,7 +86,6 @@ class SanitizerBuild:
         return self
 
     def _build(self, env_args: list[str], link_args: list[str]) -> None:
-        from dace_ai.checking.compile import ensure_pch
         from dace_ai.compat import dace_runtime_include
 
         start = time.perf_counter()
@@ -177,7 +183,8 @@ class SanitizerBuild:
 
 @dataclass
 class SanitizerBuilds:
-    """The background builds of one candidate (``request.shared[SANITIZER_BUILDS]``), by kind."""
+    """The background builds of one candidate (the artefact :data:`SANITIZER_BUILDS`), by kind: a handle on
+    running work (its ``stop()`` is the stage runner's), not a record."""
 
     builds: dict[str, SanitizerBuild] = field(default_factory=dict)
 
@@ -186,31 +193,17 @@ class SanitizerBuilds:
             build.stop()
 
 
-#: Where the background builds of a candidate live on ``request.shared``.
-SANITIZER_BUILDS: SharedKey[SanitizerBuilds] = SharedKey("sanitizer_builds")
-
-
-def wanted(request: CheckRequest) -> bool:
-    """True when this checker is among the ones the stage runner chose for the request and may apply to it."""
-    from dace_ai.checking.host import uses_host_compiler
-
-    return NAME in request.shared.selected and uses_host_compiler(request)
-
-
-def shared_builds(request: CheckRequest) -> SanitizerBuilds:
-    builds = request.shared.get(SANITIZER_BUILDS)
-    if builds is None:
-        builds = request.shared[SANITIZER_BUILDS] = SanitizerBuilds()
-        request.shared.background.append(builds)
-    return builds
-
-
 def start_build(
-    request: CheckRequest, kind: str, unit: str, build_flags: Sequence[str], openmp: bool, compiler: str
+    request: CheckRequest,
+    builds: SanitizerBuilds,
+    kind: str,
+    unit: str,
+    build_flags: Sequence[str],
+    openmp: bool,
+    compiler: str,
 ) -> SanitizerBuild:
-    """Start (or reuse, when its flags match) the ``kind`` build of the candidate's unit (a thread build
-    compiles after the address build)."""
-    builds = shared_builds(request)
+    """Start (or reuse, when its flags match) the ``kind`` build of the candidate's unit in ``builds`` (a
+    thread build compiles after the address build)."""
     flags = sanitizer_flags(kind, build_flags, openmp)
     known = builds.builds.get(kind)
     if known is not None and known.flags == flags:
@@ -229,31 +222,32 @@ def start_build(
     return build
 
 
-def start_sanitizer_builds(request: CheckRequest, unit: str, build_flags: Sequence[str]) -> None:
-    """Start the sanitized builds beside the main compile (called by ``compile_candidate`` before it compiles).
+def start_sanitizer_builds(request: CheckRequest) -> SanitizerBuilds | None:
+    """Start the sanitized builds of the candidate's unit (the maker of :data:`SANITIZER_BUILDS`).
 
-    Only when the stage runner chose this checker for a host C++ candidate and
-    clang++ is installed; the thread build only for code that looks like OpenMP
-    (the check corrects the guess from the object's symbols). Never raises: the
-    check itself reports what went wrong.
+    Only for a host C++ candidate whose real compiler and clang++ are installed; the thread
+    build only for code that looks like OpenMP (the check corrects the guess from the object's
+    symbols). None when nothing was started; never raises: the check itself reports what went wrong.
     """
     try:
-        if not wanted(request):
-            return
+        if not uses_host_compiler(request):
+            return None
         compiler = sanitizer_compiler(request.settings)
-        if compiler is None:
-            return
+        main, flags = build_command(request.node.target)
+        if compiler is None or not main or shutil.which(main[0]) is None:
+            return None
+        unit = host_unit(request.answer, request.node, environments=request.environments)
+        unit += entry_points(request.node)  # the very text of the main compile's unit
+        builds = SanitizerBuilds()
         openmp = uses_openmp_source(unit)
         libomp = libomp_problem(compiler) is None
-        start_build(request, "address", unit, build_flags, openmp and libomp, compiler)
+        start_build(request, builds, "address", unit, flags, openmp and libomp, compiler)
         if openmp and libomp:
-            start_build(request, "thread", unit, build_flags, True, compiler)
+            start_build(request, builds, "thread", unit, flags, True, compiler)
+        return builds
     except Exception:  # noqa: BLE001 - a background start is an optimisation; the check redoes it
-        return
+        return None
 
 
-def stop_sanitizer_builds(request: CheckRequest) -> None:
-    """Kill the candidate's background builds (the main compile failed: nothing will run them)."""
-    builds = request.shared.get(SANITIZER_BUILDS)
-    if builds is not None:
-        builds.stop()
+#: The candidate's sanitizer builds, started by the stage runner as soon as a selected checker needs them.
+SANITIZER_BUILDS: Artefact[SanitizerBuilds] = Artefact("sanitizer_builds", make=start_sanitizer_builds, background=True)

@@ -10,7 +10,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dace_ai.checking.api import CheckReport, CheckRequest, Status, stable_paths
-from dace_ai.checking.sanitize.builds import SanitizerBuild, shared_builds, start_build
+from dace_ai.checking.compile import COMPILED, compile_candidate
+from dace_ai.checking.entry_code import entry_points
+from dace_ai.checking.host_target import uses_host_compiler
+from dace_ai.checking.ladder import case_place
+from dace_ai.checking.runner import uses_openmp
+from dace_ai.checking.sandbox_run import SANDBOX_RUN
+from dace_ai.checking.sanitize.builds import SANITIZER_BUILDS, SanitizerBuild, SanitizerBuilds, start_build
 from dace_ai.checking.sanitize.reports import no_addresses, read_report
 from dace_ai.checking.sanitize.runs import SanitizerRun, run_sanitized, sanitizer_cases
 from dace_ai.checking.sanitize.tools import (
@@ -60,20 +66,17 @@ def tell_once(reason: str, message: str) -> None:
 
 
 def applies(request: CheckRequest) -> bool:
-    """Host C++ that DaCe builds, which the ``verify`` checker passed (its run is ``request.shared[SANDBOX_RUN]``).
+    """Host C++ that DaCe builds, which the ``verify`` checker passed (its run is the artefact ``SANDBOX_RUN``).
 
     A candidate verify refused needs no second opinion; one it could not decide (no
     reference, a reference that fails on the generated inputs) may only be defined for
     inputs it never saw (a histogram's bins), and a sanitizer report on those would
     blame correct code. When ``verify`` is not selected the sanitizers run alone.
     """
-    from dace_ai.checking.harness import SANDBOX_RUN
-    from dace_ai.checking.host import uses_host_compiler
-
     if not uses_host_compiler(request):
         return False
-    run = request.shared.get(SANDBOX_RUN)
-    return run is None or run.get("status") == "passed"
+    run = request.artefacts.get(SANDBOX_RUN)
+    return run is None or run.status == "passed"
 
 
 def _first_error(output: str) -> str:
@@ -116,7 +119,6 @@ def _judge_run(
     build: SanitizerBuild, run: SanitizerRun, case: Case, unit: str, answer_lines: int, threads: int | None
 ) -> _Part:
     """Passed, failed (a report in the answer's lines) or inconclusive (anything else) for one run."""
-    from dace_ai.checking.ladder import case_place
 
     where = case_place(case)
     if build.kind == "thread":
@@ -165,7 +167,6 @@ def _judge_run(
 
 def _answer_lines(request: CheckRequest, unit: str) -> int:
     """Lines of the unit that hold the answer (everything before our entry points)."""
-    from dace_ai.checking.entry_code import entry_points
 
     return len(unit.splitlines()) - len(entry_points(request.node).splitlines())
 
@@ -190,9 +191,6 @@ def _overall(parts: list[_Part], details: dict[str, Any], thread_run: bool) -> t
 
 def sanitizers_check(request: CheckRequest) -> CheckReport:
     """Run the candidate once under ASan+UBSan (and TSan with Archer for OpenMP code) at a small size."""
-    from dace_ai.checking.compile import compile_candidate
-    from dace_ai.checking.runner import uses_openmp
-
     start = time.perf_counter()
     seconds: dict[str, float] = {}
     sizes: dict[str, dict[str, int]] = {}
@@ -218,6 +216,7 @@ def sanitizers_check(request: CheckRequest) -> CheckReport:
             reason=reason,
             told_user=told,
             sizes=list(sizes.values()),
+            supplements_verify=True,
         )
 
     compiler = sanitizer_compiler(request.settings)
@@ -240,8 +239,14 @@ def sanitizers_check(request: CheckRequest) -> CheckReport:
     answer_lines = _answer_lines(request, unit)
     openmp = uses_openmp(build.object)
     omp_problem = libomp_problem(compiler) if openmp else None
-    address = start_build(request, "address", unit, build.flags, openmp and omp_problem is None, compiler)
-    thread = start_build(request, "thread", unit, build.flags, True, compiler) if openmp and not omp_problem else None
+    # The builds the stage runner started beside the compile, corrected from the object's symbols.
+    builds = request.artefacts.get(SANITIZER_BUILDS) or SanitizerBuilds()
+    address = start_build(request, builds, "address", unit, build.flags, openmp and omp_problem is None, compiler)
+    thread = (
+        start_build(request, builds, "thread", unit, build.flags, True, compiler)
+        if openmp and not omp_problem
+        else None
+    )
     parts: list[_Part] = []
     sizes["address"] = dict(small["sizes"])
     parts.append(_run_part(request, address, small, unit, answer_lines, ADDRESS_THREADS if openmp else 1, seconds))
@@ -255,7 +260,7 @@ def sanitizers_check(request: CheckRequest) -> CheckReport:
             thread.stop()
         else:
             parts.append(_run_part(request, thread, odd, unit, answer_lines, THREAD_COUNT, seconds))
-    for kind, b in shared_builds(request).builds.items():
+    for kind, b in builds.builds.items():
         details.setdefault("pch", {})[kind] = b.pch
     return report(*_overall(parts, details, thread is not None))
 
@@ -285,14 +290,15 @@ def _run_part(
 
 
 def checker() -> Checker:
-    """The registration (yielded by the verify checker's plugin module)."""
+    """The registration (yielded by the verify checker's plugin module): it needs verify's run (it runs after
+    it and only on a passed one), the candidate's compile and the sanitizer builds the runner starts for it."""
     return Checker(
         name=NAME,
         stage="verify",
         check=sanitizers_check,
         applies=applies,
         default=True,
-        order=10,
+        needs=(SANDBOX_RUN, COMPILED, SANITIZER_BUILDS),
         settings=(COMPILER_SETTING,),
         description="Runs the code once more at a small size built by clang++ with AddressSanitizer + "
         "UndefinedBehaviorSanitizer, and ThreadSanitizer with LLVM's OpenMP/Archer for "

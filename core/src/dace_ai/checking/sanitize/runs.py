@@ -10,8 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.child.inputs import case_inputs
+from dace_ai.checking.harness import make_case
+from dace_ai.checking.ladder import build_ladder
+from dace_ai.checking.sandbox import SandboxLimits, launch, watched_from_outside
 from dace_ai.checking.sanitize.builds import SanitizerBuild
 from dace_ai.checking.sanitize.tools import EXIT_ADDRESS, EXIT_THREAD, EXIT_UNDEFINED, archer_library, symbolizer
+from dace_ai.checking.units import scope_parameters
 
 if TYPE_CHECKING:
     from dace_ai.checking.child.records import Case
@@ -21,8 +26,6 @@ if TYPE_CHECKING:
 def sanitizer_cases(request: CheckRequest) -> tuple[Case, Case]:
     """(case of the address run, case of the thread run): the ladder's first small case, and its first odd one
     (a bit more work per thread) or else the small one."""
-    from dace_ai.checking.harness import make_case
-    from dace_ai.checking.ladder import build_ladder
 
     ladder = build_ladder(request, None, seeds=(0,), rungs=("small", "odd"))
     planned = ladder.cases()
@@ -43,9 +46,6 @@ def write_job(case: Case, request: CheckRequest, folder: Path, cpu_seconds: int 
     ``connectors n`` then ``container-index byte-offset`` per connector.
     """
     import numpy as np
-
-    from dace_ai.checking.child.inputs import case_inputs
-    from dace_ai.checking.units import scope_parameters
 
     data = case_inputs(case)
     values = case["values"]
@@ -119,7 +119,6 @@ class SanitizerRun:
 
 def run_sanitized(build: SanitizerBuild, case: Case, request: CheckRequest, threads: int) -> SanitizerRun:
     """Run the sanitized executable on ``case`` in a sandboxed session of its own (wall and CPU time limits)."""
-    from dace_ai.checking.sandbox import SandboxLimits, launch, watched_from_outside
 
     limits = SandboxLimits.from_settings(request.settings)
     cpu_seconds = max(2, round(limits.cpu_seconds)) * max(1, threads)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dace_ai.checking.api import CheckRequest
-from dace_ai.checking.units import environment_classes
+from dace_ai.checking.units import environment_classes, run_tool
 from dace_ai.config.settings import AISettings
 from dace_ai.plugins.registrations import Setting
 from dace_ai.state import STATE
@@ -191,7 +191,6 @@ def link_args(request: CheckRequest) -> list[str]:
 
 def driver_object(compiler: str, flags: Sequence[str]) -> tuple[Path | None, str]:
     """The driver compiled once per compiler and flags under ``<build root>/ai-check/sanitize-driver/`` (and a note)."""
-    from dace_ai.checking.units import run_tool
     from dace_ai.storage.files import ai_folder, lock_for
     from dace_ai.targets.build_flags import compiler_identity
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from dace_ai.plugin import Checker, Detection, Target, VendorPeaks, hookimpl
+from dace_ai.plugin import COMPILED, Checker, Detection, Target, VendorPeaks, hookimpl
 
 from .checker import CHECKER, applies, check_x86
 from .cpu import LEVEL_FEATURES, REPORTED, read_cpu
@@ -174,5 +174,6 @@ def dace_ai_checkers():
         stage="compile",
         check=check_x86,
         applies=applies,
+        needs=(COMPILED,),  # the candidate's one compile, shared with the core's probe
         description="Rejects intrinsics beyond the x86 target's ISA level (scan and compile with its -march flags)",
     )
