@@ -28,7 +28,6 @@ from dace_ai.checking.compile import COMPILED
 from dace_ai.checking.harness import parse_sizes_setting, run_against_reference
 from dace_ai.checking.host_target import uses_host_compiler
 from dace_ai.checking.sandbox_run import SANDBOX_RUN, SandboxRun
-from dace_ai.checking.sanitize import checker as sanitizer_checker
 from dace_ai.errors import UnverifiedWarning
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Checker
@@ -136,4 +135,3 @@ def dace_ai_checkers():
         description="Runs the code against the node's reference (native expansion or reference=) "
         "on random inputs in a sandboxed child process",
     )
-    yield sanitizer_checker()

@@ -33,6 +33,7 @@ from dace_ai.checking.sanitize.tools import (
     sanitizer_compiler,
 )
 from dace_ai.checking.units import ToolResult, unit_place
+from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Checker
 from dace_ai.state import STATE
 
@@ -290,7 +291,7 @@ def _run_part(
 
 
 def checker() -> Checker:
-    """The registration (yielded by the verify checker's plugin module): it needs verify's run (it runs after
+    """The registration (yielded by :func:`dace_ai_checkers` below): it needs verify's run (it runs after
     it and only on a passed one), the candidate's compile and the sanitizer builds the runner starts for it."""
     return Checker(
         name=NAME,
@@ -304,3 +305,9 @@ def checker() -> Checker:
         "UndefinedBehaviorSanitizer, and ThreadSanitizer with LLVM's OpenMP/Archer for "
         "OpenMP code (races found without a collision)",
     )
+
+
+@hookimpl
+def dace_ai_checkers():
+    """The ``sanitizers`` checker, a plugin of its own (entry point ``sanitizers-checker``)."""
+    yield checker()
