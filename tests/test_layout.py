@@ -498,6 +498,41 @@ def test_no_import_circle_between_modules_even_for_annotations():
     assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
 
 
+def _all_imports(tree: ast.Module, module: str, is_package: bool, known: set[str]) -> set[str]:
+    """The modules ``module`` imports anywhere, inside functions too (:func:`_load_time_imports` of them all)."""
+    every = [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
+    return _load_time_imports(ast.Module(body=every, type_ignores=[]), module, is_package, known)
+
+
+def test_no_import_circle_in_expansion_even_inside_functions():
+    """The expansion's modules need one another one way, even where an import waits inside a function.
+
+    A function-body import is for load time (``import dace_ai`` stays light), never a way
+    around a circle: shared pieces live in small modules of their own (who implements
+    ``'ai'``: :mod:`~dace_ai.expansion.charge`; the generated tasklets and their sessions:
+    :mod:`~dace_ai.expansion.generated`).
+    """
+    known = _module_names()
+    graph = {
+        name: {m for m in _all_imports(ast.parse(path.read_text(encoding="utf-8")), name, False, set(known))}
+        for name, path in known.items()
+        if name.startswith("dace_ai.expansion.")
+    }
+    graph = {name: {m for m in imports if m in graph} for name, imports in graph.items()}
+    circles = _import_circles(graph)
+    assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+def test_all_imports_count_function_bodies():
+    known = {"p", "p.c", "p.d"}
+    graph = {
+        "p.c": _all_imports(ast.parse("def f():\n    from p.d import D\n"), "p.c", False, known),
+        "p.d": _all_imports(ast.parse("from p.c import C\n"), "p.d", False, known),
+    }
+    assert graph == {"p.c": {"p.d"}, "p.d": {"p.c"}}
+    assert _import_circles(graph) == [["p.c", "p.d"]]
+
+
 def test_import_circles_count_annotations_but_not_function_bodies():
     known = {"p", "p.a", "p.b", "p.c", "p.d"}
     sources = {

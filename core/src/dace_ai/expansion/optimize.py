@@ -630,8 +630,8 @@ def _apply(
 ) -> None:
     """Place the winner's tasklet, or keep the native expansion (gate, or nothing passed and ``on_failure`` allows)."""
     from dace_ai.checking.verdict import falls_back_natively
+    from dace_ai.expansion.charge import IMPLEMENTATION
     from dace_ai.expansion.fallback import fallback_implementation
-    from dace_ai.expansion.implementation import IMPLEMENTATION
     from dace_ai.expansion.tasklet import make_tasklet
 
     native = fallback_implementation(node)

@@ -23,9 +23,9 @@ from dace_ai.context.types import NodeContext
 from dace_ai.errors import CheckFailed
 from dace_ai.expansion.answer_source import AnswerSource
 from dace_ai.expansion.expansion_pass import node_context
+from dace_ai.expansion.generated import Generated, replaced_node, session_of
 from dace_ai.expansion.requests import request_for
 from dace_ai.expansion.rounds import Keeping, Round, Table, accept, play_round, until_accepted
-from dace_ai.expansion.sessions import Generated, replaced_node, session_of
 from dace_ai.providers.api import Message
 from dace_ai.storage.sessions import RoundContent, Session
 
@@ -45,7 +45,7 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
 
     ``sdfg`` is the program whose build folder is discarded after the change, so the
     next ``compile()`` builds the new code. ``g`` must have a session
-    (:func:`~dace_ai.expansion.sessions.session_of` says what is wrong when it has not).
+    (:func:`~dace_ai.expansion.generated.session_of` says what is wrong when it has not).
     """
     from dace_ai.checking.stages import failure_error
     from dace_ai.providers.select import select_provider
