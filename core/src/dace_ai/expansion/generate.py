@@ -245,9 +245,8 @@ def generate(
     bar.advance(cached=summary.cached, failed=summary.failed)
     try:
         if jobs:
-            answers = AnswerSource(
-                provider, settings, make_client(provider, settings)
-            )  # a client that cannot start fails at once
+            # The client is built here, so a provider that cannot start fails at once, not once per node.
+            answers = AnswerSource(provider, settings, make_client(provider, settings))
             asking = 1 if provider.offline else max(1, min(settings.max_concurrency, len(jobs)))
             summary.requests = len(jobs)
             with CheckDispatcher(name, options) as dispatcher:
