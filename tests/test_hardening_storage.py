@@ -277,8 +277,8 @@ def test_damaged_recorded_conversation_is_a_clear_error(_isolated_dace_ai, conte
     import dace
     from dace_ai.config.settings import resolve_settings
     from dace_ai.errors import CheckFailed
+    from dace_ai.expansion.generated import Generated, of_tasklet
     from dace_ai.expansion.revision import Revision, revise
-    from dace_ai.expansion.sessions import Generated, of_tasklet
     from dace_ai.storage.sessions import session_by_id
 
     round_dir = _isolated_dace_ai / "ai-sessions" / "s.n" / "round-1"

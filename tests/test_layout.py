@@ -498,6 +498,41 @@ def test_no_import_circle_between_modules_even_for_annotations():
     assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
 
 
+def _all_imports(tree: ast.Module, module: str, is_package: bool, known: set[str]) -> set[str]:
+    """The modules ``module`` imports anywhere, inside functions too (:func:`_load_time_imports` of them all)."""
+    every = [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
+    return _load_time_imports(ast.Module(body=every, type_ignores=[]), module, is_package, known)
+
+
+def test_no_import_circle_in_expansion_even_inside_functions():
+    """The expansion's modules need one another one way, even where an import waits inside a function.
+
+    A function-body import is for load time (``import dace_ai`` stays light), never a way
+    around a circle: shared pieces live in small modules of their own (who implements
+    ``'ai'``: :mod:`~dace_ai.expansion.charge`; the generated tasklets and their sessions:
+    :mod:`~dace_ai.expansion.generated`).
+    """
+    known = _module_names()
+    graph = {
+        name: {m for m in _all_imports(ast.parse(path.read_text(encoding="utf-8")), name, False, set(known))}
+        for name, path in known.items()
+        if name.startswith("dace_ai.expansion.")
+    }
+    graph = {name: {m for m in imports if m in graph} for name, imports in graph.items()}
+    circles = _import_circles(graph)
+    assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+def test_all_imports_count_function_bodies():
+    known = {"p", "p.c", "p.d"}
+    graph = {
+        "p.c": _all_imports(ast.parse("def f():\n    from p.d import D\n"), "p.c", False, known),
+        "p.d": _all_imports(ast.parse("from p.c import C\n"), "p.d", False, known),
+    }
+    assert graph == {"p.c": {"p.d"}, "p.d": {"p.c"}}
+    assert _import_circles(graph) == [["p.c", "p.d"]]
+
+
 def test_import_circles_count_annotations_but_not_function_bodies():
     known = {"p", "p.a", "p.b", "p.c", "p.d"}
     sources = {
@@ -509,6 +544,128 @@ def test_import_circles_count_annotations_but_not_function_bodies():
     graph = {name: _load_time_imports(ast.parse(text), name, False, known) for name, text in sources.items()}
     assert graph == {"p.a": {"p.b"}, "p.b": {"p.a"}, "p.c": set(), "p.d": {"p.c"}}
     assert _import_circles(graph) == [["p.a", "p.b"]]
+
+
+#: The round engine: the one module that plays a round's steps (:mod:`dace_ai.expansion.rounds`).
+ROUNDS = "dace_ai.expansion.rounds"
+
+#: A round's steps that are functions, by the module defining them.
+ROUND_STEP_FUNCTIONS = {
+    "dace_ai.expansion.answer_source.ask_for_node": "asking the provider",
+    "dace_ai.prompt.answer.parse_answer": "parsing an answer",
+    "dace_ai.expansion.checked_answer.check_answer": "running the checks",
+    "dace_ai.expansion.checked_answer.check_recorded": "running the checks",
+    "dace_ai.checking.verdict.judge": "judging",
+    "dace_ai.expansion.provenance.accepted_provenance": "writing provenance",
+}
+
+#: A round's steps that are methods: name -> (the modules it may be called from besides the engine, the
+#: receiver's name ends with, the step). The answer cache is written by ``AnswerSource.keep`` only.
+ROUND_STEP_METHODS = {
+    "reply": (("dace_ai.expansion.answer_source",), "", "asking the provider (AnswerSource.reply)"),
+    "check": (("dace_ai.expansion.dispatch",), "dispatcher", "dispatching check jobs (CheckDispatcher.check)"),
+    "record_round": (("dace_ai.storage.sessions",), "", "recording the round (Session.record_round)"),
+    "keep": (("dace_ai.expansion.answer_source",), "", "writing the answer cache (AnswerSource.keep)"),
+    "put": (
+        ("dace_ai.storage.cache", "dace_ai.expansion.answer_source"),
+        "cache",
+        "writing the answer cache (AnswerCache.put)",
+    ),
+    "update_round": (("dace_ai.storage.sessions",), "", "writing provenance (Session.update_round(provenance=))"),
+}
+
+#: Calls of a round's step that are no round, with the reason.
+NOT_A_ROUND = {
+    ("dace_ai.providers.manual", "parse_answer"): "refuses a response file a person wrote before it becomes a reply",
+    ("dace_ai.expansion.exchange", "parse_answer"): "refuses a malformed reply before the expansion plays it",
+    ("dace_ai.evaluation.campaign", "ask_for_node"): "samples the answers that the bench's attempts play later",
+}
+
+
+def _imported_names(tree: ast.Module) -> dict[str, str]:
+    """Every name a module binds by an import (at the top or in a function) -> the dotted name it stands for."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    names[alias.asname] = alias.name
+    return names
+
+
+def _round_step_calls(modules: Iterable[tuple[str, ast.Module]]) -> list[str]:
+    """Calls of a round's steps (:data:`ROUND_STEP_FUNCTIONS`, :data:`ROUND_STEP_METHODS`) outside the round
+    engine and the modules defining them, except :data:`NOT_A_ROUND`: ``module:line: name (step)``."""
+    found = []
+    for module, tree in modules:
+        if module == ROUNDS:
+            continue
+        imported = _imported_names(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func, step, name, homes = node.func, "", "", ()
+            if isinstance(func, ast.Name) and imported.get(func.id) in ROUND_STEP_FUNCTIONS:
+                home, name = imported[func.id].rsplit(".", 1)
+                homes, step = (home,), ROUND_STEP_FUNCTIONS[imported[func.id]]
+            elif isinstance(func, ast.Attribute):
+                dotted = f"{imported.get(ast.unparse(func.value), ast.unparse(func.value))}.{func.attr}"
+                if dotted in ROUND_STEP_FUNCTIONS:
+                    name, step = func.attr, ROUND_STEP_FUNCTIONS[dotted]
+                    homes = (dotted.rsplit(".", 1)[0],)
+                elif func.attr in ROUND_STEP_METHODS:
+                    homes, receiver, words = ROUND_STEP_METHODS[func.attr]
+                    keywords = {k.arg for k in node.keywords}
+                    if ast.unparse(func.value).lower().endswith(receiver) and (
+                        func.attr != "update_round" or "provenance" in keywords
+                    ):
+                        name, step = func.attr, words
+            if step and module not in homes and (module, name) not in NOT_A_ROUND:
+                found.append(f"{module}:{node.lineno}: {name} ({step})")
+    return found
+
+
+def test_a_round_is_played_by_the_round_engine_only():
+    """Asking, parsing, checking, judging, recording, caching and provenance: one round, written once.
+
+    The expansion, refine and build repairs, ``optimize``, ``generate`` and the bench's attempt
+    drive :mod:`dace_ai.expansion.rounds`; none of them calls a round's steps itself.
+    """
+    modules = [(name, tree) for _, name, tree in _core_modules()]
+    found = _round_step_calls([(name.removesuffix(".__init__"), tree) for name, tree in modules])
+    assert not found, "round steps called outside dace_ai.expansion.rounds:\n" + "\n".join(found)
+
+
+def test_round_steps_are_found_in_every_spelling():
+    sources = {
+        ROUNDS: "from dace_ai.prompt.answer import parse_answer\nparse_answer('x')\n",
+        "dace_ai.prompt.answer": "def parse_answer(text):\n    return text\nparse_answer('y')\n",
+        "dace_ai.other": (
+            "import dace_ai.checking.verdict as v\n"
+            "def f(session, table, queue):\n"
+            "    from dace_ai.prompt.answer import parse_answer as parse\n"
+            "    parse('x')\n"
+            "    v.judge([], None)\n"
+            "    session.record_round(1)\n"
+            "    table.answers.cache.put(1)\n"
+            "    queue.put(1)\n"
+            "    session.update_round(1, provenance=[])\n"
+            "    session.update_round(1, runtime_check='wrong')\n"
+            "    self.dispatcher.check(1)\n"
+        ),
+    }
+    found = _round_step_calls((name, ast.parse(text)) for name, text in sources.items())
+    assert found == [
+        "dace_ai.other:4: parse_answer (parsing an answer)",
+        "dace_ai.other:5: judge (judging)",
+        "dace_ai.other:6: record_round (recording the round (Session.record_round))",
+        "dace_ai.other:7: put (writing the answer cache (AnswerCache.put))",
+        "dace_ai.other:9: update_round (writing provenance (Session.update_round(provenance=)))",
+        "dace_ai.other:11: check (dispatching check jobs (CheckDispatcher.check))",
+    ]
 
 
 def test_process_state_is_registered_and_reset_in_one_place():

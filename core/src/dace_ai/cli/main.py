@@ -202,7 +202,7 @@ def roofline_summary() -> dict[str, Any]:
 def dace_report() -> dict[str, Any]:
     """The DaCe in use and who implements its 'ai' (dace-ai or DaCe's own AI library), with the reason."""
     from dace_ai import compat
-    from dace_ai.expansion.takeover import CHARGE
+    from dace_ai.expansion.charge import CHARGE
 
     return {
         "version": compat.DACE_VERSION,

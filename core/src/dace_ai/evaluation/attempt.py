@@ -25,14 +25,16 @@ import time
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from dace_ai.errors import AnswerError, DaceAIError
+from dace_ai.errors import DaceAIError
 
 if TYPE_CHECKING:
     from dace_ai.checking.verdict import Verdict
     from dace_ai.config.settings import AISettings
     from dace_ai.context.types import NodeContext
     from dace_ai.evaluation.tasks import Task
+    from dace_ai.expansion.rounds import Round
     from dace_ai.prompt.answer import Answer
+    from dace_ai.prompt.render import Prompt
 
 
 def prompt_hash(system: str, user: str) -> str:
@@ -157,13 +159,10 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     """Outcomes of one attempt (see the module docstring); never raises for the candidate's faults."""
     import dace
 
-    from dace_ai.checking.verdict import judge
     from dace_ai.config.settings import resolve_settings
     from dace_ai.evaluation.programs import program_sdfg, task_digest
     from dace_ai.evaluation.tasks import find_task, missing_requirements
-    from dace_ai.expansion.checked_answer import check_answer
     from dace_ai.expansion.expansion_pass import node_context
-    from dace_ai.prompt.answer import parse_answer
     from dace_ai.prompt.render import render_prompt
 
     start = time.perf_counter()
@@ -187,15 +186,11 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     out["prompt_hash"] = prompt_hash(prompt.system, prompt.user)
     if payload.get("want_prompt"):
         out["prompt"] = {"system": prompt.system, "user": prompt.user}
-    try:
-        answer = parse_answer(payload["answer_text"], origin=f"answer for task {task.id!r}")
-    except AnswerError as exc:
-        out.update(compile="failed", error=str(exc), refused_by="compile", refusal=str(exc)[:500])
+    rnd = _play(ctx, settings, prompt, task, payload["answer_text"])
+    if isinstance(rnd, str):  # the answer did not parse
+        out.update(compile="failed", error=rnd, refused_by="compile", refusal=rnd[:500])
         return finish_verdict(out, start)
-
-    with warnings.catch_warnings():  # "not verified" and the like are recorded per attempt, not printed
-        warnings.simplefilter("ignore")
-        reports, _ = check_answer(answer, ctx, settings)  # as an expansion checks it (environments resolved)
+    answer, reports, verdict = rnd.answer, rnd.checked.reports, rnd.verdict
     out["checks"] = _check_records(reports)
     for stage in ("compile", "verify", "bench"):
         out[stage] = _stage_status(reports, stage)
@@ -206,7 +201,6 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     # The bench stage's node figures (node vs its native expansion and DaCe's library implementations).
     # The bench stage's node figures stay in its check record; the attempt's figures come from one place (below).
     node_speedup = _bench_speedup(reports) if out["bench"] == "passed" else None
-    verdict = judge(reports, settings)  # the rule the expansion applies (on_inconclusive included)
     out["accepted"] = verdict.accepted
     _record_refusal(out, reports, verdict)
     if out.get("refused_by"):
@@ -219,6 +213,22 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     out["correct"] = out["compiled"] and out["verify"] != "failed" and ran_correct
     _record_speed_figures(out, run, reports, node_speedup, ctx, task, settings)
     return finish_verdict(out, start)
+
+
+def _play(ctx: NodeContext, settings: AISettings, prompt: Prompt, task: Task, text: str) -> Round | str:
+    """One round of the supplied answer ``text`` as an expansion plays it (environments resolved, the same
+    verdict), without a session or the cache; the parse error when it does not parse."""
+    from dace_ai.expansion.requests import request_for
+    from dace_ai.expansion.rounds import Table, ask, check
+
+    table = Table(ctx, settings, "", None, None, reuse_checks=False)
+    request = request_for(prompt.system, prompt.user, settings)
+    with warnings.catch_warnings():  # "not verified" and the like are recorded per attempt, not printed
+        warnings.simplefilter("ignore")
+        asked = ask(table, request, origin=lambda _source: f"answer for task {task.id!r}", supplied=text, limit=False)
+        if asked.error is not None:
+            return str(asked.error)
+        return check(table, asked)
 
 
 def _record_speed_figures(

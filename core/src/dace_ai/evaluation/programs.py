@@ -49,7 +49,7 @@ def program_sdfg(suite: str, task: Task, name: str) -> tuple[Any, Any, Any]:
         if found is not None:
             node, state = found
             if task.kind == "library":
-                from dace_ai.expansion.takeover import CHARGE
+                from dace_ai.expansion.charge import CHARGE
 
                 node.implementation = CHARGE.implementation  # 'ai', or 'dace-ai' when DaCe's own library keeps 'ai'
             return sdfg, state, node

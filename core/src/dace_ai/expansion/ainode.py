@@ -33,7 +33,7 @@ from dace import properties
 from dace.sdfg import nodes
 
 from dace_ai.errors import AIUsageError
-from dace_ai.expansion.implementation import IMPLEMENTATION
+from dace_ai.expansion.charge import IMPLEMENTATION
 
 ConnectorSpec = Iterable[str] | Mapping[str, Any] | None
 

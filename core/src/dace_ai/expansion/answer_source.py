@@ -7,7 +7,7 @@ checks it passed, so a later run reuses them instead of checking it again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dace_ai.checking.api import CheckReport
@@ -52,10 +52,10 @@ class AnswerSource:
     nothing. The provider's client is built on the first request that needs it.
     """
 
-    def __init__(self, provider: Provider, settings: AISettings) -> None:
+    def __init__(self, provider: Provider, settings: AISettings, client: ProviderClient | None = None) -> None:
         self.provider, self.settings = provider, settings
         self.cache = AnswerCache()
-        self._client: ProviderClient | None = None
+        self._client = client  #: built on the first request that needs it, unless given
         self._hits: dict[str, CachedAnswer] = {}
 
     def recorded_checks(self, key: str, source: str) -> dict[str, Any] | None:
@@ -94,11 +94,13 @@ class AnswerSource:
         reports: Sequence[CheckReport] = (),
         level: str = "",
         checked: dict[str, Any] | None = None,
+        note: Mapping[str, Any] | None = None,
     ) -> None:
-        """Cache an answer that passed its checks, with those checks.
+        """Cache an answer that passed its checks, with those checks (``note``: fields written first).
 
-        Called only once the answer is accepted: a refused answer is never cached, so a
-        later run asks again (or reads the edited response file). ``checked``
+        Called only by :func:`dace_ai.expansion.rounds.keep`, once the answer is accepted: a
+        refused answer is never cached, so a later run asks again (or reads the edited
+        response file). ``checked``
         (:func:`dace_ai.expansion.check_reuse.record`) lets a later expansion of the same
         answer reuse its checks; a cached answer checked again here gets it added.
         """
@@ -110,7 +112,12 @@ class AnswerSource:
                 key,
                 self.provider.name,
                 reply.as_record(),
-                extra={"checks": checks, "verification": level, **({"checked": checked} if checked else {})},
+                extra={
+                    **(note or {}),
+                    "checks": checks,
+                    "verification": level,
+                    **({"checked": checked} if checked else {}),
+                },
             )
         elif checked and not any(r.details.get("reused") for r in reports):
             self.cache.record_checks(key, checked, level)

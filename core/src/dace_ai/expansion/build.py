@@ -136,8 +136,9 @@ def repair_tasklet(entry: Blame, message: str, settings: AISettings, program: An
     answer replaces the tasklet's code, with the level it reached. Hand edits since the
     round's answer are what the model is asked to repair. ``program`` is the SDFG being built.
     """
+    from dace_ai.expansion.generated import of_tasklet
     from dace_ai.expansion.revision import Revision, revise
-    from dace_ai.expansion.sessions import hand_edit_note, hand_edits, of_tasklet
+    from dace_ai.expansion.sessions import hand_edit_note, hand_edits
 
     g = of_tasklet(entry.state, entry.tasklet)
     if g.session is None or g.round is None or not g.session.round_folder(g.round).is_dir():

@@ -15,7 +15,7 @@ from typing import Any
 from dace_ai import compat
 from dace_ai.config.settings import AISettings
 from dace_ai.errors import CheckFailed, NativeFallbackWarning
-from dace_ai.expansion.implementation import IMPLEMENTATION
+from dace_ai.expansion.charge import IMPLEMENTATION
 
 
 def fallback_implementation(node: Any) -> str | None:

@@ -283,7 +283,7 @@ def install() -> None:
     """Register the frontend replacement; make ``dace.ai`` an alias of :func:`ai` unless DaCe's own library keeps it."""
     import dace
 
-    from dace_ai.expansion.takeover import CHARGE
+    from dace_ai.expansion.charge import CHARGE
 
     if CHARGE.dace_ai_in_charge:
         compat.register_frontend_call(_replacement, FRONTEND_NAMES + DACE_NAMES)

@@ -47,8 +47,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from dace_ai import compat
 from dace_ai.errors import AIUsageError, DaceAIError, DaceAIWarning, ProviderError
-from dace_ai.prompt.answer import parse_answer
-from dace_ai.providers.api import ProviderReply, ProviderRequest, Usage
+from dace_ai.expansion.answer_source import AnswerSource
+from dace_ai.expansion.rounds import Keeping, Table, keep, play_round
+from dace_ai.providers.api import ProviderRequest, Usage
 from dace_ai.storage.cache import AnswerCache, cache_key
 
 if TYPE_CHECKING:
@@ -56,7 +57,6 @@ if TYPE_CHECKING:
     from dace_ai.config.settings import AISettings
     from dace_ai.context.types import NodeContext
     from dace_ai.expansion.dispatch import CheckDispatcher, DispatchStats
-    from dace_ai.plugins.registrations import Provider
 
 Status = Literal["pending", "cached", "generated", "failed"]
 
@@ -245,7 +245,8 @@ def generate(
     bar.advance(cached=summary.cached, failed=summary.failed)
     try:
         if jobs:
-            client = make_client(provider, settings)
+            # The client is built here, so a provider that cannot start fails at once, not once per node.
+            answers = AnswerSource(provider, settings, make_client(provider, settings))
             asking = 1 if provider.offline else max(1, min(settings.max_concurrency, len(jobs)))
             summary.requests = len(jobs)
             with CheckDispatcher(name, options) as dispatcher:
@@ -258,7 +259,7 @@ def generate(
                 _run(
                     jobs.values(),
                     threads,
-                    lambda job: _answer(provider, client, job, cache, settings, dispatcher, asks),
+                    lambda job: _answer(answers, job, settings, dispatcher, asks),
                     bar,
                 )
     finally:
@@ -313,64 +314,55 @@ class _Answered:
 
 
 def _answer(
-    provider: Provider,
-    client: Any,
+    answers: AnswerSource,
     job: _Job,
-    cache: AnswerCache,
     settings: AISettings,
     dispatcher: CheckDispatcher,
     asks: threading.BoundedSemaphore,
 ) -> _Answered:
-    """Ask for one distinct request; cache the reply only when it is a valid answer that passes its checks."""
+    """Play one round for one distinct request; cache the reply only when it is a valid answer that passes its
+    checks."""
     from dace_ai.checking.stages import repair_message
-    from dace_ai.checking.verdict import judge
     from dace_ai.execution.jobs import ExecutorUnavailable
-    from dace_ai.expansion.answer_source import ask_for_node
-    from dace_ai.expansion.checked_answer import check_recorded
     from dace_ai.expansion.dispatch import job_note
 
+    # No session: generate only fills the cache. The checks run on the executor, and an answer that
+    # passed is cached with its node's name and where it came from.
+    table = Table(
+        job.ctx,
+        settings,
+        answers.provider.name,
+        answers,
+        None,
+        reuse_checks=False,
+        run=dispatcher.check,
+        keeping=Keeping(note={"node": job.ctx.name, "via": "dace_ai.generate"}),
+        asking=asks,
+    )
     try:
-        with asks:
-            reply: ProviderReply = ask_for_node(provider, client, job.request, job.ctx)
-        answer = parse_answer(
-            reply.text, origin=f"{provider.name} answer for node {job.ctx.name!r}", max_tokens=job.request.max_tokens
-        )
-        checked = check_recorded(answer, job.ctx, settings, run=dispatcher.check)
-        reports = checked.reports
+        rnd = play_round(table, job.request, origin=f"answer for node {job.ctx.name!r}")
     except ExecutorUnavailable:
         raise  # the run ends: no node can be checked any more
     except DaceAIError as exc:
         return _Answered("failed", str(exc))
     except Exception as exc:  # noqa: BLE001 - a provider plugin's bug must not take the other nodes down
         return _Answered("failed", f"{type(exc).__name__}: {exc}")
+    reports, verdict, usage = rnd.checked.reports, rnd.verdict, rnd.reply.usage
     where = job_note(reports)
-    verdict = judge(reports, settings)
     if verdict.repairable:
         first = repair_message(reports).split("\n\n", 2)[1:2]
         return _Answered(
             "failed",
             "refused by its checks, nothing cached (the expansion asks again with the "
             "diagnostics): " + (first[0].splitlines()[0] if first else ""),
-            reply.usage,
+            usage,
             "",
             where,
         )
     if not verdict.accepted:
-        return _Answered("failed", f"refused: {verdict.reason}; nothing cached", reply.usage, "", where)
-    checks = [{"checker": r.checker, "status": r.status, "stage": r.stage} for r in reports]
-    cache.put(
-        job.key,
-        provider.name,
-        reply.as_record(),
-        extra={
-            "node": job.ctx.name,
-            "via": "dace_ai.generate",
-            "checks": checks,
-            "verification": verdict.level,
-            **({"checked": recorded} if (recorded := checked.record(verdict.level)) else {}),
-        },
-    )
-    return _Answered("generated", None, reply.usage, verdict.level, where, verdict, job.ctx)
+        return _Answered("failed", f"refused: {verdict.reason}; nothing cached", usage, "", where)
+    keep(table, rnd)
+    return _Answered("generated", None, usage, verdict.level, where, verdict, job.ctx)
 
 
 def _run(jobs: Any, workers: int, work: Callable[[_Job], _Answered], bar: _Progress) -> None:

@@ -33,15 +33,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from dace.transformation.transformation import ExpandTransformation
 
 from dace_ai import compat
-from dace_ai.expansion.takeover import CHARGE
+from dace_ai.expansion.charge import CHARGE, IMPLEMENTATION
+from dace_ai.expansion.takeover import take_over
 
 if TYPE_CHECKING:
     from types import TracebackType
 
     from dace_ai.config.settings import AISettings
-
-#: ``'ai'``, or ``'dace-ai'`` on DaCe 2 when DaCe's own library keeps ``'ai'`` (see :mod:`~dace_ai.expansion.takeover`).
-IMPLEMENTATION = CHARGE.implementation
 
 
 def _debug() -> bool:
@@ -175,9 +173,7 @@ def install() -> None:
     if _installed:
         return
     if compat.HAS_BUILTIN_AI and CHARGE.dace_ai_in_charge:
-        from dace_ai.expansion.takeover import take_over
-
-        take_over()
+        take_over(expansion_for)
     else:
         compat.on_library_node_class(add_ai_implementation)
     compat.patch_expand_spellings()

@@ -57,10 +57,12 @@ from dace_ai import compat
 from dace_ai.checking.deception import format_seconds
 from dace_ai.errors import AIUsageError, DaceAIError
 from dace_ai.expansion.optimize_report import Candidate, NodeOptimization, OptimizeReport
+from dace_ai.expansion.rounds import Asked, Keeping, Round, Table, ask, check, keep, provenance
 from dace_ai.prompt.feedback import TimeEvidence, where_the_time_goes
 from dace_ai.providers.api import Message, ProviderReply, ProviderRequest
 from dace_ai.runtime_check.instrument import add_spot_check
 from dace_ai.runtime_check.registry import Origin
+from dace_ai.storage.sessions import RoundContent
 
 if TYPE_CHECKING:
     from dace_ai.checking.api import CheckReport
@@ -96,6 +98,8 @@ class _Attempt:
     reply: ProviderReply | None = None
     key: str = ""  #: the reply's answer-cache key
     answer: Answer | None = None
+    asked: Asked | None = None  #: the round asked and parsed
+    round: Round | None = None  #: the round checked, judged and recorded
     reports: list[CheckReport] | None = None
     environments: set[str] | None = None  #: class paths the answer's environments resolved to (when it passed)
     figures: dict[str, Any] | None = None
@@ -402,11 +406,24 @@ class _Runner:
         dispatcher: CheckDispatcher,
         asks: threading.BoundedSemaphore,
     ) -> None:
-        self.ctx, self.settings, self.provider, self.answers = ctx, settings, provider, answers
-        self.session, self.node_json, self.prompt = session, node_json, prompt
+        self.ctx, self.settings, self.provider = ctx, settings, provider
+        self.node_json, self.prompt = node_json, prompt
         self.dispatcher = dispatcher
-        self.asks = asks  #: requests in flight over every node of the run
-        self._record_lock = threading.Lock()
+        # Candidates are checked on the run's executor and recorded as "passed" (the winner is chosen
+        # later); every one that passed is cached, without a record of its checks to reuse. ``asks``
+        # bounds the requests in flight over every node of the run.
+        self.table = Table(
+            ctx,
+            settings,
+            provider.name,
+            answers,
+            session,
+            reuse_checks=False,
+            run=dispatcher.check,
+            keeping=Keeping(checks=False),
+            accepted="passed",
+            asking=asks,
+        )
 
     def run_round(self, rnd: int, samples: int, history: list[Message]) -> list[_Attempt]:
         from dace_ai.expansion.requests import request_for
@@ -437,47 +454,47 @@ class _Runner:
         self, attempt: _Attempt, checks: ThreadPoolExecutor, futures: list[Future[None]], asked: Future[None]
     ) -> None:
         """Once ``attempt`` is asked: check its answer in ``checks`` (nothing to check when it has none)."""
-        answer, reply = attempt.answer, attempt.reply
-        if asked.exception() is None and answer is not None and reply is not None:
-            futures.append(checks.submit(self._check, attempt, answer, reply))
+        if asked.exception() is None and attempt.asked is not None and attempt.answer is not None:
+            futures.append(checks.submit(self._check, attempt, attempt.asked))
 
     def _ask(self, attempt: _Attempt) -> None:
-        from dace_ai.prompt.answer import parse_answer
+        """Ask for ``attempt``'s answer and parse it (an answer that does not parse is recorded as an error)."""
+        from dace_ai.expansion.requests import node_record
 
         c = attempt.candidate
+        content = RoundContent(
+            node=node_record(self.ctx),
+            system="",
+            messages=[],
+            request={"optimize": {"round": c.round, "sample": c.sample}},
+            node_json=self.node_json,
+        )
         try:
-            with self.asks:
-                reply, source, key = self.answers.reply(attempt.request, self.ctx)
+            asked = ask(self.table, attempt.request, content, origin=f"answer for node {self.ctx.name!r}", limit=False)
         except DaceAIError as exc:
             c.stage, c.reason = "provider", str(exc)
             return
         except Exception as exc:  # noqa: BLE001 - a provider plugin's bug must not stop the other samples
             c.stage, c.reason = "provider", f"{type(exc).__name__}: {exc}"
             return
-        attempt.reply, c.source = reply, source
-        attempt.key = key
-        usage = reply.usage
+        attempt.asked, attempt.reply, attempt.key, c.source = asked, asked.reply, asked.key, asked.source
+        usage = asked.reply.usage
         c.input_tokens, c.output_tokens, c.cost_usd = usage.input_tokens or 0, usage.output_tokens or 0, usage.cost_usd
-        try:
-            attempt.answer = parse_answer(reply.text, origin=f"{source} answer for node {self.ctx.name!r}")
-        except DaceAIError as exc:
-            c.stage, c.reason = "answer", str(exc)
-            self._record(attempt, "error", str(exc))
+        if asked.error is not None:
+            c.stage, c.reason, c.session_round = "answer", str(asked.error), asked.number
             return
+        attempt.answer = asked.answer
 
-    def _check(self, attempt: _Attempt, answer: Answer, reply: ProviderReply) -> None:
-        """Check ``answer`` (parsed from ``reply``) and record the verdict; a passed answer is kept for reuse."""
-        from dace_ai.checking.verdict import judge
+    def _check(self, attempt: _Attempt, asked: Asked) -> None:
+        """Check ``attempt``'s answer, judge and record it; a passed answer is kept for reuse."""
         from dace_ai.execution.jobs import ExecutorUnavailable
-        from dace_ai.expansion.checked_answer import check_answer
         from dace_ai.expansion.dispatch import CheckJobFailed, job_note
         from dace_ai.expansion.provenance import bench_figures
 
         c = attempt.candidate
         started = time.perf_counter()
         try:
-            reports, attempt.environments = check_answer(answer, self.ctx, self.settings, run=self.dispatcher.check)
-            attempt.reports = reports
+            rnd = check(self.table, asked)
         except ExecutorUnavailable:
             raise  # the run ends
         except CheckJobFailed as exc:  # not checked: never passed
@@ -487,6 +504,8 @@ class _Runner:
             c.status, c.stage, c.reason = "error", "check", f"{type(exc).__name__}: {exc}"
             return
         c.check_seconds = time.perf_counter() - started
+        reports = attempt.reports = rnd.checked.reports
+        attempt.round, attempt.environments, c.session_round = rnd, rnd.checked.environments, rnd.number
         note = job_note(reports)
         if note and note.get("executor") != "threads":
             c.worker, c.retries, c.lost_workers = (
@@ -506,7 +525,7 @@ class _Runner:
                 fig.get("speedup_strongest"),
             )
             c.seconds_per_call, c.native_seconds_per_call = fig.get("candidate_median"), fig.get("native_median")
-        verdict = attempt.verdict = judge(reports, self.settings)
+        verdict = attempt.verdict = rnd.verdict
         if verdict.failed:
             first = verdict.failed[0]
             c.status, c.stage, c.reason = "refused", first.stage, first.diagnostics.strip()
@@ -515,34 +534,7 @@ class _Runner:
         else:
             c.status = "passed"
             c.verification = verdict.level
-            self.answers.keep(attempt.key, reply, c.source, reports, c.verification)  # only what passed
-        self._record(attempt, "passed" if c.status == "passed" else "rejected")
-
-    def _record(self, attempt: _Attempt, status: str, error: str = "") -> None:
-        from dace_ai.expansion.requests import node_record, request_record
-        from dace_ai.storage.sessions import RoundContent
-
-        request = attempt.request
-        record = request_record(self.provider.name, request, attempt.key)
-        record["optimize"] = {"round": attempt.candidate.round, "sample": attempt.candidate.sample}
-        with self._record_lock:
-            rnd = self.session.record_round(
-                RoundContent(
-                    node=node_record(self.ctx),
-                    system=request.system,
-                    messages=[(m.role, m.content) for m in request.messages],
-                    request=record,
-                    reply_text=attempt.reply.text if attempt.reply else None,
-                    answer=attempt.answer.model_dump(mode="json") if attempt.answer is not None else None,
-                    reports=attempt.reports or [],
-                    status=status,
-                    error=error,
-                    source=attempt.candidate.source,
-                    node_json=self.node_json,
-                    level=attempt.verdict.reached if attempt.verdict else "",
-                )
-            )
-        attempt.candidate.session_round = rnd.number
+            keep(self.table, rnd)  # only what passed
 
 
 def _approach(rnd: int, sample: int, samples: int) -> str:
@@ -638,9 +630,8 @@ def _apply(
 ) -> None:
     """Place the winner's tasklet, or keep the native expansion (gate, or nothing passed and ``on_failure`` allows)."""
     from dace_ai.checking.verdict import falls_back_natively
+    from dace_ai.expansion.charge import IMPLEMENTATION
     from dace_ai.expansion.fallback import fallback_implementation
-    from dace_ai.expansion.implementation import IMPLEMENTATION
-    from dace_ai.expansion.provenance import Provenance, bench_provenance, sol_provenance
     from dace_ai.expansion.tasklet import make_tasklet
 
     native = fallback_implementation(node)
@@ -672,7 +663,7 @@ def _apply(
         )
         changes.summarize(session, result, None)
         return
-    if best.answer is None:
+    if best.round is None:
         raise RuntimeError(f"candidate r{c.round}s{c.sample} of node {ctx.name!r} passed its checks without an answer")
     c.winner = True
     for other in result.candidates:
@@ -682,21 +673,8 @@ def _apply(
                 f"vs {format_seconds(c.seconds_per_call)} per call"
             )
     environments = best.environments or set()
-    provenance = Provenance.from_fields(
-        {
-            "node": ctx.name,
-            "provider": provider,
-            "model": (best.reply.model if best.reply else "") or "",
-            "source": c.source,
-            "cache_key": getattr(best, "key", "")[:16],
-            "session": f"ai-sessions/{session.folder.name}/round-{c.session_round}",
-            "bench": bench_provenance(best.figures),
-            "sol": sol_provenance(best.figures),
-            "optimize": f"r{c.round}s{c.sample}",
-            "verification": c.verification,
-        }
-    )
-    tasklet = make_tasklet(node, best.answer, ctx, provenance, environments, state.sdfg)
+    fields = provenance(best.round, ctx.name, provider, session, optimize=f"r{c.round}s{c.sample}")
+    tasklet = make_tasklet(node, best.round.answer, ctx, fields, environments, state.sdfg)
     add_spot_check(tasklet, ctx, node, settings, Origin(str(session.folder), c.session_round or 0, best.key or ""))
     changes.place(state, node, tasklet)
     if best.verdict is not None:  # the winner is used: never silently while one of its checks could not decide

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from dace_ai import compat
-from dace_ai.expansion.implementation import IMPLEMENTATION
+from dace_ai.expansion.charge import IMPLEMENTATION
 
 
 def pending_nodes(sdfg: Any) -> list[tuple[Any, Any, Any]]:

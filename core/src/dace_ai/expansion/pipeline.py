@@ -6,7 +6,7 @@
 :func:`~dace_ai.checking.verdict.judge`, and a repair round with the checks' diagnostics
 when they refused it; every round is recorded in the node's session.
 :func:`generate_tasklet` turns the accepted answer into a tasklet whose first line says
-where it came from (:func:`~dace_ai.expansion.provenance.accepted_provenance`), and
+where it came from (:func:`~dace_ai.expansion.rounds.accept`), and
 :func:`implement` places it in the SDFG, or falls back to the native expansion.
 
 The node's context comes from the SDFG context collected once per expansion pass
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dace_ai import compat
@@ -26,9 +25,9 @@ from dace_ai.context.types import NodeContext
 from dace_ai.errors import NativeKept
 from dace_ai.expansion.answer_source import AnswerSource
 from dace_ai.expansion.expansion_pass import node_context, resolve
-from dace_ai.expansion.provenance import accepted_provenance
+from dace_ai.expansion.provenance import Provenance
 from dace_ai.expansion.requests import node_record, request_for
-from dace_ai.expansion.rounds import Round, Table, play_round, until_accepted
+from dace_ai.expansion.rounds import Round, Table, accept, play_round, until_accepted
 from dace_ai.prompt.answer import Answer
 from dace_ai.providers.api import Message, ProviderReply
 from dace_ai.runtime_check.instrument import add_spot_check
@@ -52,6 +51,7 @@ class Outcome:
     session: str
     round: int
     environments: set[str]
+    provenance: Provenance  #: the first line of the tasklet holding the answer
     #: How far the answer was checked (:func:`dace_ai.checking.levels.verification_level`).
     level: str = ""
     reports: list[CheckReport] = field(default_factory=list)
@@ -97,21 +97,21 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
 
 
 def _accepted(table: Table, rnd: Round) -> Outcome:
-    """Cache the round's accepted answer, warn about checks that could not decide, and say where it came from."""
-    reports, level = rnd.checked.reports, rnd.verdict.level
-    table.answers.keep(rnd.key, rnd.reply, rnd.source, reports, level, rnd.checked.record(level))
-    rnd.verdict.warn(table.ctx, table.session.folder, stacklevel=3)
+    """Cache the round's accepted answer, warn about checks that could not decide, write its provenance, and say
+    where it came from."""
+    fields = accept(table, rnd, table.ctx.name, stacklevel=3)
     return Outcome(
         rnd.answer,
         rnd.reply,
         table.provider,
         rnd.key,
         rnd.source,
-        str(table.session.folder),
+        str(table.recorded_in.folder),
         rnd.number,
         rnd.checked.environments,
-        level,
-        reports,
+        fields,
+        rnd.verdict.level,
+        rnd.checked.reports,
     )
 
 
@@ -119,13 +119,13 @@ def _refused(table: Table, last: Round, repairs: int) -> Exception:
     """The error to raise when no round's answer passed (:class:`NativeKept` when every candidate was too slow)."""
     from dace_ai.checking.stages import failure_error
 
-    error = failure_error(table.ctx, last.checked.reports, repairs, table.session.folder)
+    error = failure_error(table.ctx, last.checked.reports, repairs, table.recorded_in.folder)
     if last.verdict.too_slow:
         return NativeKept(
             f"node {table.ctx.name!r}: every candidate was slower than the native expansion "
             f"(bench=gate, min_speedup {table.settings.min_speedup}); keeping the native expansion. {error}",
             node=table.ctx.name,
-            session=str(table.session.folder),
+            session=str(table.recorded_in.folder),
         )
     return error
 
@@ -149,23 +149,7 @@ def generate_tasklet(
     except Exception:
         node_json = None
     outcome = solve(ctx, settings, supplied=supplied, node_json=node_json)
-    provenance = accepted_provenance(
-        ctx.name,
-        outcome.provider,
-        outcome.reply,
-        outcome.source,
-        outcome.key,
-        Path(outcome.session).name,
-        outcome.round,
-        outcome.reports,
-        outcome.level,
-    )
-    from dace_ai.storage.sessions import Session
-
-    Session(Path(outcome.session)).update_round(
-        outcome.round, provenance=provenance.pairs(), environments=sorted(outcome.environments)
-    )
-    tasklet = make_tasklet(node, outcome.answer, ctx, provenance, outcome.environments, sdfg)
+    tasklet = make_tasklet(node, outcome.answer, ctx, outcome.provenance, outcome.environments, sdfg)
     add_spot_check(tasklet, ctx, node, settings, Origin(str(outcome.session), outcome.round, outcome.key or ""))
     return tasklet
 

@@ -167,9 +167,11 @@ def accepted_provenance(
     round_number: int,
     reports: Sequence[Any],
     level: str,
+    *,
+    optimize: str | None = None,
 ) -> Provenance:
     """The first line of a tasklet holding an accepted answer: where it came from, what its checks measured and
-    the level they reached (:class:`Provenance`).
+    the level they reached (:class:`Provenance`); ``optimize`` names the winning candidate of ``dace_ai.optimize``.
 
     The expansion, ``refine`` and build repairs write it from the answer's own reports, so a
     tasklet never carries the level or the figures of code it no longer holds.
@@ -185,6 +187,7 @@ def accepted_provenance(
             "session": f"ai-sessions/{session_id}/round-{round_number}",
             "bench": bench_provenance(figures),
             "sol": sol_provenance(figures),
+            "optimize": optimize,
             "verification": level,
         }
     )

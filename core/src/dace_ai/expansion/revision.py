@@ -23,10 +23,9 @@ from dace_ai.context.types import NodeContext
 from dace_ai.errors import CheckFailed
 from dace_ai.expansion.answer_source import AnswerSource
 from dace_ai.expansion.expansion_pass import node_context
-from dace_ai.expansion.provenance import accepted_provenance
+from dace_ai.expansion.generated import Generated, replaced_node, session_of
 from dace_ai.expansion.requests import request_for
-from dace_ai.expansion.rounds import Round, Table, play_round, until_accepted
-from dace_ai.expansion.sessions import Generated, replaced_node, session_of
+from dace_ai.expansion.rounds import Keeping, Round, Table, accept, play_round, until_accepted
 from dace_ai.providers.api import Message
 from dace_ai.storage.sessions import RoundContent, Session
 
@@ -46,7 +45,7 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
 
     ``sdfg`` is the program whose build folder is discarded after the change, so the
     next ``compile()`` builds the new code. ``g`` must have a session
-    (:func:`~dace_ai.expansion.sessions.session_of` says what is wrong when it has not).
+    (:func:`~dace_ai.expansion.generated.session_of` says what is wrong when it has not).
     """
     from dace_ai.checking.stages import failure_error
     from dace_ai.providers.select import select_provider
@@ -56,7 +55,9 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
     provider = select_provider(settings)
     ctx = _checked_context(g, session, settings)
     node = {**(session.summary().get("node") or {}), "tasklet": g.tasklet.label}
-    table = Table(ctx, settings, provider.name, AnswerSource(provider, settings), session, reuse_checks=False)
+    answers = AnswerSource(provider, settings)
+    # A revision checks anew, and caches the answer without a record of its checks to reuse.
+    table = Table(ctx, settings, provider.name, answers, session, reuse_checks=False, keeping=Keeping(checks=False))
     opening = [*messages[1:], ("user", revision.message)]
 
     def play(attempt: int, history: list[Message]) -> Round:
@@ -76,16 +77,10 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
     rnd = until_accepted(
         table, attempts, play, lambda last: failure_error(ctx, last.checked.reports, attempts - 1, session.folder)
     )
-    reports, environments, level = rnd.checked.reports, rnd.checked.environments, rnd.verdict.level
-    table.answers.keep(rnd.key, rnd.reply, rnd.source, reports, level)  # only an answer that passed is cached
-    rnd.verdict.warn(ctx, session.folder, stacklevel=3)
-    fields = accepted_provenance(
-        g.name, provider.name, rnd.reply, rnd.source, rnd.key, session.id, rnd.number, reports, level
-    )
-    session.update_round(rnd.number, provenance=fields.pairs(), environments=sorted(environments))
+    fields = accept(table, rnd, g.name, stacklevel=3)  # only an answer that passed is cached
     from dace_ai.expansion.tasklet import update_tasklet
 
-    update_tasklet(g.tasklet, rnd.answer, fields, environments, sdfg=g.sdfg, ctx=ctx)
+    update_tasklet(g.tasklet, rnd.answer, fields, rnd.checked.environments, sdfg=g.sdfg, ctx=ctx)
     compat.discard_build_folder(sdfg)
     return g.tasklet
 

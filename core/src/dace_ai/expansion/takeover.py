@@ -24,60 +24,19 @@ configuration, project file), because the implementation's name is fixed then.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from dace_ai import compat
 
-#: dace-ai's implementation name when DaCe's own library keeps ``'ai'``.
-OWN_NAME = "dace-ai"
 
+def take_over(expansion_for: Callable[[type], type]) -> None:
+    """Route DaCe's own AI library through dace-ai (DaCe 2.x, ``builtin = "take"``); see the module docstring.
 
-@dataclass(frozen=True)
-class Charge:
-    """Which library implements DaCe's ``'ai'``, and why (shown by ``dace-ai doctor``)."""
-
-    builtin: bool  #: DaCe ships its own AI library
-    mode: str  #: "take" or "keep" (the ``builtin`` setting)
-    source: str  #: where the setting came from
-    implementation: str  #: the name dace-ai's implementation is registered under
-
-    @property
-    def dace_ai_in_charge(self) -> bool:
-        return not self.builtin or self.mode == "take"
-
-    def describe(self) -> str:
-        if not self.builtin:
-            return f"dace-ai implements 'ai' (DaCe {compat.DACE_VERSION} has no AI library of its own)"
-        if self.mode == "take":
-            return (
-                f"dace-ai implements DaCe {compat.DACE_VERSION}'s AI library: 'ai', dace.ai, "
-                f"dace.libraries.ai functions (builtin=take from {self.source}; "
-                "set DACE_ai_builtin=keep to leave DaCe's library alone)"
-            )
-        return (
-            f"DaCe {compat.DACE_VERSION}'s own AI library implements 'ai' and dace.ai (builtin=keep from "
-            f"{self.source}); dace-ai is the '{OWN_NAME}' implementation and dace_ai.ai"
-        )
-
-
-def _resolve() -> Charge:
-    if not compat.HAS_BUILTIN_AI:
-        return Charge(False, "take", "default", compat.AI_IMPLEMENTATION)
-    from dace_ai.config.settings import early_setting
-
-    mode, source = early_setting("builtin")
-    return Charge(True, mode, source, compat.AI_IMPLEMENTATION if mode == "take" else OWN_NAME)
-
-
-#: Decided once, at ``import dace_ai``.
-CHARGE: Charge = _resolve()
-
-
-def take_over() -> None:
-    """Route DaCe's own AI library through dace-ai (DaCe 2.x, ``builtin = "take"``); see the module docstring."""
+    ``expansion_for(node_class)`` is dace-ai's expansion class for a library node class
+    (:func:`dace_ai.expansion.implementation.expansion_for`).
+    """
     from dace_ai.config.definitions import SETTINGS
-    from dace_ai.expansion.implementation import expansion_for
 
     compat.adopt_ai_defaults(SETTINGS)
     compat.route_reserved_implementation(expansion_for)
@@ -91,6 +50,7 @@ def generate_prompts(sdfg: Any, directory: Any = None, *args: Any, **kwargs: Any
 
     Each answer goes next to its prompt, ``..._prompt.md`` -> ``..._response.json``, as with DaCe's.
     """
+    # Imported on first call: the exchange needs the whole pipeline, and ``import dace_ai`` stays light.
     from dace_ai.expansion.exchange import generate_prompts as generate
 
     return [str(f.prompt) for f in generate(sdfg, directory, *args, **kwargs)]
