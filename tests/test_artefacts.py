@@ -14,6 +14,7 @@ from dace_ai.checking.artefacts import Artefacts, CheckerGraphError, order_check
 from dace_ai.checking.stages import check_workdir, run_checks, select_checkers
 from dace_ai.config.settings import resolve_settings
 from dace_ai.plugin import (
+    BENCH_RUN,
     COMPILED,
     SANDBOX_RUN,
     Artefact,
@@ -255,8 +256,8 @@ def test_registrations_refuse_needs_and_gives_that_are_not_artefacts():
 def test_the_core_checkers_declare_what_they_hand_on():
     request = _request("probe,verify,sanitizers,bench")
     checkers = {c.name: c for c in select_checkers(request.node, request.settings)[0]}
-    assert checkers["verify"].gives == (SANDBOX_RUN,) and COMPILED in checkers["verify"].needs
-    assert SANDBOX_RUN in checkers["sanitizers"].needs and SANDBOX_RUN in checkers["bench"].needs
+    assert checkers["verify"].gives == (SANDBOX_RUN, BENCH_RUN) and COMPILED in checkers["verify"].needs
+    assert SANDBOX_RUN in checkers["sanitizers"].needs and BENCH_RUN in checkers["bench"].needs
     assert COMPILED in checkers["probe"].needs
     assert [c.name for c in select_checkers(request.node, request.settings)[0]] == [
         "probe",
@@ -264,3 +265,36 @@ def test_the_core_checkers_declare_what_they_hand_on():
         "sanitizers",
         "bench",
     ]
+
+
+def test_a_giver_asks_whether_a_selected_checker_that_applies_needs_its_artefact(register_dace_ai_plugin):
+    """``wanted`` is how verify knows to time its run: a selected checker that applies needs BENCH_RUN."""
+    TIMED: Artefact[str] = Artefact("t-timed")
+    asked: list[bool] = []
+
+    def give(request: CheckRequest) -> CheckReport:
+        asked.append(request.artefacts.wanted(TIMED))
+        return CheckReport("t-giver", "passed")
+
+    giver = Checker(name="t-giver", stage="verify", check=give, gives=(TIMED,), default=False)
+    taker = Checker(
+        name="t-taker",
+        stage="bench",
+        check=_passed("t-taker"),
+        applies=lambda request: request.settings.bench != "off",
+        needs=(TIMED,),
+        default=False,
+    )
+    register_dace_ai_plugin(_plugin(giver, taker), "t-wanted")
+    node, answer = node_context(), Answer(code=CODE)
+    for checkers, bench, expected in (
+        ("t-giver,t-taker", "report", True),
+        ("t-giver,t-taker", "off", False),  # selected, but it does not apply
+        ("t-giver", "report", False),  # not selected
+    ):
+        settings = resolve_settings({"checkers": checkers, "bench": bench})
+        run_checks(CheckRequest(answer, node, settings, check_workdir(node, answer)))
+        assert asked.pop() is expected, (checkers, bench)
+    # Outside the runner nothing else runs: nothing is wanted.
+    alone = CheckRequest(answer, node, resolve_settings(), check_workdir(node, answer))
+    assert give(alone).status == "passed" and asked.pop() is False

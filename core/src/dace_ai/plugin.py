@@ -59,7 +59,7 @@ from dace_ai.checking.gpu_build import (
 )
 from dace_ai.checking.gpu_pack import GpuPack
 from dace_ai.checking.gpu_verify import GPU_RUN
-from dace_ai.checking.sandbox_run import SANDBOX_RUN, SandboxRun
+from dace_ai.checking.sandbox_run import BENCH_RUN, SANDBOX_RUN, SandboxRun
 from dace_ai.checking.units import (
     GPU_THREAD_SCHEDULES,
     TASKLET_FUNCTION,
@@ -150,6 +150,7 @@ def machine_fact(name: str, maxsize: int | None = 1) -> Callable[[Callable[..., 
 __all__ = [
     "Artefact",
     "ArtefactView",
+    "BENCH_RUN",
     "COMPILED",
     "GPU_RUN",
     "CMAKE_CANNOT",

@@ -71,6 +71,8 @@ class Artefacts:
         self.given: dict[Artefact[Any], object] = {}
         self.made: dict[Artefact[Any], object] = {}
         self.background: list[Stoppable] = []
+        #: The checkers the runner selected for the candidate, in run order (none outside the runner).
+        self.selected: tuple[Checker, ...] = ()
         self._lock = threading.RLock()
 
     def get(self, key: Artefact[T]) -> T | None:
@@ -169,6 +171,23 @@ class ArtefactView:
 
     def __contains__(self, key: Artefact[Any]) -> bool:
         return self.get(key) is not None
+
+    def wanted(self, key: Artefact[Any]) -> bool:
+        """True when a selected checker that applies to this candidate needs ``key``: its giver may then
+        do the extra work (``verify`` times its run only when ``bench`` will judge the timing). False
+        outside the stage runner, where nothing else runs; a checker whose ``applies`` raises wants nothing."""
+        if self._request is None:
+            raise RuntimeError(f"{self!r} is not attached to a request")
+        for checker in self._store.selected:
+            if key not in checker.needs:
+                continue
+            try:
+                limited = self._store.request_for(self._request, checker.name, checker.needs)
+                if checker.applies is None or checker.applies(limited):
+                    return True
+            except Exception:  # noqa: BLE001, S112 - the runner reports a broken applies() when it runs it
+                continue
+        return False
 
     def __repr__(self) -> str:
         needs = "any" if self._needs is None else ", ".join(sorted(a.name for a in self._needs))

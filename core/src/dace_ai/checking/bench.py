@@ -42,8 +42,7 @@ from dace_ai.checking.deception import format_seconds
 from dace_ai.checking.harness import reference_kind, run_against_reference
 from dace_ai.checking.host_target import uses_host_compiler
 from dace_ai.checking.runner import BenchPlan, bench_plan
-from dace_ai.checking.sandbox_run import SANDBOX_RUN, SandboxRun
-from dace_ai.checking.stages import select_checkers
+from dace_ai.checking.sandbox_run import BENCH_RUN, SandboxRun
 from dace_ai.checking.timing import parse_sizes
 from dace_ai.performance import describe_speed_of_light
 from dace_ai.performance.bench_figure import bench_speed_of_light
@@ -142,16 +141,6 @@ def _sizes(sizes: Mapping[str, int] | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in (sizes or {}).items()) or "(none)"
 
 
-def bench_wanted(request: CheckRequest) -> bool:
-    """True when the bench stage will run for this candidate (so the verify stage's child run times it too)."""
-    if not bench_applies(request):
-        return False
-    try:
-        return any(c.name == NAME for c in select_checkers(request.node, request.settings)[0])
-    except Exception:  # noqa: BLE001 - a bad checkers setting is reported by the stage runner itself
-        return False
-
-
 def plan(request: CheckRequest) -> BenchPlan:
     """The bench section for ``request``'s sandboxed run (raises ``ValueError`` for a bad ``bench_sizes``)."""
     kind, _ = reference_kind(request)
@@ -194,7 +183,7 @@ def _refusal(result: SandboxRun) -> CheckReport:
 def _sandbox_bench(request: CheckRequest) -> tuple[SandboxRun, dict[str, Any], float] | CheckReport:
     """The sandboxed run to judge, its bench section and the seconds it cost: the verify stage's
     when it timed the bench, else a run of its own (a report when that one cannot be judged)."""
-    verified = request.artefacts.get(SANDBOX_RUN)
+    verified = request.artefacts.get(BENCH_RUN)
     if verified is not None and verified.bench is not None:  # its share of the verify stage's run
         return verified, dict(verified.bench), float(verified.bench.get("seconds") or 0.0)
     try:
@@ -290,7 +279,7 @@ def dace_ai_checkers():
         check=bench_check,
         applies=bench_applies,
         default=True,
-        needs=(SANDBOX_RUN, COMPILED),
+        needs=(BENCH_RUN, COMPILED),
         description="times the verified library against the node's native expansion and DaCe's "
         "installed library implementations (OpenBLAS, ...) in the sandbox child, and "
         "against this machine's roofline (fraction of speed of light); "

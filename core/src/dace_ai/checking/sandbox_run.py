@@ -3,8 +3,8 @@
 :func:`dace_ai.checking.harness.run_against_reference` returns a :class:`SandboxRun`: a frozen
 record with typed fields (the harness fills a plain draft while it runs; JSON appears only at
 the child process's boundary, :mod:`dace_ai.checking.child`). The ``verify`` checker gives its
-run as :data:`SANDBOX_RUN`: the ``bench`` checker judges its bench section and the
-``sanitizers`` run only after a passed one (both declare it in their ``needs``).
+run as :data:`SANDBOX_RUN` (the ``sanitizers`` run only after a passed one) and, when a selected
+checker needs it (``bench``), as :data:`BENCH_RUN`, timed in the same child run.
 """
 
 from __future__ import annotations
@@ -79,5 +79,8 @@ class SandboxRun:
         )
 
 
-#: The ``verify`` checker's sandboxed run (with the bench section when the bench stage will judge it).
+#: The ``verify`` checker's sandboxed run.
 SANDBOX_RUN: Artefact[SandboxRun] = Artefact("sandbox_run")
+#: The same run with its bench section, given by ``verify`` when a selected checker needs it (``bench``):
+#: the candidate is then timed in the run that verified it, side by side with the native reference.
+BENCH_RUN: Artefact[SandboxRun] = Artefact("bench_run")

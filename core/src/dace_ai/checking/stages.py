@@ -210,6 +210,7 @@ def run_checks(
         return []
     checkers, reports = select_checkers(request.node, request.settings, manager)
     store = Artefacts() if artefacts is None else artefacts
+    store.selected = tuple(checkers)
     Path(request.workdir).mkdir(parents=True, exist_ok=True)
     # Identical answers for one node share this folder (reruns reuse it), whether they come from
     # threads, worker processes or cluster jobs: their checks run one at a time.

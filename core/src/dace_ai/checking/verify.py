@@ -27,7 +27,7 @@ from dace_ai.checking.api import CheckReport, CheckRequest, Coverage
 from dace_ai.checking.compile import COMPILED
 from dace_ai.checking.harness import parse_sizes_setting, run_against_reference
 from dace_ai.checking.host_target import uses_host_compiler
-from dace_ai.checking.sandbox_run import SANDBOX_RUN, SandboxRun
+from dace_ai.checking.sandbox_run import BENCH_RUN, SANDBOX_RUN, SandboxRun
 from dace_ai.errors import UnverifiedWarning
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Checker
@@ -69,7 +69,7 @@ def verify_check(request: CheckRequest) -> CheckReport:
     seeds = settings.verify_seeds
     sizes = parse_sizes_setting(settings.verify_sizes)
     plan = None
-    if bench.bench_wanted(request):  # the bench stage judges the timing of this very run
+    if request.artefacts.wanted(BENCH_RUN):  # the bench stage judges the timing of this very run
         try:
             plan = bench.plan(request)
         except ValueError:
@@ -79,7 +79,8 @@ def verify_check(request: CheckRequest) -> CheckReport:
     if plan is not None:
         details["bench_sizes"] = plan.sizes
     seconds = result.seconds["total"] - float((result.bench or {}).get("seconds") or 0.0)
-    return sandbox_report("verify", request, result, result.message, seconds, details).give(SANDBOX_RUN, result)
+    report = sandbox_report("verify", request, result, result.message, seconds, details).give(SANDBOX_RUN, result)
+    return report.give(BENCH_RUN, result) if result.bench is not None else report
 
 
 def sandbox_report(
@@ -131,7 +132,7 @@ def dace_ai_checkers():
         applies=applies,
         default=True,
         needs=(COMPILED,),
-        gives=(SANDBOX_RUN,),
+        gives=(SANDBOX_RUN, BENCH_RUN),
         description="Runs the code against the node's reference (native expansion or reference=) "
         "on random inputs in a sandboxed child process",
     )
