@@ -25,8 +25,7 @@ from dace_ai.expansion.pipeline import implement
 from dace_ai.plugin import Checker, hookimpl
 from dace_ai.prompt.feedback import TITLE, TimeEvidence, where_the_time_goes
 
-from tests.check_support import build_pch, seed_pch
-from tests.test_checking import node_context, request_for
+from tests.test_checking import request_for
 
 N = dace.symbol("N")
 # Line 2 carries a dependence from one iteration to the next (never vectorised); line 3 is asked to be.
@@ -48,16 +47,6 @@ SOL_MEMORY = {
     "dtype": "float64",
     "threads": 2,
 }
-
-
-@pytest.fixture(scope="session")
-def prebuilt_pch(tmp_path_factory):
-    return build_pch(tmp_path_factory.mktemp("pch") / ".dacecache", [node_context().target])
-
-
-@pytest.fixture(autouse=True)
-def _warm_pch(prebuilt_pch, _isolated_dace_ai):
-    seed_pch(prebuilt_pch, _isolated_dace_ai)
 
 
 # ------------------------------------------------------------------------------------ the compiler's remarks

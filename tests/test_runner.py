@@ -70,6 +70,7 @@ def dace_builds(monkeypatch):
     return built
 
 
+@pytest.mark.own_builds
 def test_bench_times_the_library_verify_linked_and_no_candidate_is_built_by_dace(dace_builds):
     sdfg = matmul.to_sdfg()
     reports, requests = [], []

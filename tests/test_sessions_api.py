@@ -17,14 +17,11 @@ import dace_ai
 import numpy as np
 import pytest
 from dace_ai.cli.main import main as cli
-from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import AIUsageError, CheckFailed
 from dace_ai.expansion.pending import pending_nodes
 from dace_ai.expansion.pipeline import implement
 from dace_ai.expansion.provenance import body, is_pinned, provenance
-from dace_ai.targets.select import resolve_target, target_info
 
-from tests.check_support import build_pch, seed_pch
 from tests.fakes.llm_server import Reply, fake_llm_server_fixture  # noqa: F401 - the fake_llm_server fixture
 from tests.provider_cases import SECRET
 
@@ -42,11 +39,6 @@ BROKEN = {"code": "for (int i = 0; i < N; ++i) _out[i] = 2.0 * _a[i] + undeclare
 FEEDBACK = "Unroll the loop by two."
 
 
-@pytest.fixture(scope="session")
-def prebuilt_pch(tmp_path_factory):
-    return build_pch(tmp_path_factory.mktemp("pch") / ".dacecache", [target_info(*resolve_target(resolve_settings()))])
-
-
 def provider_env(server) -> dict:
     return {
         "DACE_ai_provider": "openai",
@@ -59,9 +51,8 @@ def provider_env(server) -> dict:
 
 
 @pytest.fixture
-def llm(fake_llm_server, monkeypatch, prebuilt_pch, _isolated_dace_ai):
+def llm(fake_llm_server, monkeypatch):
     """The openai provider against the fake server; ``llm.answers`` maps a marker in the request to an answer."""
-    seed_pch(prebuilt_pch, _isolated_dace_ai)
     for name in ("OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
         monkeypatch.delenv(name, raising=False)
     for key, value in provider_env(fake_llm_server).items():

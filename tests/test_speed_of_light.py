@@ -70,6 +70,7 @@ def _roofline_json(capsys) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.own_builds
 def test_the_roofline_is_measured_once_and_numpy_stays_under_it(capsys, _isolated_dace_ai):
     from dace_ai.checking.runner import all_cores
     from dace_ai.performance import store
@@ -141,6 +142,7 @@ def main_text(capsys) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.own_builds
 def test_doctor_shows_the_stored_roofline_or_how_to_measure_it_without_measuring(capsys):
     from dace_ai.cli.main import doctor_report
     from dace_ai.performance import store
@@ -299,6 +301,7 @@ def test_work_of_library_nodes_and_ai_nodes():
 
 
 @pytest.mark.slow
+@pytest.mark.own_builds
 def test_the_bench_stage_reports_the_speed_of_light_of_its_timing():
     from dace_ai.performance import store
 
