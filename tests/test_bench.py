@@ -21,7 +21,6 @@ from dace_ai.cli.main import main
 
 from tests.test_bench_honest import check_report
 
-pytestmark = pytest.mark.slow
 #: A subset of the suite (it has 40+ tasks; ``bench/bench_scaling.py`` times the whole of it): BLAS levels 1-3,
 #: reductions (one whose recorded answer the old timing runner refused), the FFTW task (skipped without its
 #: library), AI nodes, and multi-operation NPBench kernels.

@@ -79,7 +79,6 @@ def cluster():
         yield SimpleNamespace(address=local.scheduler_address, client=client)
 
 
-@pytest.mark.slow
 def test_cluster_gives_the_local_verdicts_levels_and_tasklets(fake, cluster, tmp_path):
     outcomes = {}
     for executor in ("threads", "dask"):
@@ -108,7 +107,6 @@ def test_cluster_gives_the_local_verdicts_levels_and_tasklets(fake, cluster, tmp
     assert outcomes["dask"]["tasklets"] and "+ 1.0" in outcomes["dask"]["tasklets"][0]
 
 
-@pytest.mark.slow
 def test_a_worker_killed_mid_run_is_survived_and_reported(fake, cluster, tmp_path):
     killed: list[str] = []
 
@@ -148,7 +146,6 @@ def test_a_worker_killed_mid_run_is_survived_and_reported(fake, cluster, tmp_pat
     cluster.client.wait_for_workers(2, timeout=60)  # the nanny brought the worker back for the next test
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(
     cross_headers_problem() is not None,
     reason=f"DaCe 2's runtime headers do not compile with this aarch64-linux-gnu-g++: {cross_headers_problem()}",
@@ -233,7 +230,6 @@ def recording(register_dace_ai_plugin):
     return RecordingRunner
 
 
-@pytest.mark.slow
 def test_no_key_travels_in_a_job_and_the_node_is_rebuilt_from_data(fake, recording, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
@@ -302,7 +298,6 @@ def two_inc_nodes(name: str) -> dace.SDFG:
     return sdfg
 
 
-@pytest.mark.slow
 def test_a_scheduler_that_goes_away_mid_run_ends_it_and_the_sdfg_is_put_back(fake, tmp_path, quick_connect):
     from dace_ai.execution.jobs import ExecutorUnavailable
     from dace_ai.storage.sessions import Session
@@ -429,7 +424,6 @@ def session_rows(root) -> dict[str, list]:
     return rows
 
 
-@pytest.mark.slow
 def test_every_node_at_once_on_the_cluster_gives_the_local_tasklets_levels_and_sessions(
     fake, cluster, tmp_path, capsys
 ):

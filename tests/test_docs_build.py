@@ -18,8 +18,6 @@ import pytest
 
 from tests.distributions import REPO
 
-pytestmark = pytest.mark.slow
-
 
 def _build(root: Path, site: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DACE_ai_")}

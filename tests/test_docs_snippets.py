@@ -10,7 +10,7 @@ reason next to it. Non-Python material goes in ```bash / ```text / ```json block
 Each page runs in a fresh build root and working folder (tests/conftest.py), with the
 provider ``recorded`` replaying answers through :class:`dace_ai.testing.FakeProvider`
 (``register_plugin`` in the namespace) and every ``ai`` setting restored afterwards.
-Pages whose snippets compile DaCe programs are marked slow; keep them few and small.
+Snippets that compile DaCe programs take seconds each; keep them few and small.
 """
 
 from __future__ import annotations
@@ -25,9 +25,6 @@ from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
 
 from tests.distributions import REPO
 
-#: Pages whose snippets build or run a DaCe program (seconds each): marked slow.
-SLOW = {"README.md", "getting-started.md", "speed.md", "sessions.md", "troubleshooting.md", "migration.md"}
-
 SYBIL = Sybil(parsers=[PythonCodeBlockParser(), SkipParser()], path=str(REPO), patterns=["README.md", "docs/user/*.md"])
 
 
@@ -36,8 +33,7 @@ def _pages() -> list[Path]:
 
 
 def _param(page: Path):
-    marks = [pytest.mark.slow] if page.name in SLOW else []
-    return pytest.param(page, id=page.relative_to(REPO).as_posix(), marks=marks)
+    return pytest.param(page, id=page.relative_to(REPO).as_posix())
 
 
 @pytest.fixture

@@ -247,7 +247,6 @@ SCALAR = json.dumps({"code": "for (int i = 0; i < N; ++i)\n  _out[i] = 2.0 * _a[
 SIMD = json.dumps({"code": "#pragma omp simd\nfor (int i = 0; i < N; ++i)\n  _out[i] = _a[i] + _a[i];"})
 
 
-@pytest.mark.slow
 def test_a_candidate_the_gate_refuses_as_slow_is_told_where_the_time_goes(scripted):
     from tests.target_support import gemm_sdfg
 
@@ -289,7 +288,6 @@ def test_a_candidate_the_gate_refuses_as_slow_is_told_where_the_time_goes(script
     assert "s += _a[i * K + k] * _b[k * N + j];" in section
 
 
-@pytest.mark.slow
 def test_refine_tells_the_model_where_the_time_of_the_round_went(scripted):
     scripted.queue(SCALAR, SIMD)
     dace.Config.set("ai", "checkers", value="probe,verify,bench,t-roofline")
@@ -307,7 +305,6 @@ def test_refine_tells_the_model_where_the_time_of_the_round_went(scripted):
     assert "- line 1 of your code, column " in section and "for (int i = 0; i < N; ++i)" in section
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("fraction, requests", [(0.9, 1), (0.3, 3)])
 def test_optimize_stops_once_a_candidate_reaches_target_sol(scripted, fraction, requests):
     _Roofline.fraction = fraction

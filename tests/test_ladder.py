@@ -323,7 +323,6 @@ def shared_root(_isolated_dace_ai, tmp_path_factory):
     return root
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("stages", list(BENCH), ids=list(BENCH))
 @pytest.mark.parametrize(
     "program, code, rung, sizes",
@@ -348,7 +347,6 @@ def test_wrong_answer_is_refused_naming_the_size_or_map_point(shared_root, progr
     assert not [r for r in reports if r.checker == "bench"]  # nothing timed after a refusal
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("program, code", RIGHT, ids=["gemm", "dot-in-map", "sum", "rows", "column-slice"])
 def test_correct_answers_of_the_same_shapes_are_kept(shared_root, program, code):
     (report,) = run_checks(request(program, code, checkers="verify"))
@@ -359,14 +357,12 @@ def test_correct_answers_of_the_same_shapes_are_kept(shared_root, program, code)
         assert all(s["L"] >= s["K"] for s in report.sizes)
 
 
-@pytest.mark.slow
 def test_correct_column_slice_is_kept_with_the_default_stages(shared_root):
     reports = run_checks(request(ladder_columns, COLUMNS))
     assert {r.checker: r.status for r in reports}["verify"] == "passed"
     assert not [r for r in reports if r.status == "failed"], [r.diagnostics for r in reports]
 
 
-@pytest.mark.slow
 def test_refused_tail_answer_goes_back_to_the_model_then_runs_natively(fake, shared_root):
     """The whole path a user runs: the repair round hears the size, the program falls back with a warning."""
     fake.queue(*[json.dumps({"code": MATMUL_TAIL})] * 2)

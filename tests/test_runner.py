@@ -23,8 +23,6 @@ from dace_ai.expansion.expansion_pass import node_context
 from dace_ai.expansion.pending import pending_nodes
 from dace_ai.prompt.answer import Answer
 
-pytestmark = pytest.mark.slow
-
 N, M, K = (dace.symbol(s) for s in "NMK")
 
 MATMUL = (

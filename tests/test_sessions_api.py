@@ -97,7 +97,6 @@ def last_user_text(request) -> str:
     return json.dumps(messages[-1])
 
 
-@pytest.mark.slow
 def test_refine_changes_the_code_and_rollback_restores_round_one_without_a_request(llm):
     sdfg = twice_sdfg()
     tasklet = tasklet_of(sdfg)
@@ -141,7 +140,6 @@ def test_refine_changes_the_code_and_rollback_restores_round_one_without_a_reque
         dace_ai.rollback(sdfg, round=5)
 
 
-@pytest.mark.slow
 def test_a_failing_refine_leaves_the_sdfg_and_its_file_unchanged(llm, tmp_path, monkeypatch):
     sdfg = twice_sdfg()
     path = tmp_path / "twice.sdfg"
@@ -166,7 +164,6 @@ def test_a_failing_refine_leaves_the_sdfg_and_its_file_unchanged(llm, tmp_path, 
     run(loaded)
 
 
-@pytest.mark.slow
 def test_pinned_tasklets_are_left_alone_by_refine_rollback_and_build_repairs(llm, monkeypatch):
     sdfg = twice_sdfg()
     tasklet = tasklet_of(sdfg)
@@ -227,7 +224,6 @@ def test_selection_names_every_candidate_and_same_named_programs_do_not_collide(
         dace_ai.refine(first, "twice", "  ")
 
 
-@pytest.mark.slow
 def test_everything_works_on_a_saved_sdfg_in_a_fresh_process(llm, tmp_path, _isolated_dace_ai):
     sdfg = twice_sdfg()
     path = tmp_path / "twice.sdfg"
@@ -269,7 +265,6 @@ def _json(capsys, argv: list[str], code: int = 0):
     return json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.slow
 def test_every_cli_command_on_a_saved_sdfg(llm, tmp_path, capsys):
     path = tmp_path / "twice.sdfg"
     twice_sdfg().save(str(path))
@@ -312,7 +307,6 @@ def test_every_cli_command_on_a_saved_sdfg(llm, tmp_path, capsys):
     assert "no such SDFG file" in capsys.readouterr().err
 
 
-@pytest.mark.slow
 def test_the_installed_command_runs_in_its_own_process(llm, tmp_path, _isolated_dace_ai):
     path = tmp_path / "twice.sdfg"
     twice_sdfg().save(str(path))
