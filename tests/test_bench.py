@@ -21,6 +21,8 @@ from dace_ai.cli.main import main
 
 from tests.test_bench_honest import check_report
 
+#: One worker runs the module (xdist --dist loadgroup), so the offline run its tests share happens once.
+pytestmark = pytest.mark.xdist_group("bench")
 #: A subset of the suite (it has 40+ tasks; ``bench/bench_scaling.py`` times the whole of it): BLAS levels 1-3,
 #: reductions (one whose recorded answer the old timing runner refused), the FFTW task (skipped without its
 #: library), AI nodes, and multi-operation NPBench kernels.

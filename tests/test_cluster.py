@@ -79,6 +79,7 @@ def cluster():
         yield SimpleNamespace(address=local.scheduler_address, client=client)
 
 
+@pytest.mark.xdist_group("cluster")  # one worker starts the module's LocalCluster
 def test_cluster_gives_the_local_verdicts_levels_and_tasklets(fake, cluster, tmp_path):
     outcomes = {}
     for executor in ("threads", "dask"):
@@ -107,6 +108,7 @@ def test_cluster_gives_the_local_verdicts_levels_and_tasklets(fake, cluster, tmp
     assert outcomes["dask"]["tasklets"] and "+ 1.0" in outcomes["dask"]["tasklets"][0]
 
 
+@pytest.mark.xdist_group("cluster")  # one worker starts the module's LocalCluster
 def test_a_worker_killed_mid_run_is_survived_and_reported(fake, cluster, tmp_path):
     killed: list[str] = []
 
@@ -150,6 +152,7 @@ def test_a_worker_killed_mid_run_is_survived_and_reported(fake, cluster, tmp_pat
     cross_headers_problem() is not None,
     reason=f"DaCe 2's runtime headers do not compile with this aarch64-linux-gnu-g++: {cross_headers_problem()}",
 )
+@pytest.mark.xdist_group("cluster")  # one worker starts the module's LocalCluster
 def test_a_target_no_worker_offers_is_compile_only_not_passed(fake, cluster, tmp_path):
     if not shutil.which("aarch64-linux-gnu-g++"):
         pytest.skip("the SVE target's cross compiler is not installed")

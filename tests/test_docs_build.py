@@ -18,6 +18,9 @@ import pytest
 
 from tests.distributions import REPO
 
+#: One worker runs the module (xdist --dist loadgroup), so the documentation its tests read is built once.
+pytestmark = pytest.mark.xdist_group("docs-build")
+
 
 def _build(root: Path, site: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DACE_ai_")}

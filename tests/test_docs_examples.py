@@ -21,6 +21,9 @@ from tests.distributions import REPO, build_wheel, install_wheels
 from tests.distributions import run_json as _run_code
 from tests.fakes.llm_server import Reply, fake_llm_server_fixture  # noqa: F401 - the fake_llm_server fixture
 
+#: One worker runs the module (xdist --dist loadgroup), so the example distributions are built and installed once.
+pytestmark = pytest.mark.xdist_group("docs-examples")
+
 EXAMPLES = REPO / "docs" / "examples"
 NAMES = ("provider", "target", "prompt_sections", "checker", "environment_generator")
 
