@@ -24,6 +24,7 @@ from dace_ai.checking.levels import verification_level
 from dace_ai.checking.stages import run_checks
 from dace_ai.expansion.pending import pending_nodes
 
+from tests.check_support import link_shared_artefacts
 from tests.test_ladder import MATMUL, ladder_matmul, ladder_sum, request
 
 N = dace.symbol("N")
@@ -253,9 +254,10 @@ STAGES = {"bench off": {"bench": "off"}, "default stages": {}}
 
 
 @pytest.fixture
-def shared_root(_isolated_dace_ai, tmp_path_factory):
+def shared_root(_isolated_dace_ai, tmp_path_factory, shared_artefacts):
     """One build root for the module: each node's native reference and precompiled header are built once."""
     root = tmp_path_factory.getbasetemp() / "adversarial-root"
+    link_shared_artefacts(root, shared_artefacts)  # and those of the other workers and modules
     dace.Config.set("default_build_folder", value=str(root))
     return root
 

@@ -23,6 +23,7 @@ from dace_ai.execution.jobs import run_job
 from dace_ai.plugin import Executor, JobResult, hookimpl
 from dace_ai.runtime_check.instrument import strip
 
+from tests.check_support import link_shared_artefacts, shared_artefacts_folder
 from tests.dace_versions import cross_headers_problem
 from tests.inc_program import BROKEN, GOOD
 
@@ -59,7 +60,9 @@ def tasklet_code(sdfg: dace.SDFG) -> list[str]:
 
 
 def fresh_build_root(tmp_path, name):
+    """A build root of its own (answers, sessions, checks) whose content-addressed artefacts are the run's shared ones."""
     root = tmp_path / name
+    link_shared_artefacts(root, shared_artefacts_folder(tmp_path.parent))  # tmp_path lies in the worker's basetemp
     dace.Config.set("default_build_folder", value=str(root))
     return root
 
@@ -427,6 +430,7 @@ def session_rows(root) -> dict[str, list]:
     return rows
 
 
+@pytest.mark.xdist_group("cluster")  # one worker starts the module's LocalCluster
 def test_every_node_at_once_on_the_cluster_gives_the_local_tasklets_levels_and_sessions(
     fake, cluster, tmp_path, capsys
 ):

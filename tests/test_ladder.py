@@ -35,6 +35,7 @@ from dace_ai.expansion.pending import pending_nodes
 from dace_ai.prompt.answer import Answer
 from dace_ai.targets.select import TargetInfo
 
+from tests.check_support import link_shared_artefacts
 from tests.dace_versions import DACE2, only_dace1
 
 N, M, K, L = (dace.symbol(s) for s in "NMKL")
@@ -316,9 +317,10 @@ RIGHT = [
 
 
 @pytest.fixture
-def shared_root(_isolated_dace_ai, tmp_path_factory):
+def shared_root(_isolated_dace_ai, tmp_path_factory, shared_artefacts):
     """One build root for this module: each node's native reference and precompiled header are built once."""
     root = tmp_path_factory.getbasetemp() / "ladder-root"
+    link_shared_artefacts(root, shared_artefacts)  # and those of the other workers and modules
     dace.Config.set("default_build_folder", value=str(root))
     return root
 

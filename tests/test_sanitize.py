@@ -28,6 +28,7 @@ from dace_ai.expansion.expansion_pass import node_context
 from dace_ai.expansion.pending import pending_nodes
 from dace_ai.prompt.answer import Answer
 
+from tests.check_support import link_shared_artefacts
 from tests.dace_versions import DACE2
 
 N = dace.symbol("N")
@@ -81,9 +82,10 @@ def by_checker(reports):
 
 
 @pytest.fixture
-def shared_root(_isolated_dace_ai, tmp_path_factory):
+def shared_root(_isolated_dace_ai, tmp_path_factory, shared_artefacts):
     """One build root for this module: the precompiled dace.h (g++ and clang) and the driver are built once."""
     root = tmp_path_factory.getbasetemp() / "sanitize-root"
+    link_shared_artefacts(root, shared_artefacts)  # and those of the other workers and modules
     dace.Config.set("default_build_folder", value=str(root))
     return root
 
