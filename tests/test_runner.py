@@ -104,6 +104,7 @@ def test_bench_times_the_library_verify_linked_and_no_candidate_is_built_by_dace
     assert outputs, "reference outputs were not cached"
 
 
+@pytest.mark.own_builds
 def test_the_native_reference_is_reused_by_another_process(tmp_path):
     """A second process with the same build root finds the reference built (no DaCe build, 0 s)."""
     script = textwrap.dedent("""
