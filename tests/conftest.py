@@ -58,3 +58,23 @@ def fake(register_dace_ai_plugin):
     provider = FakeProvider()
     register_dace_ai_plugin(provider.plugin("scripted"), "scripted-provider")
     return provider
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """On an xdist worker under ``--dist loadgroup``: give each ``xdist_group`` test its group suffix (``@name``)
+    where pytest-xdist could not. xdist 3.8 sets ``item._nodeid``, which pytest 9 no longer reads (a node's id
+    is ``item._id``), so without this the groups are never formed and their tests spread over the workers."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    try:
+        from _pytest.nodeid import coerce_node_id
+    except ImportError:  # pytest before 9: xdist's own suffix works
+        return
+    for item in items:
+        groups = sorted(
+            {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+        )
+        suffix = "@" + "_".join(groups)
+        if groups and not item.nodeid.endswith(suffix):
+            item._id = coerce_node_id(item.nodeid + suffix)
