@@ -1,46 +1,36 @@
-"""Test support for checks: the probe's precompiled header built once per session and seeded per test.
+"""Test support for build roots: the test run's shared content-addressed artefacts, linked into a build root.
 
-Every test gets its own build root (tests/conftest.py), so without seeding each
-test would precompile ``dace/dace.h`` again (seconds each). Seeding hard-links the
-session's copy where a previous run in the same build root would have left it.
+Every test gets its own build root (tests/conftest.py). What a check builds that is named by the hash of
+everything that determines it (the precompiled ``dace/dace.h`` per compiler and flags, a node's native
+reference program, the sanitizers' driver, the machine's roofline) would otherwise be built again in every
+root (seconds each). Those folders of a build root are links into one folder of the test run, shared by
+the xdist workers; the core builds each artefact once under its own cross-process file lock, so two
+workers that want the same one build it once. Everything else of the root (answers, sessions, check
+folders) stays the test's own.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
-import dace
+#: The folders of a build root that hold only content-addressed artefacts (a sub-folder or file per hash).
+SHARED_FOLDERS = ("ai-check/pch", "ai-check/reference", "ai-check/sanitize-driver", "ai-roofline")
 
 
-def build_pch(root: Path, targets) -> list[Path]:
-    """Precompile dace.h under ``root`` for each target (TargetInfo); return the PCH folders."""
-    from dace_ai.checking.compile import ensure_pch, pch_folder
-    from dace_ai.targets.build_flags import build_command
-
-    previous = dace.Config.get("default_build_folder")
-    dace.Config.set("default_build_folder", value=str(root))
-    try:
-        folders = []
-        for target in targets:
-            compiler, flags = build_command(target)
-            ensure_pch(compiler, flags)
-            folders.append(pch_folder(compiler, flags))
-        return folders
-    finally:
-        dace.Config.set("default_build_folder", value=previous)
+def shared_artefacts_folder(basetemp: Path) -> Path:
+    """The test run's folder of shared artefacts: beside the xdist workers' temporary roots, so all share it."""
+    base = basetemp.parent if basetemp.name.startswith("popen-gw") else basetemp
+    folder = base / "shared-artefacts"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
-def seed_pch(prebuilt: list[Path], root: Path) -> None:
-    """Hard-link prebuilt PCH folders into the build root ``root``."""
-    for folder in prebuilt:
-        target = root / "ai-check" / "pch" / folder.name
-        target.mkdir(parents=True, exist_ok=True)
-        for item in folder.iterdir():
-            if item.name.endswith(".lock") or (target / item.name).exists():
-                continue
-            try:
-                os.link(item, target / item.name)
-            except OSError:
-                shutil.copy2(item, target / item.name)
+def link_shared_artefacts(root: Path, shared: Path) -> None:
+    """Make the content-addressed folders of the build root ``root`` links into ``shared``."""
+    for relative in SHARED_FOLDERS:
+        (shared / relative).mkdir(parents=True, exist_ok=True)
+        link = root / relative
+        if link.is_symlink() or link.exists():
+            continue
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(shared / relative, target_is_directory=True)

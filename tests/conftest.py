@@ -1,19 +1,35 @@
-"""Shared fixtures: every test gets its own build-folder root and a clean dace-ai environment."""
+"""Shared fixtures: every test gets its own build-folder root and a clean dace-ai environment.
+
+The root's content-addressed artefacts (precompiled header, native references, sanitizers' driver, roofline)
+are links into one folder of the test run (tests/check_support.py), so each is built once per run; a test
+marked ``own_builds`` (a test of those builds) gets none of them and builds its own."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
 
+@pytest.fixture(scope="session")
+def shared_artefacts(tmp_path_factory) -> Path:
+    """The test run's folder of content-addressed build artefacts, shared by the xdist workers."""
+    from tests.check_support import shared_artefacts_folder
+
+    return shared_artefacts_folder(tmp_path_factory.getbasetemp())
+
+
 @pytest.fixture(autouse=True)
-def _isolated_dace_ai(tmp_path, monkeypatch):
-    """Own build root (caches, sessions, checks), no DACE_ai_* variables leaking in, the ``ai``
+def _isolated_dace_ai(request, tmp_path, monkeypatch, shared_artefacts):
+    """Own build root (caches, sessions, checks) whose content-addressed artefacts are the test run's shared
+    ones (unless the test is marked ``own_builds``), no DACE_ai_* variables leaking in, the ``ai``
     provider as it was, and none of the process's caches or once-only notices left by an earlier
     test (``dace_ai.state``)."""
     import dace
     from dace_ai import state
+
+    from tests.check_support import link_shared_artefacts
 
     state.reset()
 
@@ -25,6 +41,8 @@ def _isolated_dace_ai(tmp_path, monkeypatch):
     previous = dace.Config.get("default_build_folder")
     provider = dace.Config.get("ai", "provider")  # a test that sets it and fails before resetting it leaks no further
     root = tmp_path / ".dacecache"
+    if request.node.get_closest_marker("own_builds") is None:
+        link_shared_artefacts(root, shared_artefacts)
     dace.Config.set("default_build_folder", value=str(root))
     monkeypatch.chdir(tmp_path)
     yield root
@@ -40,3 +58,23 @@ def fake(register_dace_ai_plugin):
     provider = FakeProvider()
     register_dace_ai_plugin(provider.plugin("scripted"), "scripted-provider")
     return provider
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """On an xdist worker under ``--dist loadgroup``: give each ``xdist_group`` test its group suffix (``@name``)
+    where pytest-xdist could not. xdist 3.8 sets ``item._nodeid``, which pytest 9 no longer reads (a node's id
+    is ``item._id``), so without this the groups are never formed and their tests spread over the workers."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    try:
+        from _pytest.nodeid import coerce_node_id
+    except ImportError:  # pytest before 9: xdist's own suffix works
+        return
+    for item in items:
+        groups = sorted(
+            {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+        )
+        suffix = "@" + "_".join(groups)
+        if groups and not item.nodeid.endswith(suffix):
+            item._id = coerce_node_id(item.nodeid + suffix)

@@ -24,6 +24,7 @@ from dace_ai.checking.levels import verification_level
 from dace_ai.checking.stages import run_checks
 from dace_ai.expansion.pending import pending_nodes
 
+from tests.check_support import link_shared_artefacts
 from tests.test_ladder import MATMUL, ladder_matmul, ladder_sum, request
 
 N = dace.symbol("N")
@@ -253,9 +254,10 @@ STAGES = {"bench off": {"bench": "off"}, "default stages": {}}
 
 
 @pytest.fixture
-def shared_root(_isolated_dace_ai, tmp_path_factory):
+def shared_root(_isolated_dace_ai, tmp_path_factory, shared_artefacts):
     """One build root for the module: each node's native reference and precompiled header are built once."""
     root = tmp_path_factory.getbasetemp() / "adversarial-root"
+    link_shared_artefacts(root, shared_artefacts)  # and those of the other workers and modules
     dace.Config.set("default_build_folder", value=str(root))
     return root
 
@@ -266,7 +268,6 @@ def _checked(program, code, code_global, **settings):
     return run_checks(req)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("stages", list(STAGES), ids=list(STAGES))
 @pytest.mark.parametrize("name, program, code, code_global, says", WRONG, ids=[w[0] for w in WRONG])
 def test_every_loophole_class_is_refused_naming_its_class(shared_root, name, program, code, code_global, says, stages):
@@ -280,7 +281,6 @@ def test_every_loophole_class_is_refused_naming_its_class(shared_root, name, pro
     assert verification_level(reports).startswith("unverified: failed")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("stages", list(STAGES), ids=list(STAGES))
 @pytest.mark.parametrize("name, program, code, code_global", RIGHT, ids=[r[0] for r in RIGHT])
 def test_the_correct_answer_of_each_shape_is_kept(shared_root, name, program, code, code_global, stages):
@@ -298,7 +298,6 @@ def run_checks_with(program, code, code_global, settings):
     return _checked(program, code, code_global, **settings)
 
 
-@pytest.mark.slow
 def test_large_magnitudes_above_what_the_reference_keeps_finite_are_skipped_and_said(shared_root):
     """exp overflows past 709 in double: the reference is infinite at 1e4 and 1e3, so `large` runs at 1e2."""
 
@@ -322,7 +321,6 @@ def test_large_magnitudes_above_what_the_reference_keeps_finite_are_skipped_and_
     )
 
 
-@pytest.mark.slow
 def test_the_level_in_the_tasklet_says_what_was_varied(fake, shared_root):
     fake.queue(json.dumps({"code": SCALE}))
     dace.Config.set("ai", "provider", value="scripted")
@@ -398,7 +396,6 @@ NOT_SNIFFING = [
 ]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name, code, code_global, call", SNIFFERS, ids=[s[0] for s in SNIFFERS])
 def test_code_that_asks_where_it_runs_is_refused_before_it_runs(shared_root, name, code, code_global, call):
     reports = _checked(adv_scale, code, code_global)
@@ -408,7 +405,6 @@ def test_code_that_asks_where_it_runs_is_refused_before_it_runs(shared_root, nam
     assert not [r for r in reports if r.checker in ("verify", "bench")]  # refused before it ran
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name, code, code_global", NOT_SNIFFING, ids=[s[0] for s in NOT_SNIFFING])
 def test_the_same_words_outside_code_are_kept(shared_root, name, code, code_global):
     reports = _checked(adv_scale, code, code_global)
@@ -429,7 +425,6 @@ SETS_UP_ONCE = (
 )
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("stages", list(STAGES), ids=list(STAGES))
 def test_code_that_stops_computing_after_some_calls_is_refused_and_its_twin_kept(shared_root, stages):
     reports = run_checks_with(adv_scale, COUNTS_ITS_CALLS, "", STAGES[stages])
@@ -440,7 +435,6 @@ def test_code_that_stops_computing_after_some_calls_is_refused_and_its_twin_kept
     assert not [r for r in kept if r.status == "failed"], [(r.checker, r.diagnostics) for r in kept]
 
 
-@pytest.mark.slow
 def test_code_that_stops_computing_under_the_timing_loop_is_refused_by_the_call_after_it(shared_root):
     # Counts only its calls at the bench size: the verify cases there stay under the count, the timing loop does not.
     code = "static long calls = 0; if (M == 256 && ++calls > 6) return; " + MATMUL
@@ -461,7 +455,6 @@ WRONG_BETWEEN_TIMED_CALLS = (
 )
 
 
-@pytest.mark.slow
 def test_code_wrong_only_between_timed_calls_is_refused_by_judging_a_timed_call(shared_root):
     reports = _checked(ladder_matmul, WRONG_BETWEEN_TIMED_CALLS, "#include <cstring>")
     assert next(r for r in reports if r.checker == "verify").status == "passed"
@@ -486,7 +479,6 @@ GLOBAL_SCRATCH = (
 )
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("stages", list(STAGES), ids=list(STAGES))
 @pytest.mark.parametrize(
     "code, code_global, name",
@@ -503,7 +495,6 @@ def test_scratch_shared_by_a_parallel_maps_calls_is_refused_naming_it(shared_roo
     assert not [r for r in reports if r.checker in ("verify", "bench")]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("code", [LOCAL_SCRATCH, PER_THREAD_SCRATCH], ids=["local", "thread_local"])
 def test_scratch_per_call_or_per_thread_is_kept(shared_root, code):
     from tests.test_ladder import ladder_rows

@@ -19,9 +19,11 @@ from pathlib import Path
 import pytest
 from dace_ai.cli.main import main
 
+from tests.check_support import link_shared_artefacts
 from tests.test_bench_honest import check_report
 
-pytestmark = pytest.mark.slow
+#: One worker runs the module (xdist --dist loadgroup), so the offline run its tests share happens once.
+pytestmark = pytest.mark.xdist_group("bench")
 #: A subset of the suite (it has 40+ tasks; ``bench/bench_scaling.py`` times the whole of it): BLAS levels 1-3,
 #: reductions (one whose recorded answer the old timing runner refused), the FFTW task (skipped without its
 #: library), AI nodes, and multi-operation NPBench kernels.
@@ -45,10 +47,12 @@ OUTCOME_KEYS = ("task", "sample", "compile", "verify", "compiled", "correct", "s
 
 
 @pytest.fixture(scope="session")
-def shared_build(tmp_path_factory) -> Path:
-    """One build folder for every bench run of the session (compiled programs are reused)."""
+def shared_build(tmp_path_factory, shared_artefacts) -> Path:
+    """One build folder for every bench run of the session (compiled programs are reused), whose content-addressed
+    artefacts are the test run's shared ones."""
     root = tmp_path_factory.getbasetemp()
     root = root.parent if root.name.startswith("popen-gw") else root  # shared by the xdist workers
+    link_shared_artefacts(root / "bench-build", shared_artefacts)
     return root / "bench-build"
 
 

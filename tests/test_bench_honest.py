@@ -313,7 +313,6 @@ def test_a_harness_that_cannot_run_exits_non_zero_with_a_short_message(tmp_path,
     assert err.startswith("dace-ai: error: --tasks names unknown task(s) ['no-such-task']") and "Traceback" not in err
 
 
-@pytest.mark.slow
 def test_a_gated_attempt_is_refused_once_and_its_row_says_why(tmp_path, monkeypatch):
     """bench=gate against the strongest baseline with an unreachable min_speedup: the bench stage refuses the
     (correct) Dot answer, and the attempt is not correct, has no figure, and its row names the refusal."""

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from dace_ai.cli.main import main
 
 from tests.fakes.llm_server import Reply, fake_llm_server_fixture  # noqa: F401 - the fake_llm_server fixture
 
-pytestmark = pytest.mark.slow
 SECRET = "sk-bench-secret-never-written"
 ANSWERS = {
     "Rectified linear unit": {"code": "for (long i = 0; i < N; ++i) _out[i] = _x[i] > 0 ? _x[i] : 0.0;"},

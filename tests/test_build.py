@@ -13,26 +13,16 @@ from dace_ai.errors import CheckFailed
 from dace_ai.expansion.build import blame, build, repair
 from dace_ai.expansion.pending import pending_nodes
 from dace_ai.expansion.pipeline import implement
-from dace_ai.targets.select import resolve_target, target_info
 from dace_ai.testing import FakeProvider
-
-from tests.check_support import build_pch, seed_pch
 
 N = dace.symbol("N")
 GOOD = "for (int i = 0; i < N; ++i) _out[i] = {helper}(_a[i]);"
 BAD = "for (int i = 0; i < N; ++i) _out[i] = {helper}(_a[i]) + undeclared_value;"
 
 
-@pytest.fixture(scope="session")
-def prebuilt_pch(tmp_path_factory):
-    """The probe's precompiled dace.h for the target this machine resolves to, built once."""
-    return build_pch(tmp_path_factory.mktemp("pch") / ".dacecache", [target_info(*resolve_target(resolve_settings()))])
-
-
 @pytest.fixture
-def scripted(register_dace_ai_plugin, monkeypatch, prebuilt_pch, _isolated_dace_ai):
+def scripted(register_dace_ai_plugin, monkeypatch):
     """A scripted provider (``DACE_ai_provider=scripted``); ``script(request) -> answer dict``."""
-    seed_pch(prebuilt_pch, _isolated_dace_ai)
     fake = FakeProvider()
     fake.script = None
 

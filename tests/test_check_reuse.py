@@ -16,28 +16,18 @@ import dace_ai
 import numpy as np
 import pytest
 from dace_ai.checking import candidate_checks, stages
-from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import InconclusiveCheckWarning
 from dace_ai.expansion.provenance import Provenance
 from dace_ai.storage.cache import AnswerCache
-from dace_ai.targets.select import resolve_target, target_info
 from dace_ai.testing import FakeProvider
-
-from tests.check_support import build_pch, seed_pch
 
 N = dace.symbol("N")
 TWICE = {"code": "for (int i = 0; i < N; ++i) _out[i] = 2.0 * _a[i];"}
 
 
-@pytest.fixture(scope="session")
-def prebuilt_pch(tmp_path_factory):
-    return build_pch(tmp_path_factory.mktemp("pch") / ".dacecache", [target_info(*resolve_target(resolve_settings()))])
-
-
 @pytest.fixture
-def checks_run(register_dace_ai_plugin, monkeypatch, prebuilt_pch, _isolated_dace_ai):
+def checks_run(register_dace_ai_plugin, monkeypatch):
     """A scripted provider answering TWICE, and the list of nodes whose checks ran (in order)."""
-    seed_pch(prebuilt_pch, _isolated_dace_ai)
     fake = FakeProvider()
     fake.queue(*[json.dumps(TWICE)] * 20)
     register_dace_ai_plugin(fake.plugin("scripted"), "scripted-provider")

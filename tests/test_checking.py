@@ -23,7 +23,7 @@ from dace_ai.plugins.manager import get_plugin_manager
 from dace_ai.prompt.answer import Answer
 from dace_ai.targets.host import host_compiler
 
-from tests.check_support import build_pch, seed_pch
+from tests.check_support import link_shared_artefacts
 from tests.dace_versions import DACE2
 
 REPO = Path(__file__).resolve().parents[1]
@@ -81,18 +81,6 @@ def request_for(code: str, node: NodeContext | None = None, **settings) -> Check
     return CheckRequest(answer, node, resolve_settings(settings), check_workdir(node, answer))
 
 
-@pytest.fixture(scope="session")
-def prebuilt_pch(tmp_path_factory) -> list[Path]:
-    """The host probe's precompiled dace.h, built once per test session (it takes seconds)."""
-    return build_pch(tmp_path_factory.mktemp("pch") / ".dacecache", [node_context().target])
-
-
-@pytest.fixture(autouse=True)
-def _warm_pch(request, prebuilt_pch, _isolated_dace_ai):
-    if "precompiled_header" not in request.node.name:  # that test starts cold
-        seed_pch(prebuilt_pch, _isolated_dace_ai)
-
-
 @pytest.fixture
 def runtime_plugins():
     """Register plugin objects for one test and remove them afterwards."""
@@ -122,14 +110,15 @@ def test_probe_passes_good_code_and_fails_bad_code_with_stable_diagnostics():
     assert "/tmp/" not in message
 
 
-def test_repair_message_is_byte_stable_across_build_roots(tmp_path, prebuilt_pch):
+def test_repair_message_is_byte_stable_across_build_roots(tmp_path, shared_artefacts):
     first = repair_message(run_checks(request_for(BAD)))
     dace.Config.set("default_build_folder", value=str(tmp_path / "elsewhere"))
-    seed_pch(prebuilt_pch, tmp_path / "elsewhere")
+    link_shared_artefacts(tmp_path / "elsewhere", shared_artefacts)
     second = repair_message(run_checks(request_for(BAD)))
     assert first == second and first
 
 
+@pytest.mark.own_builds
 def test_precompiled_header_is_built_once_and_reused_per_compiler_and_flags(_isolated_dace_ai):
     first = run_checks(request_for(GOOD))[0]
     second = run_checks(request_for(GOOD.replace("++i", "i++")))[0]

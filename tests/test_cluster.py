@@ -23,6 +23,7 @@ from dace_ai.execution.jobs import run_job
 from dace_ai.plugin import Executor, JobResult, hookimpl
 from dace_ai.runtime_check.instrument import strip
 
+from tests.check_support import link_shared_artefacts, shared_artefacts_folder
 from tests.dace_versions import cross_headers_problem
 from tests.inc_program import BROKEN, GOOD
 
@@ -59,7 +60,9 @@ def tasklet_code(sdfg: dace.SDFG) -> list[str]:
 
 
 def fresh_build_root(tmp_path, name):
+    """A build root of its own (answers, sessions, checks) whose content-addressed artefacts are the run's shared ones."""
     root = tmp_path / name
+    link_shared_artefacts(root, shared_artefacts_folder(tmp_path.parent))  # tmp_path lies in the worker's basetemp
     dace.Config.set("default_build_folder", value=str(root))
     return root
 
@@ -79,7 +82,7 @@ def cluster():
         yield SimpleNamespace(address=local.scheduler_address, client=client)
 
 
-@pytest.mark.slow
+@pytest.mark.xdist_group("cluster")  # one worker starts the module's LocalCluster
 def test_cluster_gives_the_local_verdicts_levels_and_tasklets(fake, cluster, tmp_path):
     outcomes = {}
     for executor in ("threads", "dask"):
@@ -108,7 +111,7 @@ def test_cluster_gives_the_local_verdicts_levels_and_tasklets(fake, cluster, tmp
     assert outcomes["dask"]["tasklets"] and "+ 1.0" in outcomes["dask"]["tasklets"][0]
 
 
-@pytest.mark.slow
+@pytest.mark.xdist_group("cluster")  # one worker starts the module's LocalCluster
 def test_a_worker_killed_mid_run_is_survived_and_reported(fake, cluster, tmp_path):
     killed: list[str] = []
 
@@ -148,11 +151,11 @@ def test_a_worker_killed_mid_run_is_survived_and_reported(fake, cluster, tmp_pat
     cluster.client.wait_for_workers(2, timeout=60)  # the nanny brought the worker back for the next test
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(
     cross_headers_problem() is not None,
     reason=f"DaCe 2's runtime headers do not compile with this aarch64-linux-gnu-g++: {cross_headers_problem()}",
 )
+@pytest.mark.xdist_group("cluster")  # one worker starts the module's LocalCluster
 def test_a_target_no_worker_offers_is_compile_only_not_passed(fake, cluster, tmp_path):
     if not shutil.which("aarch64-linux-gnu-g++"):
         pytest.skip("the SVE target's cross compiler is not installed")
@@ -233,7 +236,6 @@ def recording(register_dace_ai_plugin):
     return RecordingRunner
 
 
-@pytest.mark.slow
 def test_no_key_travels_in_a_job_and_the_node_is_rebuilt_from_data(fake, recording, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
@@ -302,7 +304,6 @@ def two_inc_nodes(name: str) -> dace.SDFG:
     return sdfg
 
 
-@pytest.mark.slow
 def test_a_scheduler_that_goes_away_mid_run_ends_it_and_the_sdfg_is_put_back(fake, tmp_path, quick_connect):
     from dace_ai.execution.jobs import ExecutorUnavailable
     from dace_ai.storage.sessions import Session
@@ -429,7 +430,7 @@ def session_rows(root) -> dict[str, list]:
     return rows
 
 
-@pytest.mark.slow
+@pytest.mark.xdist_group("cluster")  # one worker starts the module's LocalCluster
 def test_every_node_at_once_on_the_cluster_gives_the_local_tasklets_levels_and_sessions(
     fake, cluster, tmp_path, capsys
 ):

@@ -10,8 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 SCRIPT = Path(__file__).with_name("plain_script.py")
 
 
@@ -28,7 +26,6 @@ def run_script(folder: Path, executor: str) -> dict:
     return out
 
 
-@pytest.mark.slow
 def test_an_unguarded_script_generates_on_dask_as_it_does_locally(tmp_path):
     local = run_script(tmp_path / "threads", "threads")
     cluster = run_script(tmp_path / "dask", "dask")

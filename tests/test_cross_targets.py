@@ -93,7 +93,6 @@ def _request(answer, node):
     return CheckRequest(answer, node, resolve_settings(), check_workdir(node, answer))
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("aarch64-linux-gnu-g++") is None, reason="g++-aarch64-linux-gnu is not installed")
 @pytest.mark.skipif(
     cross_headers_problem() is not None,

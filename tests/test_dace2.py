@@ -150,7 +150,6 @@ def test_saved_sdfg_keeps_each_ainode_kind():
 
 
 @only_dace2
-@pytest.mark.slow
 def test_program_for_dace_library_runs_through_dace_ai(tmp_path):
     """DaCe's API, DaCe's answer files: dace-ai expands both nodes (provenance, sessions) and checks the answers."""
     import dace.libraries.ai as library
@@ -175,7 +174,6 @@ def test_program_for_dace_library_runs_through_dace_ai(tmp_path):
 
 
 @only_dace2
-@pytest.mark.slow
 def test_wrong_answer_in_dace_format_is_refused(tmp_path):
     import dace.libraries.ai as library
 
@@ -193,7 +191,6 @@ def test_wrong_answer_in_dace_format_is_refused(tmp_path):
 
 
 @only_dace2
-@pytest.mark.slow
 def test_builtin_keep_leaves_dace_library_alone_and_dace_ai_ai_still_works(tmp_path):
     script = (
         "import json, sys, dace, dace_ai, numpy as np\n"
@@ -227,7 +224,6 @@ def test_builtin_setting_changes_nothing_on_dace_1():
     assert dace.ai is dace_ai.ai
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("index", [0, 1])
 def test_migration_guide_programs_run(index, tmp_path):
     """docs/user/migration.md's programs run as written, on DaCe 1.0 and 2.0 (the second only acts on 2.0)."""

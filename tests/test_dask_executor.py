@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
 from dace_ai.execution.jobs import ExecutorOptions, Job
 from dace_ai.execution.local import run_jobs
 
 from tests.test_execution import square
-
-pytestmark = pytest.mark.slow
 
 
 def test_jobs_go_to_workers_that_offer_their_resources():

@@ -3,6 +3,7 @@
 The reference pages come from docstrings (mkdocstrings), the settings table from the
 settings definitions, the guides include the example distributions verbatim; pages
 added under docs/guides/ or docs/user/ appear in the nav without editing mkdocs.yml.
+The tests read one strict build (CI builds the documentation only here, in the README's test command).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import pytest
 
 from tests.distributions import REPO
 
-pytestmark = pytest.mark.slow
+#: One worker runs the module (xdist --dist loadgroup), so the documentation its tests read is built once.
+pytestmark = pytest.mark.xdist_group("docs-build")
 
 
 def _build(root: Path, site: Path) -> subprocess.CompletedProcess:
@@ -36,8 +38,20 @@ def _build(root: Path, site: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
-    site = tmp_path_factory.mktemp("site")
-    proc = _build(REPO, site)
+    """The site of one strict build: the repository's mkdocs.yml and docs/ (copied, so the checkout stays
+    clean) with two pages added under docs/guides/ and docs/user/ without editing mkdocs.yml."""
+    work = tmp_path_factory.mktemp("docs")
+    root = work / "checkout"
+    root.mkdir()
+    shutil.copy(REPO / "mkdocs.yml", root / "mkdocs.yml")
+    shutil.copytree(REPO / "docs", root / "docs", ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    (root / "core").symlink_to(REPO / "core")
+    (root / "SECURITY.md").symlink_to(REPO / "SECURITY.md")  # included by docs/user/security.md
+    (root / "docs" / "guides" / "run-on-the-cluster.md").write_text("# Run on the cluster\n\nSteps.\n")
+    (root / "docs" / "user").mkdir(exist_ok=True)
+    (root / "docs" / "user" / "quickstart.md").write_text("# Quickstart\n\nFirst steps.\n")
+    site = work / "site"
+    proc = _build(root, site)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return site
 
@@ -69,19 +83,8 @@ def test_guides_show_the_example_files(built):
     assert "GatewayClient" in page and "labgateway_temperature" in page
 
 
-def test_pages_added_without_editing_mkdocs_yml_are_built_and_listed(tmp_path):
-    root = tmp_path / "checkout"
-    root.mkdir()
-    shutil.copy(REPO / "mkdocs.yml", root / "mkdocs.yml")
-    shutil.copytree(REPO / "docs", root / "docs", ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    (root / "core").symlink_to(REPO / "core")
-    (root / "SECURITY.md").symlink_to(REPO / "SECURITY.md")  # included by docs/user/security.md
-    (root / "docs" / "guides" / "run-on-the-cluster.md").write_text("# Run on the cluster\n\nSteps.\n")
-    (root / "docs" / "user").mkdir(exist_ok=True)
-    (root / "docs" / "user" / "quickstart.md").write_text("# Quickstart\n\nFirst steps.\n")
-    proc = _build(root, tmp_path / "site")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    index = (tmp_path / "site" / "index.html").read_text()
+def test_pages_added_without_editing_mkdocs_yml_are_built_and_listed(built):
+    index = (built / "index.html").read_text()
     assert "guides/run-on-the-cluster/" in index and "Run on the cluster" in index
     assert "user/quickstart/" in index and "Quickstart" in index
 

@@ -21,6 +21,9 @@ from tests.distributions import REPO, build_wheel, install_wheels
 from tests.distributions import run_json as _run_code
 from tests.fakes.llm_server import Reply, fake_llm_server_fixture  # noqa: F401 - the fake_llm_server fixture
 
+#: One worker runs the module (xdist --dist loadgroup), so the example distributions are built and installed once.
+pytestmark = pytest.mark.xdist_group("docs-examples")
+
 EXAMPLES = REPO / "docs" / "examples"
 NAMES = ("provider", "target", "prompt_sections", "checker", "environment_generator")
 
@@ -191,7 +194,6 @@ get_plugin_manager().register(fake.plugin("scripted"), "scripted")
 """
 
 
-@pytest.mark.slow
 def test_checker_example_refuses_a_warning_and_the_repair_runs(examples_site):
     bad = {"code": "double unused = 0;\nfor (int i = 0; i < N; ++i) _out[i] = 2.0 * _in0[i];"}
     out = run_json(
@@ -212,7 +214,6 @@ print(json.dumps({"ok": bool(np.allclose(B, 2 * A)), "requests": len(fake.reques
     assert "the lab accepts no warnings" in out["repair"]
 
 
-@pytest.mark.slow
 def test_environment_generator_example_is_offered_and_links_zlib(examples_site):
     if not Path("/usr/include/zlib.h").is_file():
         pytest.skip("zlib headers are not installed (Debian: zlib1g-dev)")

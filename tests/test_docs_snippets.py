@@ -10,7 +10,7 @@ reason next to it. Non-Python material goes in ```bash / ```text / ```json block
 Each page runs in a fresh build root and working folder (tests/conftest.py), with the
 provider ``recorded`` replaying answers through :class:`dace_ai.testing.FakeProvider`
 (``register_plugin`` in the namespace) and every ``ai`` setting restored afterwards.
-Pages whose snippets compile DaCe programs are marked slow; keep them few and small.
+Snippets that compile DaCe programs take seconds each; keep them few and small.
 """
 
 from __future__ import annotations
@@ -23,11 +23,7 @@ import pytest
 from sybil import Sybil
 from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
 
-from tests.check_support import build_pch, seed_pch
 from tests.distributions import REPO
-
-#: Pages whose snippets build or run a DaCe program (seconds each): marked slow.
-SLOW = {"README.md", "getting-started.md", "speed.md", "sessions.md", "troubleshooting.md", "migration.md"}
 
 SYBIL = Sybil(parsers=[PythonCodeBlockParser(), SkipParser()], path=str(REPO), patterns=["README.md", "docs/user/*.md"])
 
@@ -37,17 +33,7 @@ def _pages() -> list[Path]:
 
 
 def _param(page: Path):
-    marks = [pytest.mark.slow] if page.name in SLOW else []
-    return pytest.param(page, id=page.relative_to(REPO).as_posix(), marks=marks)
-
-
-@pytest.fixture(scope="session")
-def _docs_pch(tmp_path_factory) -> list[Path]:
-    from dace_ai.context.types import TargetInfo
-
-    return build_pch(
-        tmp_path_factory.mktemp("docs-pch") / ".dacecache", [TargetInfo(name="host", kind="cpu", description="")]
-    )
+    return pytest.param(page, id=page.relative_to(REPO).as_posix())
 
 
 @pytest.fixture
@@ -66,10 +52,7 @@ def _ai_settings_restored():
 
 
 @pytest.mark.parametrize("page", [_param(p) for p in _pages()])
-def test_every_python_snippet_of_the_page_runs(
-    page, _docs_pch, _isolated_dace_ai, register_dace_ai_plugin, _ai_settings_restored
-):
-    seed_pch(_docs_pch, _isolated_dace_ai)
+def test_every_python_snippet_of_the_page_runs(page, register_dace_ai_plugin, _ai_settings_restored):
     document = SYBIL.parse(page)
     document.namespace.update(register_plugin=register_dace_ai_plugin, __name__="__docs__")
     ran = 0

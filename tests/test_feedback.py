@@ -26,8 +26,7 @@ from dace_ai.expansion.pipeline import implement
 from dace_ai.plugin import Checker, hookimpl
 from dace_ai.prompt.feedback import TITLE, TimeEvidence, where_the_time_goes
 
-from tests.check_support import build_pch, seed_pch
-from tests.test_checking import node_context, request_for
+from tests.test_checking import request_for
 
 N = dace.symbol("N")
 # Line 2 carries a dependence from one iteration to the next (never vectorised); line 3 is asked to be.
@@ -49,16 +48,6 @@ SOL_MEMORY = {
     "dtype": "float64",
     "threads": 2,
 }
-
-
-@pytest.fixture(scope="session")
-def prebuilt_pch(tmp_path_factory):
-    return build_pch(tmp_path_factory.mktemp("pch") / ".dacecache", [node_context().target])
-
-
-@pytest.fixture(autouse=True)
-def _warm_pch(prebuilt_pch, _isolated_dace_ai):
-    seed_pch(prebuilt_pch, _isolated_dace_ai)
 
 
 # ------------------------------------------------------------------------------------ the compiler's remarks
@@ -261,7 +250,6 @@ SCALAR = json.dumps({"code": "for (int i = 0; i < N; ++i)\n  _out[i] = 2.0 * _a[
 SIMD = json.dumps({"code": "#pragma omp simd\nfor (int i = 0; i < N; ++i)\n  _out[i] = _a[i] + _a[i];"})
 
 
-@pytest.mark.slow
 def test_a_candidate_the_gate_refuses_as_slow_is_told_where_the_time_goes(scripted):
     from tests.target_support import gemm_sdfg
 
@@ -303,7 +291,6 @@ def test_a_candidate_the_gate_refuses_as_slow_is_told_where_the_time_goes(script
     assert "s += _a[i * K + k] * _b[k * N + j];" in section
 
 
-@pytest.mark.slow
 def test_refine_tells_the_model_where_the_time_of_the_round_went(scripted):
     scripted.queue(SCALAR, SIMD)
     dace.Config.set("ai", "checkers", value="probe,verify,bench,t-roofline")
@@ -321,7 +308,6 @@ def test_refine_tells_the_model_where_the_time_of_the_round_went(scripted):
     assert "- line 1 of your code, column " in section and "for (int i = 0; i < N; ++i)" in section
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("fraction, requests", [(0.9, 1), (0.3, 3)])
 def test_optimize_stops_once_a_candidate_reaches_target_sol(scripted, fraction, requests):
     _Roofline.fraction = fraction

@@ -92,7 +92,6 @@ def build_user_program(sdfg: dace.SDFG, folder: Path) -> None:
     compat.compile_without_loading(sdfg)
 
 
-@pytest.mark.slow
 @needs_dace_gpu_build
 def test_device_tasklet_in_a_gpu_map_passes_dace_gpu_build_and_the_program_builds(gpu_build, tmp_path):
     sdfg = axpy_program("gpu_device_axpy", device=True)
@@ -105,7 +104,6 @@ def test_device_tasklet_in_a_gpu_map_passes_dace_gpu_build_and_the_program_build
     assert DEVICE in generated  # the tasklet is device code in DaCe's CUDA file
 
 
-@pytest.mark.slow
 @needs_dace_gpu_build
 def test_host_tasklet_launching_a_kernel_is_routed_into_the_gpu_file_and_the_program_builds(gpu_build, tmp_path):
     sdfg = axpy_program("gpu_launch_axpy", device=False)
@@ -121,7 +119,6 @@ def test_host_tasklet_launching_a_kernel_is_routed_into_the_gpu_file_and_the_pro
     assert "<<<" not in cpp.replace(LAUNCH, "") and KERNEL in cu
 
 
-@pytest.mark.slow
 @needs_dace_gpu_build
 def test_a_kernel_launch_with_wrong_arguments_is_refused_in_nvcc_words_and_repaired(gpu_build, tmp_path):
     sdfg = axpy_program("gpu_broken_axpy", device=False)
@@ -188,7 +185,6 @@ def live_request(sdfg: dace.SDFG, answer_fields: dict, workdir: Path):
     return CheckRequest(answer, ctx, settings, workdir, make_tasklet=tasklet_factory(answer, ctx))
 
 
-@pytest.mark.slow
 @needs_dace_gpu_build
 def test_the_device_program_copies_host_twins_in_runs_the_node_waits_and_copies_outputs_out(gpu_build, tmp_path):
     from dace_ai.checking.gpu_verify import HOST_SUFFIX, build_device_program
@@ -249,7 +245,6 @@ def cublas_found() -> bool:
     return generator is not None and generator.detect().matched
 
 
-@pytest.mark.slow
 @needs_dace_gpu_build
 @pytest.mark.skipif(not cublas_found(), reason="needs cuBLAS (the CUDA toolkit's or the nvidia-cublas wheel)")
 def test_a_cublas_handle_in_a_state_field_builds_in_both_of_dace_files(gpu_build, tmp_path):

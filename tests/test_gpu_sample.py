@@ -7,14 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from dace_ai.checking.gpu_build import gpu_build_blocker
 from dace_ai.checking.gpu_verify import nvidia_gpu
 
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "gpu" / "gpu_sample.py"
 
 
-@pytest.mark.slow
 def test_gpu_sample_checks_and_builds_or_says_why_not_and_exits_0(tmp_path):
     env = {**os.environ, "DACE_default_build_folder": str(tmp_path)}
     proc = subprocess.run(

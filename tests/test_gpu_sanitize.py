@@ -101,7 +101,6 @@ def _passed_verify():
     ]
 
 
-@pytest.mark.slow
 def test_the_sandbox_child_runs_under_a_tool_that_writes_its_own_log(tmp_path):
     """What the rung does with compute-sanitizer, with a stand-in tool: it starts the child, writes its
     report to --log-file, and the child's verdict still comes back."""

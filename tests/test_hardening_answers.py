@@ -109,7 +109,6 @@ def test_oversized_response_file_is_refused_unread(manual):
         dace.Config.set("ai", "max_tokens", value=16000)
 
 
-@pytest.mark.slow
 def test_failed_answer_is_reported_with_check_first_error_and_repair_prompt(manual):
     sdfg, _, _ = _sdfg("exchange_fails")
     [files] = dace_ai.generate_prompts(sdfg, manual)

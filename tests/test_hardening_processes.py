@@ -10,7 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 from dace_ai.cli.main import main as dace_ai_main
 from dace_ai.storage.cache import AnswerCache
 
@@ -83,7 +82,6 @@ def _assert_clean(build_root: Path, expected_entries: int) -> None:
     assert dace_ai_main(["cache", "verify", "--root", str(build_root)]) == 0
 
 
-@pytest.mark.slow
 def test_processes_expanding_overlapping_programs_on_one_build_root(fake_llm_server, tmp_path):
     fake_llm_server.respond_with(answer_by_node(delay=0.3))
     build_root = tmp_path / "shared-build"
@@ -102,7 +100,6 @@ def test_processes_expanding_overlapping_programs_on_one_build_root(fake_llm_ser
     _assert_clean(build_root, expected_entries=len(NAMES))
 
 
-@pytest.mark.slow
 def test_kill_9_mid_generation_then_a_clean_rerun(fake_llm_server, tmp_path):
     build_root = tmp_path / "killed-build"
     fake_llm_server.respond_with(answer_by_node(delay=120))  # the first run never gets its answers
@@ -122,7 +119,6 @@ def test_kill_9_mid_generation_then_a_clean_rerun(fake_llm_server, tmp_path):
     _assert_clean(build_root, expected_entries=3)
 
 
-@pytest.mark.slow
 def test_kill_9_mid_write_leaves_no_half_file_and_the_next_write_tidies_up(fake_llm_server, tmp_path):
     build_root = tmp_path / "half-written"
     fake_llm_server.respond_with(answer_by_node(delay=0))

@@ -26,7 +26,6 @@ def _scan(root) -> list[str]:
     return [str(p) for p in files if SECRET.encode() in p.read_bytes() or URL_SECRET.encode() in p.read_bytes()]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("provider, key_var", [("anthropic", "ANTHROPIC_API_KEY"), ("openai", "OPENAI_API_KEY")])
 def test_round_trip_with_key_in_environment_and_url_writes_neither(
     fake_llm_server, monkeypatch, tmp_path, _isolated_dace_ai, provider, key_var
@@ -43,7 +42,6 @@ def test_round_trip_with_key_in_environment_and_url_writes_neither(
         assert recorded.startswith("http://***@127.0.0.1:"), recorded
 
 
-@pytest.mark.slow
 def test_errors_and_logs_of_a_failing_request_carry_no_credentials(
     fake_llm_server, monkeypatch, tmp_path, _isolated_dace_ai
 ):

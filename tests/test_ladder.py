@@ -35,6 +35,7 @@ from dace_ai.expansion.pending import pending_nodes
 from dace_ai.prompt.answer import Answer
 from dace_ai.targets.select import TargetInfo
 
+from tests.check_support import link_shared_artefacts
 from tests.dace_versions import DACE2, only_dace1
 
 N, M, K, L = (dace.symbol(s) for s in "NMKL")
@@ -316,14 +317,14 @@ RIGHT = [
 
 
 @pytest.fixture
-def shared_root(_isolated_dace_ai, tmp_path_factory):
+def shared_root(_isolated_dace_ai, tmp_path_factory, shared_artefacts):
     """One build root for this module: each node's native reference and precompiled header are built once."""
     root = tmp_path_factory.getbasetemp() / "ladder-root"
+    link_shared_artefacts(root, shared_artefacts)  # and those of the other workers and modules
     dace.Config.set("default_build_folder", value=str(root))
     return root
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("stages", list(BENCH), ids=list(BENCH))
 @pytest.mark.parametrize(
     "program, code, rung, sizes",
@@ -348,7 +349,6 @@ def test_wrong_answer_is_refused_naming_the_size_or_map_point(shared_root, progr
     assert not [r for r in reports if r.checker == "bench"]  # nothing timed after a refusal
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("program, code", RIGHT, ids=["gemm", "dot-in-map", "sum", "rows", "column-slice"])
 def test_correct_answers_of_the_same_shapes_are_kept(shared_root, program, code):
     (report,) = run_checks(request(program, code, checkers="verify"))
@@ -359,14 +359,12 @@ def test_correct_answers_of_the_same_shapes_are_kept(shared_root, program, code)
         assert all(s["L"] >= s["K"] for s in report.sizes)
 
 
-@pytest.mark.slow
 def test_correct_column_slice_is_kept_with_the_default_stages(shared_root):
     reports = run_checks(request(ladder_columns, COLUMNS))
     assert {r.checker: r.status for r in reports}["verify"] == "passed"
     assert not [r for r in reports if r.status == "failed"], [r.diagnostics for r in reports]
 
 
-@pytest.mark.slow
 def test_refused_tail_answer_goes_back_to_the_model_then_runs_natively(fake, shared_root):
     """The whole path a user runs: the repair round hears the size, the program falls back with a warning."""
     fake.queue(*[json.dumps({"code": MATMUL_TAIL})] * 2)

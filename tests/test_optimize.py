@@ -20,8 +20,6 @@ from dace_ai.expansion.pending import pending_nodes
 from tests.fakes.llm_server import Reply, fake_llm_server_fixture  # noqa: F401 - the fake_llm_server fixture
 from tests.provider_cases import SECRET, double_program
 
-pytestmark = pytest.mark.slow
-
 M, K, N = (dace.symbol(s) for s in "MKN")
 
 # Candidates for the Gemm behind ``C[:] = A @ B`` (row-major, connectors _a, _b, _c).

@@ -25,7 +25,6 @@ from dace_ai.providers.api import current_node
 from dace_ai.storage.cache import AnswerCache
 from dace_ai.testing import FakeProvider
 
-from tests.check_support import build_pch, seed_pch
 from tests.dace_versions import DACE2
 from tests.test_checking import node_context
 
@@ -43,16 +42,6 @@ GOOD_GEMM = (
     "for (int k = 0; k < K; ++k) s += _a[i * K + k] * _b[k * N + j]; _c[i * N + j] = s; }"
 )
 BROKEN = "this is not C++ at all;"
-
-
-@pytest.fixture(scope="session")
-def prebuilt_pch(tmp_path_factory) -> list[Path]:
-    return build_pch(tmp_path_factory.mktemp("pch") / ".dacecache", [node_context().target])
-
-
-@pytest.fixture(autouse=True)
-def _warm_pch(prebuilt_pch, _isolated_dace_ai):
-    seed_pch(prebuilt_pch, _isolated_dace_ai)
 
 
 @pytest.fixture

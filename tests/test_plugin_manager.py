@@ -8,6 +8,9 @@ import pytest
 
 from tests.distributions import DATA, build_wheel, install_wheels, run_json, run_python
 
+#: One worker runs the module (xdist --dist loadgroup), so the test plugins' wheels are built once.
+pytestmark = pytest.mark.xdist_group("plugin-wheels")
+
 PLUGINS = ("good", "broken", "dup_a", "dup_b", "blocked", "misspelt")
 
 #: Loads the manager in a fresh interpreter and reports what happened, as JSON.

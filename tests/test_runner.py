@@ -24,8 +24,6 @@ from dace_ai.expansion.expansion_pass import node_context
 from dace_ai.expansion.pending import pending_nodes
 from dace_ai.prompt.answer import Answer
 
-pytestmark = pytest.mark.slow
-
 N, M, K = (dace.symbol(s) for s in "NMK")
 
 MATMUL = (
@@ -71,6 +69,7 @@ def dace_builds(monkeypatch):
     return built
 
 
+@pytest.mark.own_builds
 def test_bench_times_the_library_verify_linked_and_no_candidate_is_built_by_dace(dace_builds):
     sdfg = matmul.to_sdfg()
     reports, requests, stores = [], [], []
@@ -107,6 +106,7 @@ def test_bench_times_the_library_verify_linked_and_no_candidate_is_built_by_dace
     assert outputs, "reference outputs were not cached"
 
 
+@pytest.mark.own_builds
 def test_the_native_reference_is_reused_by_another_process(tmp_path):
     """A second process with the same build root finds the reference built (no DaCe build, 0 s)."""
     script = textwrap.dedent("""

@@ -31,6 +31,7 @@ from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Checker
 from dace_ai.prompt.answer import Answer
 
+from tests.check_support import link_shared_artefacts
 from tests.dace_versions import DACE2
 
 N = dace.symbol("N")
@@ -84,9 +85,10 @@ def by_checker(reports):
 
 
 @pytest.fixture
-def shared_root(_isolated_dace_ai, tmp_path_factory):
+def shared_root(_isolated_dace_ai, tmp_path_factory, shared_artefacts):
     """One build root for this module: the precompiled dace.h (g++ and clang) and the driver are built once."""
     root = tmp_path_factory.getbasetemp() / "sanitize-root"
+    link_shared_artefacts(root, shared_artefacts)  # and those of the other workers and modules
     dace.Config.set("default_build_folder", value=str(root))
     return root
 
@@ -280,7 +282,6 @@ def test_clang_gets_the_builds_standard_machine_and_macros_but_not_gcc_only_flag
 
 
 # ----------------------------------------------------------------------------- refused, and their twins kept
-@pytest.mark.slow
 @needs_clang
 @pytest.mark.parametrize("code", [CHUNK_PAST_END, NEXT_PAST_END], ids=["vector-chunk", "next-element"])
 def test_read_past_the_end_inside_the_slack_is_refused_by_address_sanitizer(shared_root, code):
@@ -299,7 +300,6 @@ def test_read_past_the_end_inside_the_slack_is_refused_by_address_sanitizer(shar
     assert "0x" not in report.diagnostics and str(shared_root) not in report.diagnostics
 
 
-@pytest.mark.slow
 @needs_clang
 @pytest.mark.parametrize(
     "program, code, words",
@@ -326,7 +326,6 @@ def test_undefined_behaviour_with_a_right_result_is_refused_by_ubsan(shared_root
     assert "at tasklet.cpp:" in report.diagnostics and "(line " in report.diagnostics
 
 
-@pytest.mark.slow
 @needs_clang
 @pytest.mark.parametrize(
     "program, code",
@@ -343,7 +342,6 @@ def test_correct_twins_pass_the_sanitizers(shared_root, program, code):
     assert report.details["pch"]["address"] in ("pch built", "pch reused"), (DACE2, report.details["pch"])
 
 
-@pytest.mark.slow
 @needs_clang
 def test_a_candidate_verify_refused_is_not_run_again_and_its_builds_are_stopped(shared_root):
     req = request(san_twice, TWICE.replace("2 * _a[i]", "3 * _a[i]"))
@@ -364,7 +362,6 @@ def san_bins(x: dace.int32[N]):
     )
 
 
-@pytest.mark.slow
 @needs_clang
 def test_a_candidate_verify_could_not_judge_is_not_blamed_for_inputs_it_is_not_defined_for(shared_root):
     """No reference: the generated inputs (-10..10) are outside the bins the node is defined for, so no sanitizer."""
@@ -374,7 +371,6 @@ def test_a_candidate_verify_could_not_judge_is_not_blamed_for_inputs_it_is_not_d
     assert "sanitizers" not in reports
 
 
-@pytest.mark.slow
 @needs_clang
 def test_builds_start_beside_the_main_compile_and_stop_when_it_fails(shared_root, register_dace_ai_plugin):
     """The runner starts the builds the selected sanitizers checker needs before the compile stage runs."""
@@ -404,7 +400,6 @@ def test_builds_start_beside_the_main_compile_and_stop_when_it_fails(shared_root
     assert all(b._stopped for b in store[sanitize.SANITIZER_BUILDS].builds.values())
 
 
-@pytest.mark.slow
 @needs_clang
 def test_code_only_gcc_compiles_is_inconclusive_with_clangs_first_error(shared_root):
     reports = by_checker(run_checks(request(san_twice, NARROWING)))
@@ -417,7 +412,6 @@ def test_code_only_gcc_compiles_is_inconclusive_with_clangs_first_error(shared_r
 
 
 # ----------------------------------------------------------------------------- OpenMP under ThreadSanitizer
-@pytest.mark.slow
 @needs_clang
 @needs_libomp
 def test_openmp_race_is_refused_every_time_by_thread_sanitizer(shared_root):
@@ -434,7 +428,6 @@ def test_openmp_race_is_refused_every_time_by_thread_sanitizer(shared_root):
         assert report.details["threads"] == 4 and report.details["sanitizers"][-1] == "thread"
 
 
-@pytest.mark.slow
 @needs_clang
 @needs_libomp
 def test_openmp_race_is_refused_with_the_default_stages(shared_root):
@@ -444,7 +437,6 @@ def test_openmp_race_is_refused_with_the_default_stages(shared_root):
     assert (failed.checker, failed.reason) in (("verify", "nondeterministic"), ("sanitizers", "race"))
 
 
-@pytest.mark.slow
 @needs_clang
 @needs_libomp
 @pytest.mark.parametrize(
@@ -459,7 +451,6 @@ def test_correct_openmp_passes_thread_sanitizer(shared_root, program, code):
     assert report.details["sanitizer_sizes"]["thread"] == {"N": 67}
 
 
-@pytest.mark.slow
 @needs_clang
 def test_missing_libomp_makes_the_thread_run_inconclusive_but_the_address_run_counts(shared_root, monkeypatch):
     for where in (sanitize_check, sanitize_builds):  # the modules that ask

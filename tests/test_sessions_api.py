@@ -17,14 +17,11 @@ import dace_ai
 import numpy as np
 import pytest
 from dace_ai.cli.main import main as cli
-from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import AIUsageError, CheckFailed
 from dace_ai.expansion.pending import pending_nodes
 from dace_ai.expansion.pipeline import implement
 from dace_ai.expansion.provenance import body, is_pinned, provenance
-from dace_ai.targets.select import resolve_target, target_info
 
-from tests.check_support import build_pch, seed_pch
 from tests.fakes.llm_server import Reply, fake_llm_server_fixture  # noqa: F401 - the fake_llm_server fixture
 from tests.provider_cases import SECRET
 
@@ -42,11 +39,6 @@ BROKEN = {"code": "for (int i = 0; i < N; ++i) _out[i] = 2.0 * _a[i] + undeclare
 FEEDBACK = "Unroll the loop by two."
 
 
-@pytest.fixture(scope="session")
-def prebuilt_pch(tmp_path_factory):
-    return build_pch(tmp_path_factory.mktemp("pch") / ".dacecache", [target_info(*resolve_target(resolve_settings()))])
-
-
 def provider_env(server) -> dict:
     return {
         "DACE_ai_provider": "openai",
@@ -59,9 +51,8 @@ def provider_env(server) -> dict:
 
 
 @pytest.fixture
-def llm(fake_llm_server, monkeypatch, prebuilt_pch, _isolated_dace_ai):
+def llm(fake_llm_server, monkeypatch):
     """The openai provider against the fake server; ``llm.answers`` maps a marker in the request to an answer."""
-    seed_pch(prebuilt_pch, _isolated_dace_ai)
     for name in ("OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
         monkeypatch.delenv(name, raising=False)
     for key, value in provider_env(fake_llm_server).items():
@@ -106,7 +97,6 @@ def last_user_text(request) -> str:
     return json.dumps(messages[-1])
 
 
-@pytest.mark.slow
 def test_refine_changes_the_code_and_rollback_restores_round_one_without_a_request(llm):
     sdfg = twice_sdfg()
     tasklet = tasklet_of(sdfg)
@@ -150,7 +140,6 @@ def test_refine_changes_the_code_and_rollback_restores_round_one_without_a_reque
         dace_ai.rollback(sdfg, round=5)
 
 
-@pytest.mark.slow
 def test_a_failing_refine_leaves_the_sdfg_and_its_file_unchanged(llm, tmp_path, monkeypatch):
     sdfg = twice_sdfg()
     path = tmp_path / "twice.sdfg"
@@ -175,7 +164,6 @@ def test_a_failing_refine_leaves_the_sdfg_and_its_file_unchanged(llm, tmp_path, 
     run(loaded)
 
 
-@pytest.mark.slow
 def test_pinned_tasklets_are_left_alone_by_refine_rollback_and_build_repairs(llm, monkeypatch):
     sdfg = twice_sdfg()
     tasklet = tasklet_of(sdfg)
@@ -236,7 +224,6 @@ def test_selection_names_every_candidate_and_same_named_programs_do_not_collide(
         dace_ai.refine(first, "twice", "  ")
 
 
-@pytest.mark.slow
 def test_everything_works_on_a_saved_sdfg_in_a_fresh_process(llm, tmp_path, _isolated_dace_ai):
     sdfg = twice_sdfg()
     path = tmp_path / "twice.sdfg"
@@ -278,7 +265,6 @@ def _json(capsys, argv: list[str], code: int = 0):
     return json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.slow
 def test_every_cli_command_on_a_saved_sdfg(llm, tmp_path, capsys):
     path = tmp_path / "twice.sdfg"
     twice_sdfg().save(str(path))
@@ -321,7 +307,6 @@ def test_every_cli_command_on_a_saved_sdfg(llm, tmp_path, capsys):
     assert "no such SDFG file" in capsys.readouterr().err
 
 
-@pytest.mark.slow
 def test_the_installed_command_runs_in_its_own_process(llm, tmp_path, _isolated_dace_ai):
     path = tmp_path / "twice.sdfg"
     twice_sdfg().save(str(path))

@@ -156,7 +156,6 @@ def worker_jobs() -> list[str]:
     return out.split()
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(slurm_problem() is not None, reason=f"no real SLURM: {slurm_problem()}")
 def test_checks_run_in_slurm_jobs_that_scale_with_the_queue_and_hold_no_key(fake, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
@@ -207,7 +206,6 @@ def test_checks_run_in_slurm_jobs_that_scale_with_the_queue_and_hold_no_key(fake
     assert not worker_jobs()
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(slurm_problem() is not None, reason=f"no real SLURM: {slurm_problem()}")
 def test_cli_optimize_on_a_fixed_number_of_slurm_jobs(fake, tmp_path, capsys, monkeypatch):
     sdfg, _ = inc_program("slurm_cli")

@@ -69,7 +69,7 @@ def _roofline_json(capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.slow
+@pytest.mark.own_builds
 def test_the_roofline_is_measured_once_and_numpy_stays_under_it(capsys, _isolated_dace_ai):
     from dace_ai.checking.runner import all_cores
     from dace_ai.performance import store
@@ -140,7 +140,7 @@ def main_text(capsys) -> str:
     return capsys.readouterr().out
 
 
-@pytest.mark.slow
+@pytest.mark.own_builds
 def test_doctor_shows_the_stored_roofline_or_how_to_measure_it_without_measuring(capsys):
     from dace_ai.cli.main import doctor_report
     from dace_ai.performance import store
@@ -155,7 +155,6 @@ def test_doctor_shows_the_stored_roofline_or_how_to_measure_it_without_measuring
     assert after["threads"] == roofline.threads
 
 
-@pytest.mark.slow
 def test_a_target_packs_vendor_peaks_are_shown_beside_the_measured_roofline(capsys, register_dace_ai_plugin):
     from dace_ai.plugin import Detection, Target, VendorPeaks, hookimpl
 
@@ -298,7 +297,7 @@ def test_work_of_library_nodes_and_ai_nodes():
         dace_ai.AINode("bad", "copy _x to _out", inputs={"_x"}, outputs={"_out"}, flops="2*N+")
 
 
-@pytest.mark.slow
+@pytest.mark.own_builds
 def test_the_bench_stage_reports_the_speed_of_light_of_its_timing():
     from dace_ai.performance import store
 
@@ -352,7 +351,6 @@ def test_the_bench_stage_reports_the_speed_of_light_of_its_timing():
     }
 
 
-@pytest.mark.slow
 def test_optimize_puts_the_speed_of_light_in_the_provenance_the_session_and_its_report(fake):
     from dace_ai.expansion.provenance import provenance
 

@@ -87,6 +87,7 @@ def _env(site, **extra):
     return {"PYTHONPATH": os.pathsep.join([str(site), str(REPO)]), **extra}
 
 
+@pytest.mark.xdist_group("rvv-wheel")  # one worker builds the RISC-V distribution
 def test_installed_rvv_target_appears_in_dace_ai_targets(rvv_site):
     code = (
         "import contextlib, io, json; from dace_ai.cli.targets import main; out = io.StringIO()\n"
@@ -103,6 +104,7 @@ def test_installed_rvv_target_appears_in_dace_ai_targets(rvv_site):
     assert chosen["cpu"] == {"name": "rvv", "reason": "configured by environment variable DACE_ai_target"}
 
 
+@pytest.mark.xdist_group("rvv-wheel")  # one worker builds the RISC-V distribution
 def test_installed_rvv_target_appears_in_the_prompt(rvv_site):
     # Both prompts come from the same fresh process, so every other section sees the same machine.
     code = (

@@ -26,8 +26,6 @@ from dace_ai.expansion.pending import pending_nodes
 from dace_ai.prompt.answer import Answer
 from dace_ai.testing import FakeProvider
 
-pytestmark = pytest.mark.slow
-
 N, M, K = (dace.symbol(s) for s in "NMK")
 
 MATMUL = (
