@@ -18,7 +18,7 @@ import pytest
 from dace_ai.checking import candidate_checks, stages
 from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import InconclusiveCheckWarning
-from dace_ai.expansion.provenance import Provenance
+from dace_ai.solving.provenance import Provenance
 from dace_ai.storage.cache import AnswerCache
 from dace_ai.targets.select import resolve_target, target_info
 from dace_ai.testing import FakeProvider

@@ -21,7 +21,7 @@ from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import AIUsageError, CheckFailed
 from dace_ai.expansion.pending import pending_nodes
 from dace_ai.expansion.pipeline import implement
-from dace_ai.expansion.provenance import body, is_pinned, provenance
+from dace_ai.solving.provenance import body, is_pinned, provenance
 from dace_ai.targets.select import resolve_target, target_info
 
 from tests.check_support import build_pch, seed_pch

@@ -246,10 +246,10 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
     from dace_ai.config.settings import resolve_settings
     from dace_ai.evaluation.programs import baseline_sdfg, program_sdfg, task_digest
     from dace_ai.evaluation.tasks import find_task, suite_member
-    from dace_ai.expansion.checked_answer import answer_environments
     from dace_ai.expansion.expansion_pass import node_context
-    from dace_ai.expansion.tasklet import make_tasklet, place_tasklet
     from dace_ai.prompt.answer import Answer
+    from dace_ai.solving.checked_answer import answer_environments
+    from dace_ai.solving.tasklet import make_tasklet, place_tasklet
 
     build_root = Path(spec["build_root"])
     dace.Config.set("default_build_folder", value=str(build_root))
