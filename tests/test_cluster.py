@@ -305,7 +305,7 @@ def two_inc_nodes(name: str) -> dace.SDFG:
 @pytest.mark.slow
 def test_a_scheduler_that_goes_away_mid_run_ends_it_and_the_sdfg_is_put_back(fake, tmp_path, quick_connect):
     from dace_ai.execution.jobs import ExecutorUnavailable
-    from dace_ai.storage.sessions import Session
+    from dace_ai.storage.session_store import Session
     from distributed import Client, LocalCluster
 
     sdfg = two_inc_nodes("cl_midrun")
@@ -409,7 +409,7 @@ def answer_by_request(request) -> str:
 
 def session_rows(root) -> dict[str, list]:
     """Each node's session: its rounds' (optimize round, sample, status, answer) and the optimize outcome."""
-    from dace_ai.storage.sessions import Session
+    from dace_ai.storage.session_store import Session
 
     rows = {}
     for folder in sorted((root / "ai-sessions").iterdir()):

@@ -582,14 +582,14 @@ ROUND_STEP_FUNCTIONS = {
 ROUND_STEP_METHODS = {
     "reply": (("dace_ai.solving.answer_source",), "", "asking the provider (AnswerSource.reply)"),
     "check": (("dace_ai.solving.dispatch",), "dispatcher", "dispatching check jobs (CheckDispatcher.check)"),
-    "record_round": (("dace_ai.storage.sessions",), "", "recording the round (Session.record_round)"),
+    "record_round": (("dace_ai.storage.session_store",), "", "recording the round (Session.record_round)"),
     "keep": (("dace_ai.solving.answer_source",), "", "writing the answer cache (AnswerSource.keep)"),
     "put": (
         ("dace_ai.storage.cache", "dace_ai.solving.answer_source"),
         "cache",
         "writing the answer cache (AnswerCache.put)",
     ),
-    "update_round": (("dace_ai.storage.sessions",), "", "writing provenance (Session.update_round(provenance=))"),
+    "update_round": (("dace_ai.storage.session_store",), "", "writing provenance (Session.update_round(provenance=))"),
 }
 
 #: Calls of a round's step that are no round, with the reason.

@@ -340,7 +340,7 @@ def test_the_installed_command_runs_in_its_own_process(llm, tmp_path, _isolated_
 
 
 def test_the_session_record_keeps_unknown_fields_and_reads_damaged_files(_isolated_dace_ai):
-    from dace_ai.storage.sessions import session_by_id
+    from dace_ai.storage.session_store import session_by_id
 
     session = session_by_id("prog-abc")
     session.folder.mkdir(parents=True)
@@ -359,7 +359,7 @@ def test_a_round_is_recorded_from_one_typed_content_and_refused_without_a_status
     from dataclasses import replace
 
     from dace_ai.checking.api import CheckReport
-    from dace_ai.storage.sessions import RoundContent, session_by_id
+    from dace_ai.storage.session_store import RoundContent, session_by_id
 
     session = session_by_id("prog-typed")
     asked = RoundContent(

@@ -19,7 +19,7 @@ from dace_ai.errors import CheckFailed, InconclusiveCheckWarning, NativeFallback
 from dace_ai.plugin import Checker, hookimpl
 from dace_ai.solving.provenance import level_from_code, provenance
 from dace_ai.storage.cache import AnswerCache
-from dace_ai.storage.sessions import Session
+from dace_ai.storage.session_store import Session
 from dace_ai.testing import FakeProvider
 from dace_ai.workflows.generate import GenerateWarning
 

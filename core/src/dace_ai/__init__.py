@@ -45,7 +45,7 @@ _LAZY: dict[str, str] = {
     "generate": "dace_ai.workflows.generate",
     "optimize": "dace_ai.workflows.optimize",
     "OptimizeReport": "dace_ai.workflows.optimize_report",
-    "list_sessions": "dace_ai.storage.sessions",
+    "list_sessions": "dace_ai.storage.session_store",
     "collect_sdfg_context": "dace_ai.context.collect",
     "render_prompt": "dace_ai.prompt.render",
     "build": "dace_ai.workflows.build",

@@ -160,7 +160,7 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     import dace
 
     from dace_ai.config.settings import resolve_settings
-    from dace_ai.evaluation.programs import program_sdfg, task_digest
+    from dace_ai.evaluation.task_programs import program_sdfg, task_digest
     from dace_ai.evaluation.tasks import find_task, missing_requirements
     from dace_ai.expansion.expansion_pass import node_context
     from dace_ai.prompt.render import render_prompt

@@ -125,7 +125,7 @@ class LiveAsker:
 
     def ask(self, suite: str, task: Task) -> dict[str, Any]:
         from dace_ai.evaluation.attempt import prompt_hash
-        from dace_ai.evaluation.programs import program_sdfg
+        from dace_ai.evaluation.task_programs import program_sdfg
         from dace_ai.expansion.expansion_pass import node_context
         from dace_ai.prompt.render import render_prompt
         from dace_ai.solving.answer_source import ask_for_node

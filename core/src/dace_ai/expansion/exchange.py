@@ -45,7 +45,7 @@ from dace_ai.providers.manual import (
 )
 
 if TYPE_CHECKING:
-    from dace_ai.storage.sessions import Session
+    from dace_ai.storage.session_store import Session
 
 
 def _manual_settings(settings: AISettings | dict[str, Any] | None, directory: str | Path | None) -> AISettings:
@@ -151,7 +151,7 @@ def read_prompt_responses(
     from dace_ai.expansion.expansion_pass import expansion_pass, node_context
     from dace_ai.expansion.pending import expand_other_nodes
     from dace_ai.expansion.pipeline import implement
-    from dace_ai.storage.sessions import open_session
+    from dace_ai.storage.session_store import open_session
 
     if expand_others:
         expand_other_nodes(sdfg)

@@ -33,7 +33,7 @@ from dace_ai.solving.provenance import Provenance
 from dace_ai.solving.requests import node_record, request_for
 from dace_ai.solving.rounds import Round, Table, accept, play_round, until_accepted
 from dace_ai.state import STATE
-from dace_ai.storage.sessions import RoundContent
+from dace_ai.storage.session_store import RoundContent
 
 if TYPE_CHECKING:
     from dace_ai.checking.api import CheckReport
@@ -70,7 +70,7 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
     """
     from dace_ai.prompt.render import render_prompt
     from dace_ai.providers.select import select_provider
-    from dace_ai.storage.sessions import open_session
+    from dace_ai.storage.session_store import open_session
 
     provider = select_provider(settings)
     prompt = render_prompt(ctx, settings)

@@ -27,7 +27,7 @@ The drivers:
   answer without a session or a cache, and keeps its own accounting of the verdict.
 
 What differs between drivers is the first message, what a round records besides the
-conversation (:class:`~dace_ai.storage.sessions.RoundContent`), the :class:`Table`'s
+conversation (:class:`~dace_ai.storage.session_store.RoundContent`), the :class:`Table`'s
 parameters and what happens to the accepted answer.
 """
 
@@ -52,7 +52,7 @@ from dace_ai.solving.checked_answer import CheckedAnswer, CheckRun, check_record
 from dace_ai.solving.provenance import Provenance, accepted_provenance
 from dace_ai.solving.requests import request_record
 from dace_ai.storage.cache import cache_key
-from dace_ai.storage.sessions import RoundContent, Session
+from dace_ai.storage.session_store import RoundContent, Session
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any
 from dace_ai import compat
 from dace_ai.errors import AIUsageError
 from dace_ai.solving.provenance import provenance, session_round
-from dace_ai.storage.sessions import Session, session_by_id
+from dace_ai.storage.session_store import Session, session_by_id
 
 
 @dataclass

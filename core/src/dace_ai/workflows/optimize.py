@@ -61,7 +61,7 @@ from dace_ai.providers.api import Message, ProviderReply, ProviderRequest
 from dace_ai.runtime_check.instrument import add_spot_check
 from dace_ai.runtime_check.registry import Origin
 from dace_ai.solving.rounds import Asked, Keeping, Round, Table, ask, check, keep, provenance
-from dace_ai.storage.sessions import RoundContent
+from dace_ai.storage.session_store import RoundContent
 from dace_ai.workflows.optimize_report import Candidate, NodeOptimization, OptimizeReport
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ if TYPE_CHECKING:
     from dace_ai.prompt.answer import Answer
     from dace_ai.solving.answer_source import AnswerSource
     from dace_ai.solving.dispatch import CheckDispatcher
-    from dace_ai.storage.sessions import Session
+    from dace_ai.storage.session_store import Session
 
 #: Nodes optimized at once on an executor when ``node_concurrency`` is 0 (each holds a few waiting threads).
 MAX_NODES_AT_ONCE = 64
@@ -316,7 +316,7 @@ def _targets(sdfg: Any, node: Any) -> list[tuple[Any, Any, Any]]:
 
 
 def _pinned(sdfg_name: str, key: str) -> bool:
-    from dace_ai.storage.sessions import open_session
+    from dace_ai.storage.session_store import open_session
 
     return bool(open_session(sdfg_name, key).summary().get("pinned"))
 
@@ -333,7 +333,7 @@ def _optimize_node(
 ) -> tuple[NodeOptimization, Any, Any]:
     """The node's candidates, round after round: (its result, the best attempt, its session or None if skipped)."""
     from dace_ai.prompt.render import render_prompt
-    from dace_ai.storage.sessions import open_session
+    from dace_ai.storage.session_store import open_session
 
     started = time.perf_counter()
     ctx = work.ctx

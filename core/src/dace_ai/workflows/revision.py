@@ -26,7 +26,7 @@ from dace_ai.providers.api import Message
 from dace_ai.solving.answer_source import AnswerSource
 from dace_ai.solving.requests import request_for
 from dace_ai.solving.rounds import Keeping, Round, Table, accept, play_round, until_accepted
-from dace_ai.storage.sessions import RoundContent, Session
+from dace_ai.storage.session_store import RoundContent, Session
 from dace_ai.workflows.generated import Generated, replaced_node, session_of
 
 

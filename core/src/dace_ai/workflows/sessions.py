@@ -29,7 +29,7 @@ from dace_ai.compat.gpu_host import answer_text
 from dace_ai.errors import AIUsageError
 from dace_ai.runtime_check.instrument import strip
 from dace_ai.solving.provenance import Provenance, body, is_pinned, with_fields
-from dace_ai.storage.sessions import Session
+from dace_ai.storage.session_store import Session
 from dace_ai.workflows.generated import Generated, generated_tasklets, select, session_of
 from dace_ai.workflows.revision import Revision, revise
 
