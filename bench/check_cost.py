@@ -115,7 +115,7 @@ def gemm_candidate(i: int) -> Answer:
 
 
 def _request(ctx: Any, settings: Any, answer: Answer) -> CheckRequest:
-    from dace_ai.expansion.tasklet import make_tasklet
+    from dace_ai.solving.tasklet import make_tasklet
 
     live = (ctx.live or {}).get("node")
     factory = (

@@ -29,8 +29,8 @@ from dace_ai.checking.verify import verify_check
 from dace_ai.config.settings import resolve_settings
 from dace_ai.expansion.expansion_pass import node_context
 from dace_ai.expansion.pending import pending_nodes
-from dace_ai.expansion.tasklet import make_tasklet
 from dace_ai.prompt.answer import Answer
+from dace_ai.solving.tasklet import make_tasklet
 
 SIZE = 1_000_000
 

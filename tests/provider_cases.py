@@ -60,7 +60,7 @@ def expected_request(program: Any, settings: AISettings) -> ProviderRequest:
     """The request the expansion sends for ``program``'s only AI node, rebuilt from a fresh SDFG."""
     from dace_ai.expansion.expansion_pass import expansion_pass, node_context
     from dace_ai.expansion.pending import pending_nodes
-    from dace_ai.expansion.requests import build_request
+    from dace_ai.solving.requests import build_request
 
     sdfg = program.to_sdfg()
     with expansion_pass():

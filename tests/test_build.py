@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import CheckFailed
-from dace_ai.expansion.build import blame, build, repair
 from dace_ai.expansion.pending import pending_nodes
 from dace_ai.expansion.pipeline import implement
 from dace_ai.testing import FakeProvider
+from dace_ai.workflows.build import blame, build, repair
 
 N = dace.symbol("N")
 GOOD = "for (int i = 0; i < N; ++i) _out[i] = {helper}(_a[i]);"
@@ -164,7 +164,7 @@ def test_probe_and_faithful_judge_a_real_node_context_alike():
 
 
 def test_pinned_tasklets_are_recognised_from_provenance_or_session(_isolated_dace_ai):
-    from dace_ai.expansion.build import is_pinned, provenance
+    from dace_ai.workflows.build import is_pinned, provenance
 
     def tasklet(comment):
         return dace.nodes.Tasklet("t", {}, {"o"}, comment + "o = 1;", language=dace.Language.CPP)
@@ -203,7 +203,7 @@ def break_by_hand(tasklet) -> None:
 
 def test_a_build_repair_that_computes_the_wrong_result_is_refused_and_the_tasklet_kept(scripted, monkeypatch):
     """The repaired answer goes through the node's checks: a wrong one never replaces the tasklet silently."""
-    from dace_ai.expansion.provenance import level_from_code
+    from dace_ai.solving.provenance import level_from_code
 
     monkeypatch.setenv("DACE_ai_max_repair_attempts", "1")
     scripted.script = lambda request: helper_answer(
@@ -230,7 +230,7 @@ def test_a_build_repair_that_computes_the_wrong_result_is_refused_and_the_taskle
 
 
 def test_a_build_repair_that_passes_its_checks_carries_its_own_level(scripted):
-    from dace_ai.expansion.provenance import Provenance
+    from dace_ai.solving.provenance import Provenance
 
     scripted.script = lambda request: helper_answer(
         GOOD, "twice_helper" if len(request.messages) == 1 else "twice_repaired"

@@ -10,8 +10,8 @@ from dace_ai.checking.api import CheckReport
 from dace_ai.checking.verdict import judge
 from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import InconclusiveCheckWarning
-from dace_ai.expansion.check_results import ReportModel, read_outcome, to_reports
 from dace_ai.prompt.feedback import TimeEvidence
+from dace_ai.solving.check_results import ReportModel, read_outcome, to_reports
 
 
 def _every_field() -> CheckReport:

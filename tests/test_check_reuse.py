@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from dace_ai.checking import candidate_checks, stages
 from dace_ai.errors import InconclusiveCheckWarning
-from dace_ai.expansion.provenance import Provenance
+from dace_ai.solving.provenance import Provenance
 from dace_ai.storage.cache import AnswerCache
 from dace_ai.testing import FakeProvider
 

@@ -286,18 +286,21 @@ def test_plus_and_minus_entries_add_to_and_remove_from_the_defaults(runtime_plug
 # ------------------------------------------------------------------- the public entry: one candidate
 @pytest.fixture
 def without_the_expansion(monkeypatch):
-    """While the test runs, importing any ``dace_ai.expansion`` module raises ImportError."""
-    import dace_ai.expansion
+    """While the test runs, importing any module of ``dace_ai.expansion``, ``dace_ai.solving`` or
+    ``dace_ai.workflows`` raises ImportError."""
+    import importlib
 
-    monkeypatch.setitem(sys.modules, "dace_ai.expansion", None)
-    for module in pkgutil.iter_modules(dace_ai.expansion.__path__):
-        monkeypatch.setitem(sys.modules, f"dace_ai.expansion.{module.name}", None)
+    for name in ("dace_ai.expansion", "dace_ai.solving", "dace_ai.workflows"):
+        package = importlib.import_module(name)
+        monkeypatch.setitem(sys.modules, name, None)
+        for module in pkgutil.iter_modules(package.__path__):
+            monkeypatch.setitem(sys.modules, f"{name}.{module.name}", None)
 
 
 def test_check_candidate_passes_a_correct_answer_and_fails_a_wrong_one_without_the_expansion(without_the_expansion):
     settings = resolve_settings({"checkers": "probe"})
     with pytest.raises(ImportError):
-        import dace_ai.expansion.tasklet  # noqa: F401 - the fixture works
+        import dace_ai.solving.tasklet  # noqa: F401 - the fixture works
     good = check_candidate(Answer(code=GOOD, code_global=HELPER), node_context(), settings)
     assert [(r.checker, r.status, r.stage) for r in good] == [("probe", "passed", "compile")]
     bad = check_candidate(Answer(code=BAD, code_global=HELPER), node_context(), settings)

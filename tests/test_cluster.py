@@ -306,7 +306,7 @@ def two_inc_nodes(name: str) -> dace.SDFG:
 
 def test_a_scheduler_that_goes_away_mid_run_ends_it_and_the_sdfg_is_put_back(fake, tmp_path, quick_connect):
     from dace_ai.execution.jobs import ExecutorUnavailable
-    from dace_ai.storage.sessions import Session
+    from dace_ai.storage.session_store import Session
     from distributed import Client, LocalCluster
 
     sdfg = two_inc_nodes("cl_midrun")
@@ -410,7 +410,7 @@ def answer_by_request(request) -> str:
 
 def session_rows(root) -> dict[str, list]:
     """Each node's session: its rounds' (optimize round, sample, status, answer) and the optimize outcome."""
-    from dace_ai.storage.sessions import Session
+    from dace_ai.storage.session_store import Session
 
     rows = {}
     for folder in sorted((root / "ai-sessions").iterdir()):
@@ -468,7 +468,7 @@ def test_every_node_at_once_on_the_cluster_gives_the_local_tasklets_levels_and_s
 
 
 def test_the_job_board_counts_queued_running_and_done_per_node():
-    from dace_ai.expansion.job_board import JobBoard
+    from dace_ai.solving.job_board import JobBoard
     from rich.console import Console
 
     running = {"a1"}

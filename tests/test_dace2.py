@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 from dace_ai import compat
 from dace_ai.errors import AnswerError
-from dace_ai.expansion.provenance import level_from_code
 from dace_ai.prompt.answer import parse_answer
+from dace_ai.solving.provenance import level_from_code
 
 from tests.dace_versions import DACE2, only_dace2
 
@@ -130,7 +130,7 @@ def test_dace_ai_stands_in_for_the_library_whichever_is_imported_first(tmp_path)
         "dace_ai.expansion.implementation",
         "dace_ai.expansion.takeover",
         "dace_ai.expansion.exchange",
-        "dace_ai.expansion.build",
+        "dace_ai.workflows.build",
         "dace_ai.expansion.frontend",
     )
 

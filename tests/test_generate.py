@@ -12,8 +12,8 @@ import dace_ai
 import numpy as np
 import pytest
 from dace_ai.errors import AIUsageError, ProviderError
-from dace_ai.expansion.generate import GenerateSummary
 from dace_ai.storage.cache import AnswerCache
+from dace_ai.workflows.generate import GenerateSummary
 
 from tests.dace_versions import add_nested_sdfg
 from tests.fakes.llm_server import (

@@ -23,7 +23,7 @@ from dace_ai import compat
 from dace_ai.checking.gpu_build import gpu_build_blocker, nvcc_version
 from dace_ai.environments.generated import _headers
 from dace_ai.errors import DaceAIWarning
-from dace_ai.expansion.provenance import body
+from dace_ai.solving.provenance import body
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit)")
 
@@ -174,8 +174,8 @@ def live_request(sdfg: dace.SDFG, answer_fields: dict, workdir: Path):
     from dace_ai.checking.api import CheckRequest
     from dace_ai.config.settings import resolve_settings
     from dace_ai.expansion.expansion_pass import node_context
-    from dace_ai.expansion.tasklet import tasklet_factory
     from dace_ai.prompt.answer import parse_answer
+    from dace_ai.solving.tasklet import tasklet_factory
 
     (state,) = list(sdfg.states())
     node = next(n for n in state.nodes() if isinstance(n, dace_ai.AINode))

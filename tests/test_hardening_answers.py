@@ -9,9 +9,9 @@ import dace_ai
 import pytest
 from dace_ai.errors import AnswerError
 from dace_ai.expansion.exchange import ExchangeWarning
-from dace_ai.expansion.generate import GenerateWarning
 from dace_ai.prompt.answer import Answer, max_answer_chars, parse_answer
 from dace_ai.testing import FakeProvider
+from dace_ai.workflows.generate import GenerateWarning
 
 from tests.inc_program import BROKEN, GOOD, inc_sdfg
 

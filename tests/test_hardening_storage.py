@@ -16,7 +16,7 @@ from dace_ai.cli.main import main
 from dace_ai.plugins.registrations import Provider
 from dace_ai.providers.api import Message, ProviderRequest
 from dace_ai.storage.cache import AnswerCache, CacheWarning, cache_key
-from dace_ai.storage.sessions import SessionWarning, open_session
+from dace_ai.storage.session_store import SessionWarning, open_session
 
 from tests.inc_program import GOOD, inc_sdfg
 
@@ -204,7 +204,7 @@ class LongTable(dnodes.LibraryNode):
 
 def _table_key(table):
     from dace_ai.expansion.expansion_pass import node_context, resolve
-    from dace_ai.expansion.requests import build_request
+    from dace_ai.solving.requests import build_request
 
     sdfg = dace.SDFG("tables")
     sdfg.add_array("A", [8], dace.float64)
@@ -277,9 +277,9 @@ def test_damaged_recorded_conversation_is_a_clear_error(_isolated_dace_ai, conte
     import dace
     from dace_ai.config.settings import resolve_settings
     from dace_ai.errors import CheckFailed
-    from dace_ai.expansion.generated import Generated, of_tasklet
-    from dace_ai.expansion.revision import Revision, revise
-    from dace_ai.storage.sessions import session_by_id
+    from dace_ai.storage.session_store import session_by_id
+    from dace_ai.workflows.generated import Generated, of_tasklet
+    from dace_ai.workflows.revision import Revision, revise
 
     round_dir = _isolated_dace_ai / "ai-sessions" / "s.n" / "round-1"
     round_dir.mkdir(parents=True)

@@ -38,7 +38,9 @@ LAYERS: list[set[str]] = [
     {"storage"},
     {"targets", "environments", "context", "prompt", "providers", "checking", "execution", "performance"},
     {"runtime_check"},
-    {"expansion", "evaluation"},
+    {"solving"},
+    {"expansion"},
+    {"evaluation", "workflows"},
     {"cli"},
 ]
 #: Modules that face outwards and may import any layer.
@@ -53,6 +55,8 @@ CONCERNS = {
     "targets",
     "environments",
     "expansion",
+    "solving",
+    "workflows",
     "storage",
     "cli",
     "execution",
@@ -177,7 +181,7 @@ def test_type_checking_imports_are_skipped_and_nothing_else():
     tree = ast.parse(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from dace_ai.cli.main import main\n"
-        "else:\n    from dace_ai.expansion.build import build\n"
+        "else:\n    from dace_ai.workflows.build import build\n"
         "if True:\n    from dace_ai.prompt.render import render_prompt\n"
         "def f():\n    import dace_ai.storage.cache\n"
     )
@@ -186,7 +190,7 @@ def test_type_checking_imports_are_skipped_and_nothing_else():
         for n in _walk_run_time(tree)
         if isinstance(n, (ast.Import, ast.ImportFrom))
     }
-    assert seen == {"typing", "dace_ai.expansion.build", "dace_ai.prompt.render", "dace_ai.storage.cache"}
+    assert seen == {"typing", "dace_ai.workflows.build", "dace_ai.prompt.render", "dace_ai.storage.cache"}
 
 
 def test_public_door_exports_what_it_lists():
@@ -523,7 +527,7 @@ def test_no_import_circle_even_inside_functions():
     A function-body import is for load time (``import dace_ai`` stays light, a provider's SDK is
     imported when the provider is used), never a way around a circle: shared pieces live in small
     modules of their own (who implements ``'ai'``: :mod:`~dace_ai.expansion.charge`; the generated
-    tasklets and their sessions: :mod:`~dace_ai.expansion.generated`; a pack's defaults).
+    tasklets and their sessions: :mod:`~dace_ai.workflows.generated`; a pack's defaults).
     """
     circles = []
     for known in (_module_names(), _pack_modules()):
@@ -560,32 +564,32 @@ def test_import_circles_count_annotations_but_not_function_bodies():
     assert _import_circles(graph) == [["p.a", "p.b"]]
 
 
-#: The round engine: the one module that plays a round's steps (:mod:`dace_ai.expansion.rounds`).
-ROUNDS = "dace_ai.expansion.rounds"
+#: The round engine: the one module that plays a round's steps (:mod:`dace_ai.solving.rounds`).
+ROUNDS = "dace_ai.solving.rounds"
 
 #: A round's steps that are functions, by the module defining them.
 ROUND_STEP_FUNCTIONS = {
-    "dace_ai.expansion.answer_source.ask_for_node": "asking the provider",
+    "dace_ai.solving.answer_source.ask_for_node": "asking the provider",
     "dace_ai.prompt.answer.parse_answer": "parsing an answer",
-    "dace_ai.expansion.checked_answer.check_answer": "running the checks",
-    "dace_ai.expansion.checked_answer.check_recorded": "running the checks",
+    "dace_ai.solving.checked_answer.check_answer": "running the checks",
+    "dace_ai.solving.checked_answer.check_recorded": "running the checks",
     "dace_ai.checking.verdict.judge": "judging",
-    "dace_ai.expansion.provenance.accepted_provenance": "writing provenance",
+    "dace_ai.solving.provenance.accepted_provenance": "writing provenance",
 }
 
 #: A round's steps that are methods: name -> (the modules it may be called from besides the engine, the
 #: receiver's name ends with, the step). The answer cache is written by ``AnswerSource.keep`` only.
 ROUND_STEP_METHODS = {
-    "reply": (("dace_ai.expansion.answer_source",), "", "asking the provider (AnswerSource.reply)"),
-    "check": (("dace_ai.expansion.dispatch",), "dispatcher", "dispatching check jobs (CheckDispatcher.check)"),
-    "record_round": (("dace_ai.storage.sessions",), "", "recording the round (Session.record_round)"),
-    "keep": (("dace_ai.expansion.answer_source",), "", "writing the answer cache (AnswerSource.keep)"),
+    "reply": (("dace_ai.solving.answer_source",), "", "asking the provider (AnswerSource.reply)"),
+    "check": (("dace_ai.solving.dispatch",), "dispatcher", "dispatching check jobs (CheckDispatcher.check)"),
+    "record_round": (("dace_ai.storage.session_store",), "", "recording the round (Session.record_round)"),
+    "keep": (("dace_ai.solving.answer_source",), "", "writing the answer cache (AnswerSource.keep)"),
     "put": (
-        ("dace_ai.storage.cache", "dace_ai.expansion.answer_source"),
+        ("dace_ai.storage.cache", "dace_ai.solving.answer_source"),
         "cache",
         "writing the answer cache (AnswerCache.put)",
     ),
-    "update_round": (("dace_ai.storage.sessions",), "", "writing provenance (Session.update_round(provenance=))"),
+    "update_round": (("dace_ai.storage.session_store",), "", "writing provenance (Session.update_round(provenance=))"),
 }
 
 #: Calls of a round's step that are no round, with the reason.
@@ -646,11 +650,11 @@ def test_a_round_is_played_by_the_round_engine_only():
     """Asking, parsing, checking, judging, recording, caching and provenance: one round, written once.
 
     The expansion, refine and build repairs, ``optimize``, ``generate`` and the bench's attempt
-    drive :mod:`dace_ai.expansion.rounds`; none of them calls a round's steps itself.
+    drive :mod:`dace_ai.solving.rounds`; none of them calls a round's steps itself.
     """
     modules = [(name, tree) for _, name, tree in _core_modules()]
     found = _round_step_calls([(name.removesuffix(".__init__"), tree) for name, tree in modules])
-    assert not found, "round steps called outside dace_ai.expansion.rounds:\n" + "\n".join(found)
+    assert not found, "round steps called outside dace_ai.solving.rounds:\n" + "\n".join(found)
 
 
 def test_round_steps_are_found_in_every_spelling():
@@ -691,10 +695,10 @@ def test_process_state_is_registered_and_reset_in_one_place():
     import dace_ai.environments.installed
     import dace_ai.environments.resolve
     import dace_ai.evaluation.tasks
-    import dace_ai.expansion.check_results
-    import dace_ai.expansion.check_reuse
     import dace_ai.expansion.pipeline
     import dace_ai.runtime_check.hook
+    import dace_ai.solving.check_results
+    import dace_ai.solving.check_reuse
     import dace_ai.targets.build_flags
     import dace_ai.targets.cpu
     import dace_ai.targets.select
@@ -714,15 +718,15 @@ def test_process_state_is_registered_and_reset_in_one_place():
         "environments.installed.include_dirs",
         "environments.resolve.detections",
         "evaluation.tasks.suites",
-        "expansion.check_results.said",
-        "expansion.check_reuse.file_digests",
-        "expansion.check_reuse.package_digest",
         "expansion.pipeline.gpu_build_told",
         "runtime_check.calls",
         "runtime_check.done",
         "runtime_check.pending",
         "runtime_check.stopped",
         "runtime_check.told",
+        "solving.check_results.said",
+        "solving.check_reuse.file_digests",
+        "solving.check_reuse.package_digest",
         "targets.build_flags.compiler_identity",
         "targets.build_flags.compiler_machine",
         "targets.cpu.this_cpu",

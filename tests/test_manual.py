@@ -9,8 +9,8 @@ import pytest
 from dace_ai.errors import MissingAnswer
 from dace_ai.expansion.expansion_pass import node_context, resolve
 from dace_ai.expansion.pending import pending_nodes
-from dace_ai.expansion.requests import build_request
 from dace_ai.providers.manual import PROMPT_SUFFIX, RESPONSE_SUFFIX, prompt_hash
+from dace_ai.solving.requests import build_request
 
 N = dace.symbol("N")
 

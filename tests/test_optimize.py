@@ -277,7 +277,7 @@ def test_cli_optimize_writes_json_and_the_optimized_sdfg(openai_server, tmp_path
 
 def test_optimize_skips_pinned_nodes(openai_server):
     from dace_ai.config.settings import resolve_settings
-    from dace_ai.storage.sessions import open_session
+    from dace_ai.storage.session_store import open_session
 
     sdfg = double_program().to_sdfg()
     settings = resolve_settings()

@@ -18,10 +18,10 @@ from dace_ai.checking.levels import verification_level
 from dace_ai.checking.stages import check_workdir, run_checks
 from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import CheckFailed, InconclusiveCheckWarning, NativeFallbackWarning
-from dace_ai.expansion.provenance import level_from_code
 from dace_ai.plugin import Checker, hookimpl
 from dace_ai.prompt.answer import Answer
 from dace_ai.providers.api import current_node
+from dace_ai.solving.provenance import level_from_code
 from dace_ai.storage.cache import AnswerCache
 from dace_ai.testing import FakeProvider
 

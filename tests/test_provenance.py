@@ -5,7 +5,7 @@ verification level whole. No ``from __future__ import annotations``: DaCe reads 
 import dace
 import dace_ai
 import pytest
-from dace_ai.expansion.provenance import Provenance, level_from_code, provenance, with_fields
+from dace_ai.solving.provenance import Provenance, level_from_code, provenance, with_fields
 
 from tests.test_verdict import ai_program, checker, generated  # noqa: F401 - the checker fixture
 

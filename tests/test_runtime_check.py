@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from dace_ai.errors import RuntimeCheckFailed, RuntimeCheckWarning
 from dace_ai.expansion.pending import pending_nodes
-from dace_ai.expansion.provenance import body
-from dace_ai.storage.sessions import Session
+from dace_ai.solving.provenance import body
+from dace_ai.storage.session_store import Session
 
 from tests.test_ladder import MATMUL, ladder_matmul
 

@@ -20,7 +20,7 @@ from dace_ai.cli.main import main as cli
 from dace_ai.errors import AIUsageError, CheckFailed
 from dace_ai.expansion.pending import pending_nodes
 from dace_ai.expansion.pipeline import implement
-from dace_ai.expansion.provenance import body, is_pinned, provenance
+from dace_ai.solving.provenance import body, is_pinned, provenance
 
 from tests.fakes.llm_server import Reply, fake_llm_server_fixture  # noqa: F401 - the fake_llm_server fixture
 from tests.provider_cases import SECRET
@@ -325,7 +325,7 @@ def test_the_installed_command_runs_in_its_own_process(llm, tmp_path, _isolated_
 
 
 def test_the_session_record_keeps_unknown_fields_and_reads_damaged_files(_isolated_dace_ai):
-    from dace_ai.storage.sessions import session_by_id
+    from dace_ai.storage.session_store import session_by_id
 
     session = session_by_id("prog-abc")
     session.folder.mkdir(parents=True)
@@ -344,7 +344,7 @@ def test_a_round_is_recorded_from_one_typed_content_and_refused_without_a_status
     from dataclasses import replace
 
     from dace_ai.checking.api import CheckReport
-    from dace_ai.storage.sessions import RoundContent, session_by_id
+    from dace_ai.storage.session_store import RoundContent, session_by_id
 
     session = session_by_id("prog-typed")
     asked = RoundContent(

@@ -352,7 +352,7 @@ def test_the_bench_stage_reports_the_speed_of_light_of_its_timing():
 
 
 def test_optimize_puts_the_speed_of_light_in_the_provenance_the_session_and_its_report(fake):
-    from dace_ai.expansion.provenance import provenance
+    from dace_ai.solving.provenance import provenance
 
     def twice(a):
         return 2 * a

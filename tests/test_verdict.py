@@ -16,12 +16,12 @@ from dace_ai.checking.api import CheckReport
 from dace_ai.checking.verdict import falls_back_natively, judge
 from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import CheckFailed, InconclusiveCheckWarning, NativeFallbackWarning
-from dace_ai.expansion.generate import GenerateWarning
-from dace_ai.expansion.provenance import level_from_code, provenance
 from dace_ai.plugin import Checker, hookimpl
+from dace_ai.solving.provenance import level_from_code, provenance
 from dace_ai.storage.cache import AnswerCache
-from dace_ai.storage.sessions import Session
+from dace_ai.storage.session_store import Session
 from dace_ai.testing import FakeProvider
+from dace_ai.workflows.generate import GenerateWarning
 
 N = dace.symbol("N")
 CODE = "for (int i = 0; i < N; ++i) _out[i] = _a[i];"

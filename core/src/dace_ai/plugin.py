@@ -97,7 +97,6 @@ from dace_ai.execution.jobs import (
     target_resource,
     worker_name,
 )
-from dace_ai.expansion.check_jobs import KeyInPayload, assert_key_free
 from dace_ai.plugins.artefacts import Artefact
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import (
@@ -134,6 +133,7 @@ from dace_ai.providers.sdk import (
     provider_failure,
     strict_json_schema,
 )
+from dace_ai.solving.check_jobs import KeyInPayload, assert_key_free
 from dace_ai.state import STATE
 from dace_ai.targets.build_flags import build_command, builds_with_dace, runtime_standard_flag
 from dace_ai.targets.cpu import CpuInfo, read_cpu

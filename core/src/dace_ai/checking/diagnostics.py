@@ -1,6 +1,6 @@
 """Compiler output parsed into located records.
 
-Repairs must be aimed: :mod:`dace_ai.expansion.build` blames the generated tasklet that
+Repairs must be aimed: :mod:`dace_ai.workflows.build` blames the generated tasklet that
 produced each diagnosed line, and checkers send the model only the errors (with
 their source excerpts and notes) instead of pages of build-system noise. GCC and
 Clang print ``file:line[:col]: error: message`` followed by an excerpt; nvcc

@@ -85,9 +85,9 @@ def dry_run(args: argparse.Namespace) -> int:
     """Print what the executor of these options would start, without starting it."""
     from dace_ai.config.settings import resolve_settings
     from dace_ai.execution.jobs import ExecutorOptions
-    from dace_ai.expansion.dispatch import executor_options
     from dace_ai.plugins.manager import get_plugin_manager
     from dace_ai.plugins.registrations import Executor
+    from dace_ai.solving.dispatch import executor_options
 
     settings = resolve_settings(settings_overrides(args))
     given = (

@@ -83,7 +83,7 @@ def _emit(data: Any, args: argparse.Namespace, text: Any) -> None:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from dace_ai.expansion.sessions import sessions
+    from dace_ai.workflows.sessions import sessions
 
     rows = sessions(_load(args.file))
     _emit(rows, args, lambda: _table(rows, COLUMNS, f"Generated tasklets of {args.file}"))
@@ -91,7 +91,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from dace_ai.expansion.sessions import show
+    from dace_ai.workflows.sessions import show
 
     info = show(_load(args.file), args.node)
 
@@ -109,7 +109,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from dace_ai.expansion.sessions import history
+    from dace_ai.workflows.sessions import history
 
     rounds = history(_load(args.file), args.node)
     _emit(rounds, args, lambda: _table(rounds, HISTORY_COLUMNS, f"Rounds of {args.node or 'the tasklet'}"))
@@ -117,7 +117,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def _change(args: argparse.Namespace, action: Any, verb: str) -> int:
-    from dace_ai.expansion.sessions import select, show
+    from dace_ai.workflows.sessions import select, show
 
     sdfg = _load(args.file)
     action(sdfg)
@@ -135,25 +135,25 @@ def _change(args: argparse.Namespace, action: Any, verb: str) -> int:
 
 
 def cmd_refine(args: argparse.Namespace) -> int:
-    from dace_ai.expansion.sessions import refine
+    from dace_ai.workflows.sessions import refine
 
     return _change(args, lambda sdfg: refine(sdfg, args.node, args.feedback), "refined")
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
-    from dace_ai.expansion.sessions import rollback
+    from dace_ai.workflows.sessions import rollback
 
     return _change(args, lambda sdfg: rollback(sdfg, args.node, round=args.round), "rolled back")
 
 
 def cmd_pin(args: argparse.Namespace) -> int:
-    from dace_ai.expansion.sessions import pin
+    from dace_ai.workflows.sessions import pin
 
     return _change(args, lambda sdfg: pin(sdfg, args.node), "pinned")
 
 
 def cmd_unpin(args: argparse.Namespace) -> int:
-    from dace_ai.expansion.sessions import unpin
+    from dace_ai.workflows.sessions import unpin
 
     return _change(args, lambda sdfg: unpin(sdfg, args.node), "unpinned")
 

@@ -32,9 +32,9 @@ if TYPE_CHECKING:
     from dace_ai.config.settings import AISettings
     from dace_ai.context.types import NodeContext
     from dace_ai.evaluation.tasks import Task
-    from dace_ai.expansion.rounds import Round
     from dace_ai.prompt.answer import Answer
     from dace_ai.prompt.render import Prompt
+    from dace_ai.solving.rounds import Round
 
 
 def prompt_hash(system: str, user: str) -> str:
@@ -160,7 +160,7 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     import dace
 
     from dace_ai.config.settings import resolve_settings
-    from dace_ai.evaluation.programs import program_sdfg, task_digest
+    from dace_ai.evaluation.task_programs import program_sdfg, task_digest
     from dace_ai.evaluation.tasks import find_task, missing_requirements
     from dace_ai.expansion.expansion_pass import node_context
     from dace_ai.prompt.render import render_prompt
@@ -218,8 +218,8 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
 def _play(ctx: NodeContext, settings: AISettings, prompt: Prompt, task: Task, text: str) -> Round | str:
     """One round of the supplied answer ``text`` as an expansion plays it (environments resolved, the same
     verdict), without a session or the cache; the parse error when it does not parse."""
-    from dace_ai.expansion.requests import request_for
-    from dace_ai.expansion.rounds import Table, ask, check
+    from dace_ai.solving.requests import request_for
+    from dace_ai.solving.rounds import Table, ask, check
 
     table = Table(ctx, settings, "", None, None, reuse_checks=False)
     request = request_for(prompt.system, prompt.user, settings)

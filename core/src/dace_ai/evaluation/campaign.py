@@ -125,11 +125,11 @@ class LiveAsker:
 
     def ask(self, suite: str, task: Task) -> dict[str, Any]:
         from dace_ai.evaluation.attempt import prompt_hash
-        from dace_ai.evaluation.programs import program_sdfg
-        from dace_ai.expansion.answer_source import ask_for_node
+        from dace_ai.evaluation.task_programs import program_sdfg
         from dace_ai.expansion.expansion_pass import node_context
-        from dace_ai.expansion.requests import request_for
         from dace_ai.prompt.render import render_prompt
+        from dace_ai.solving.answer_source import ask_for_node
+        from dace_ai.solving.requests import request_for
 
         _sdfg, state, node = program_sdfg(suite, task, f"bench_{task.id}_ask")
         ctx = node_context(state.sdfg, state, node, self.settings)

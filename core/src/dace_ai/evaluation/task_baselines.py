@@ -50,7 +50,7 @@ def native_label(suite: str, task: Task) -> str:
     if task.kind != "library":
         return NATIVE_PROGRAM
     from dace_ai.checking.baselines import node_baselines
-    from dace_ai.evaluation.programs import program_sdfg
+    from dace_ai.evaluation.task_programs import program_sdfg
 
     _sdfg, _state, node = program_sdfg(suite, task, f"bench_{task.id}_label")
     found = node_baselines(node).native
@@ -72,7 +72,7 @@ def task_baseline_sides(
     import numpy as np
 
     from dace_ai.checking.baselines import node_baselines
-    from dace_ai.evaluation.programs import program_sdfg
+    from dace_ai.evaluation.task_programs import program_sdfg
     from dace_ai.evaluation.tasks import suite_member
 
     sides: list[TaskSide] = []

@@ -68,7 +68,7 @@ def _built(sdfg: Any, build_root: Path, prepare: Any = None) -> LibrarySpec:
 
 def _case(sdfg: Any, task: Task, seed: int, folder: Path) -> tuple[Case, dict[str, Any]]:
     """(the child's case for one seed: the program's arrays, inputs from files; the arguments here)."""
-    from dace_ai.evaluation.programs import make_arguments
+    from dace_ai.evaluation.task_programs import make_arguments
 
     args = make_arguments(sdfg, task, seed)
     containers: list[Container] = []
@@ -141,7 +141,7 @@ def _judge_outputs(
     the timed baselines' on the first) with the task's Python reference, run here on the same
     arguments; records ``correct``, ``baseline_correct`` and the mismatches, and leaves out of the
     timing each baseline whose outputs differ."""
-    from dace_ai.evaluation.programs import compare
+    from dace_ai.evaluation.task_programs import compare
 
     result["correct"], result["baseline_correct"] = True, True
     for case, args in zip(cases, arguments):
@@ -244,12 +244,12 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
 
     from dace_ai.checking.sandbox import SandboxLimits, run_child
     from dace_ai.config.settings import resolve_settings
-    from dace_ai.evaluation.programs import baseline_sdfg, program_sdfg, task_digest
+    from dace_ai.evaluation.task_programs import baseline_sdfg, program_sdfg, task_digest
     from dace_ai.evaluation.tasks import find_task, suite_member
-    from dace_ai.expansion.checked_answer import answer_environments
     from dace_ai.expansion.expansion_pass import node_context
-    from dace_ai.expansion.tasklet import make_tasklet, place_tasklet
     from dace_ai.prompt.answer import Answer
+    from dace_ai.solving.checked_answer import answer_environments
+    from dace_ai.solving.tasklet import make_tasklet, place_tasklet
 
     build_root = Path(spec["build_root"])
     dace.Config.set("default_build_folder", value=str(build_root))

@@ -14,7 +14,7 @@ Resource tags say where a job may run (executors that place jobs, like dask, use
 
 A runner that can tell which resources no worker offers has ``missing(job)``; the
 drivers then send a job whose target nobody offers without its target and say what
-could not be checked (see :mod:`dace_ai.expansion.dispatch`).
+could not be checked (see :mod:`dace_ai.solving.dispatch`).
 """
 
 from __future__ import annotations

@@ -105,7 +105,7 @@ class ThreadRunner:
     Each candidate's checks already run the generated code in sandboxed child
     processes, so threads here only wait on compilers and children, as before
     executors existed. ``in_process`` lets drivers hand over the node they hold
-    instead of a rebuilt copy (see :mod:`dace_ai.expansion.check_jobs`).
+    instead of a rebuilt copy (see :mod:`dace_ai.solving.check_jobs`).
     """
 
     in_process = True

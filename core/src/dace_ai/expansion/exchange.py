@@ -45,7 +45,7 @@ from dace_ai.providers.manual import (
 )
 
 if TYPE_CHECKING:
-    from dace_ai.storage.sessions import Session
+    from dace_ai.storage.session_store import Session
 
 
 def _manual_settings(settings: AISettings | dict[str, Any] | None, directory: str | Path | None) -> AISettings:
@@ -76,7 +76,7 @@ def generate_prompts(
 
     from dace_ai.expansion.expansion_pass import expansion_pass, node_context, resolve
     from dace_ai.expansion.pending import expand_other_nodes, pending_nodes
-    from dace_ai.expansion.requests import build_request
+    from dace_ai.solving.requests import build_request
 
     if expand_others:
         sdfg = copy.deepcopy(sdfg)
@@ -151,7 +151,7 @@ def read_prompt_responses(
     from dace_ai.expansion.expansion_pass import expansion_pass, node_context
     from dace_ai.expansion.pending import expand_other_nodes
     from dace_ai.expansion.pipeline import implement
-    from dace_ai.storage.sessions import open_session
+    from dace_ai.storage.session_store import open_session
 
     if expand_others:
         expand_other_nodes(sdfg)
@@ -229,7 +229,7 @@ def first_error(log: str) -> str:
 
 def tasklet_level(tasklet: Any) -> str:
     """The verification level in a generated tasklet's provenance; ``native fallback`` for None."""
-    from dace_ai.expansion.provenance import level_from_code
+    from dace_ai.solving.provenance import level_from_code
 
     if tasklet is None:
         return "native fallback (no answer passed its checks)"
@@ -245,7 +245,7 @@ def _pending(sdfg: Any) -> list[tuple[Any, Any, Any]]:
 def generate_prompt(node: Any, state: Any, settings: AISettings | dict[str, Any] | None = None) -> str:
     """The prompt document for one node (nothing written)."""
     from dace_ai.expansion.expansion_pass import node_context, resolve
-    from dace_ai.expansion.requests import build_request
+    from dace_ai.solving.requests import build_request
 
     settings = resolve(settings)
     ctx = node_context(state.sdfg, state, node, settings)

@@ -44,7 +44,7 @@ def expand_natively_or_raise(sdfg: Any, state: Any, node: Any, settings: AISetti
     if error.session:
         from pathlib import Path
 
-        from dace_ai.storage.sessions import Session
+        from dace_ai.storage.session_store import Session
 
         Session(Path(error.session)).record_fallback(native, str(error).splitlines()[0])
     warnings.warn(

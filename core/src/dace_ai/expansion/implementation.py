@@ -70,7 +70,7 @@ class user_facing_errors:
         if not isinstance(exc, DaceAIError) or _debug():
             return False
         if not exc.trace_log:
-            from dace_ai.storage.sessions import log_error
+            from dace_ai.storage.session_store import log_error
 
             log = log_error("".join(traceback.format_exception(kind, exc, tb)))
             exc.trace_log = str(log) if log else "-"

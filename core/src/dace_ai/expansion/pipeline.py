@@ -1,12 +1,12 @@
 """Solving a node: from a node in an SDFG to its tasklet, through answers, checks and repair rounds.
 
 :func:`solve` asks (or replays) until an answer passes its checks: the request
-(:mod:`~dace_ai.expansion.requests`), its answer from the cache or the provider
-(:mod:`~dace_ai.expansion.answer_source`), the checks (:mod:`~dace_ai.expansion.checked_answer`),
+(:mod:`~dace_ai.solving.requests`), its answer from the cache or the provider
+(:mod:`~dace_ai.solving.answer_source`), the checks (:mod:`~dace_ai.solving.checked_answer`),
 :func:`~dace_ai.checking.verdict.judge`, and a repair round with the checks' diagnostics
 when they refused it; every round is recorded in the node's session.
 :func:`generate_tasklet` turns the accepted answer into a tasklet whose first line says
-where it came from (:func:`~dace_ai.expansion.rounds.accept`), and
+where it came from (:func:`~dace_ai.solving.rounds.accept`), and
 :func:`implement` places it in the SDFG, or falls back to the native expansion.
 
 The node's context comes from the SDFG context collected once per expansion pass
@@ -23,17 +23,17 @@ from dace_ai import compat
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
 from dace_ai.errors import NativeKept
-from dace_ai.expansion.answer_source import AnswerSource
 from dace_ai.expansion.expansion_pass import node_context, resolve
-from dace_ai.expansion.provenance import Provenance
-from dace_ai.expansion.requests import node_record, request_for
-from dace_ai.expansion.rounds import Round, Table, accept, play_round, until_accepted
 from dace_ai.prompt.answer import Answer
 from dace_ai.providers.api import Message, ProviderReply
 from dace_ai.runtime_check.instrument import add_spot_check
 from dace_ai.runtime_check.registry import Origin
+from dace_ai.solving.answer_source import AnswerSource
+from dace_ai.solving.provenance import Provenance
+from dace_ai.solving.requests import node_record, request_for
+from dace_ai.solving.rounds import Round, Table, accept, play_round, until_accepted
 from dace_ai.state import STATE
-from dace_ai.storage.sessions import RoundContent
+from dace_ai.storage.session_store import RoundContent
 
 if TYPE_CHECKING:
     from dace_ai.checking.api import CheckReport
@@ -70,7 +70,7 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
     """
     from dace_ai.prompt.render import render_prompt
     from dace_ai.providers.select import select_provider
-    from dace_ai.storage.sessions import open_session
+    from dace_ai.storage.session_store import open_session
 
     provider = select_provider(settings)
     prompt = render_prompt(ctx, settings)
@@ -139,7 +139,7 @@ def generate_tasklet(
     supplied: str | None = None,
 ) -> Any:
     """The tasklet for ``node`` (not yet placed in the SDFG)."""
-    from dace_ai.expansion.tasklet import make_tasklet
+    from dace_ai.solving.tasklet import make_tasklet
 
     settings = resolve(settings)
     ctx = node_context(sdfg, state, node, settings)
@@ -191,7 +191,7 @@ def implement(
     ``on_failure`` says: the code works, it is just not faster.
     """
     from dace_ai.errors import CheckFailed
-    from dace_ai.expansion.tasklet import place_tasklet
+    from dace_ai.solving.tasklet import place_tasklet
 
     settings = resolve(settings)
     try:

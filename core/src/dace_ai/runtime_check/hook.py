@@ -178,7 +178,7 @@ def _recorded(
 def _mark_wrong(ident: str, plan: SpotPlan, words: str) -> str:
     """Record the wrong output in the answer's session round and move its cache entry aside; what was done."""
     from dace_ai.storage.cache import AnswerCache
-    from dace_ai.storage.sessions import Session
+    from dace_ai.storage.session_store import Session
 
     origin = registry.origin(ident)
     done: list[str] = []

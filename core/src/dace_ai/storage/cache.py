@@ -103,8 +103,8 @@ class CachedAnswer:
     #: The verification level the answer reached when it was accepted and cached.
     verification: str = ""
     #: The checks it passed and the fingerprint of what they depended on
-    #: (:func:`dace_ai.expansion.check_reuse.record`); None when not recorded. Never trusted
-    #: as it is: :func:`dace_ai.expansion.check_reuse.reuse` validates it.
+    #: (:func:`dace_ai.solving.check_reuse.record`); None when not recorded. Never trusted
+    #: as it is: :func:`dace_ai.solving.check_reuse.reuse` validates it.
     checked: dict[str, Any] | None = None
 
 

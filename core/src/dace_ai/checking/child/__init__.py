@@ -15,7 +15,7 @@ Several modules, one per job, rather than one long file:
 * :mod:`.process`: the limits, the phase file, OpenMP's thread count;
 * :mod:`.compare`: judging a run's outputs and the bytes around its buffers;
 * :mod:`.timing`: the one timing algorithm (interleaved samples), the bandwidth, the bench lock;
-* :mod:`.runs`: the candidate's runs of one case; :mod:`.bench`: the bench section;
+* :mod:`.runs`: the candidate's runs of one case; :mod:`.bench_section`: the bench section;
 * :mod:`.reuse`: samples kept on disk for the node's next candidate;
 * :mod:`.job`: the job from start to end.
 

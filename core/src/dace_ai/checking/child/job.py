@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from .bench import run_bench
+from .bench_section import run_bench
 from .compare import expected_of, same_outputs
 from .process import Phase, Threads, apply_limits
 from .programs import CandidateLibrary, P, Program, Reference

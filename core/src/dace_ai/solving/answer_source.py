@@ -98,10 +98,10 @@ class AnswerSource:
     ) -> None:
         """Cache an answer that passed its checks, with those checks (``note``: fields written first).
 
-        Called only by :func:`dace_ai.expansion.rounds.keep`, once the answer is accepted: a
+        Called only by :func:`dace_ai.solving.rounds.keep`, once the answer is accepted: a
         refused answer is never cached, so a later run asks again (or reads the edited
         response file). ``checked``
-        (:func:`dace_ai.expansion.check_reuse.record`) lets a later expansion of the same
+        (:func:`dace_ai.solving.check_reuse.record`) lets a later expansion of the same
         answer reuse its checks; a cached answer checked again here gets it added.
         """
         if not self.settings.cache:

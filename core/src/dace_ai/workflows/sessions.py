@@ -4,7 +4,7 @@ Every function takes an SDFG (built here or loaded with ``SDFG.from_file`` in
 another process) and selects one generated tasklet by the library node it
 replaced (``"twice"``), its tasklet label, its session id, the tasklet object
 itself, or nothing when the SDFG has exactly one. A generated tasklet finds its
-session through its provenance comment (:mod:`dace_ai.expansion.provenance`);
+session through its provenance comment (:mod:`dace_ai.solving.provenance`);
 the session is read from the build folder root it was written to.
 
 * ``refine`` continues the round's conversation with the user's feedback, runs
@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 from dace_ai import compat
 from dace_ai.compat.gpu_host import answer_text
 from dace_ai.errors import AIUsageError
-from dace_ai.expansion.generated import Generated, generated_tasklets, select, session_of
-from dace_ai.expansion.provenance import Provenance, body, is_pinned, with_fields
-from dace_ai.expansion.revision import Revision, revise
 from dace_ai.runtime_check.instrument import strip
-from dace_ai.storage.sessions import Session
+from dace_ai.solving.provenance import Provenance, body, is_pinned, with_fields
+from dace_ai.storage.session_store import Session
+from dace_ai.workflows.generated import Generated, generated_tasklets, select, session_of
+from dace_ai.workflows.revision import Revision, revise
 
 if TYPE_CHECKING:
     from dace_ai.config.settings import AISettings
@@ -193,7 +193,7 @@ def refine(
     The message carries the feedback and, when the round's checks measured its code, the
     "Where the time goes" section (times, speedups, speed of light, the compiler's remarks
     on its loops). The answer goes through the usual checks and repair rounds
-    (:func:`dace_ai.expansion.revision.revise`). Only an accepted answer changes the tasklet;
+    (:func:`dace_ai.workflows.revision.revise`). Only an accepted answer changes the tasklet;
     otherwise the error is raised and the SDFG is left as it was (the rejected rounds are
     recorded in the session).
     """
@@ -212,8 +212,8 @@ def refine(
 
 def rollback(sdfg: Any, name: Any = None, round: int | None = None) -> Any:
     """Put the answer of an earlier accepted ``round`` back into the selected tasklet (no model is asked)."""
-    from dace_ai.expansion.tasklet import update_tasklet
     from dace_ai.prompt.answer import Answer
+    from dace_ai.solving.tasklet import update_tasklet
 
     g = select(sdfg, name)
     session = session_of(g)

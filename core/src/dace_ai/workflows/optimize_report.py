@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from dace_ai.checking.deception import format_seconds
 
 if TYPE_CHECKING:
-    from dace_ai.expansion.dispatch import DispatchStats
+    from dace_ai.solving.dispatch import DispatchStats
 
 CandidateStatus = Literal["passed", "refused", "error"]
 

@@ -5,10 +5,10 @@ program with many AI nodes, :func:`generate` sends all first-round requests
 concurrently instead and fills the answer cache; the expansion that follows
 (``sdfg.compile()``, ``sdfg.expand_library_nodes()``, a call of the program)
 then finds a cache hit for every node and reuses the checks it passed here, unless
-something they depend on changed in between (:mod:`dace_ai.expansion.check_reuse`).
+something they depend on changed in between (:mod:`dace_ai.solving.check_reuse`).
 
 * The requests are exactly the ones the expansion would send
-  (:func:`dace_ai.expansion.expansion_pass.node_context` and :func:`~dace_ai.expansion.requests.build_request`
+  (:func:`dace_ai.expansion.expansion_pass.node_context` and :func:`~dace_ai.solving.requests.build_request`
   inside one :func:`~dace_ai.expansion.expansion_pass.expansion_pass`), so their cache keys match.
 * Identical requests (the same cache key: same prompt, model, schema, ...) are
   sent once; every node that shares the key is served by the one answer.
@@ -20,14 +20,14 @@ something they depend on changed in between (:mod:`dace_ai.expansion.check_reuse
   verification level they reached; a failed, malformed or refused reply caches
   nothing and is listed in the summary (the expansion then asks again and repairs).
 * On a terminal a table shows nodes done / failed / cached and, per node, its check
-  jobs done, running and queued on the executor (:mod:`dace_ai.expansion.job_board`).
+  jobs done, running and queued on the executor (:mod:`dace_ai.solving.job_board`).
 
 Repair rounds still happen during the expansion, one node at a time, because
 they need the checks' diagnostics.
 
 ``executor=`` (or the ``executor`` setting) names the executor plugin that runs each
 answer's checks: ``threads`` of this process by default, ``local`` worker processes,
-``dask`` on a cluster (:mod:`dace_ai.expansion.dispatch`). The provider is asked here
+``dask`` on a cluster (:mod:`dace_ai.solving.dispatch`). The provider is asked here
 either way; a node whose checks ran elsewhere says on which worker, and whether the job
 had to be started again after a lost worker. An executor that stops (its scheduler
 went away) ends the run with :class:`~dace_ai.execution.jobs.ExecutorUnavailable`;
@@ -47,16 +47,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from dace_ai import compat
 from dace_ai.errors import AIUsageError, DaceAIError, DaceAIWarning, ProviderError
-from dace_ai.expansion.answer_source import AnswerSource
-from dace_ai.expansion.rounds import Keeping, Table, keep, play_round
 from dace_ai.providers.api import ProviderRequest, Usage
+from dace_ai.solving.answer_source import AnswerSource
+from dace_ai.solving.rounds import Keeping, Table, keep, play_round
 from dace_ai.storage.cache import AnswerCache, cache_key
 
 if TYPE_CHECKING:
     from dace_ai.checking.verdict import Verdict
     from dace_ai.config.settings import AISettings
     from dace_ai.context.types import NodeContext
-    from dace_ai.expansion.dispatch import CheckDispatcher, DispatchStats
+    from dace_ai.solving.dispatch import CheckDispatcher, DispatchStats
 
 Status = Literal["pending", "cached", "generated", "failed"]
 
@@ -218,10 +218,10 @@ def generate(
     (:class:`~dace_ai.execution.jobs.ExecutorUnavailable`).
     """
     from dace_ai.execution.jobs import ExecutorOptions
-    from dace_ai.expansion.dispatch import CheckDispatcher, executor_options
     from dace_ai.expansion.expansion_pass import resolve
     from dace_ai.expansion.pending import expand_nodes_leading_to_ai
     from dace_ai.providers.select import make_client, select_provider
+    from dace_ai.solving.dispatch import CheckDispatcher, executor_options
 
     started = time.perf_counter()
     settings = resolve(settings)
@@ -275,7 +275,7 @@ def _pending_jobs(
     """Add every pending node's result to ``summary``; return the distinct requests still to ask, by cache key."""
     from dace_ai.expansion.expansion_pass import expansion_pass, node_context
     from dace_ai.expansion.pending import pending_nodes
-    from dace_ai.expansion.requests import build_request
+    from dace_ai.solving.requests import build_request
 
     jobs: dict[str, _Job] = {}
     with expansion_pass():
@@ -324,7 +324,7 @@ def _answer(
     checks."""
     from dace_ai.checking.stages import repair_message
     from dace_ai.execution.jobs import ExecutorUnavailable
-    from dace_ai.expansion.dispatch import job_note
+    from dace_ai.solving.dispatch import job_note
 
     # No session: generate only fills the cache. The checks run on the executor, and an answer that
     # passed is cached with its node's name and where it came from.
@@ -409,7 +409,7 @@ class _Progress:
     """Nodes done / failed / cached above the per-node table of check jobs (a :class:`JobBoard`), on a terminal."""
 
     def __init__(self, total: int, enabled: bool) -> None:
-        from dace_ai.expansion.job_board import JobBoard
+        from dace_ai.solving.job_board import JobBoard
 
         self.total = total
         self.counts = {"done": 0, "failed": 0, "cached": 0}

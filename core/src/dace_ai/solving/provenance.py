@@ -270,7 +270,7 @@ def is_pinned(tasklet: Any) -> bool:
     where = found.session_round
     if where is None:
         return False
-    from dace_ai.storage.sessions import session_by_id
+    from dace_ai.storage.session_store import session_by_id
 
     try:
         return session_by_id(where[0]).pinned

@@ -5,7 +5,7 @@ open for a run. Its :meth:`~CheckDispatcher.check` has the signature of the loca
 checks (``checked_answer.check_answer(..., run=dispatcher.check)``), so a driver's threads
 block on a job exactly as they blocked on a local check:
 
-* the job's payload is plain data without any key (:mod:`dace_ai.expansion.check_jobs`);
+* the job's payload is plain data without any key (:mod:`dace_ai.solving.check_jobs`);
 * a job for target ``T`` asks for a worker declaring resource ``T``; when the executor
   says no worker offers it, the job runs where it can, compile stage only, and its
   reports say so (``compile-only: no worker with resource 'cuda'``): the answer's
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from dace_ai.checking.api import CheckReport
     from dace_ai.config.settings import AISettings
     from dace_ai.context.types import NodeContext
-    from dace_ai.expansion.job_board import JobBoard
     from dace_ai.prompt.answer import Answer
+    from dace_ai.solving.job_board import JobBoard
 
 #: The executor of generate/optimize when none is named (threads of this process, as before executors).
 DEFAULT_EXECUTOR = "threads"
@@ -94,7 +94,7 @@ class CheckDispatcher:
         self.runner: Runner | None = None
         self.in_process = False
         self.stats = DispatchStats()
-        #: Where the drivers watch the jobs (a :class:`~dace_ai.expansion.job_board.JobBoard`); None: nowhere.
+        #: Where the drivers watch the jobs (a :class:`~dace_ai.solving.job_board.JobBoard`); None: nowhere.
         self.board: JobBoard | None = None
         self._lock = threading.Lock()
         self._programs: dict[int, str] = {}
@@ -142,7 +142,7 @@ class CheckDispatcher:
 
     def _program(self, ctx: NodeContext) -> str:
         """The node's one-node program, built once per node for all its candidates."""
-        from dace_ai.expansion.check_jobs import carrier_program
+        from dace_ai.solving.check_jobs import carrier_program
 
         node = (ctx.live or {}).get("node")
         with self._lock:
@@ -157,7 +157,7 @@ class CheckDispatcher:
         self, answer: Answer, ctx: NodeContext, settings: AISettings, environments: set[str]
     ) -> list[CheckReport]:
         """The reports of ``answer``'s checks, run as one job on the executor (blocks until they are back)."""
-        from dace_ai.expansion.check_jobs import forget_live, make_payload, register_live, run_check_job
+        from dace_ai.solving.check_jobs import forget_live, make_payload, register_live, run_check_job
 
         runner = self.runner
         if runner is None:
@@ -217,8 +217,8 @@ class CheckDispatcher:
     ) -> list[CheckReport]:
         from dace_ai.checking.api import CheckRequest
         from dace_ai.checking.stages import any_checker_applies
-        from dace_ai.expansion.check_results import read_outcome, reemit_warnings, to_reports
         from dace_ai.plugins.manager import get_plugin_manager
+        from dace_ai.solving.check_results import read_outcome, reemit_warnings, to_reports
 
         where = f"worker {result.worker}" if result.worker else f"executor {self.name!r}"
         lost = (

@@ -4,7 +4,7 @@
 follows (``sdfg.compile()``) is served the same answer from the cache and, until now,
 checked it a second time; so did every later run of the program. A check is a pure
 function of what a check job carries to a worker
-(:class:`~dace_ai.expansion.check_jobs.CheckPayload`: the answer, the node's context, the
+(:class:`~dace_ai.solving.check_jobs.CheckPayload`: the answer, the node's context, the
 node in a program of its own, the settings the checks read, the environments) and of
 the code that checks it. :func:`fingerprint` digests all of that:
 
@@ -20,7 +20,7 @@ the code that checks it. :func:`fingerprint` digests all of that:
 An accepted answer's cache entry keeps its reports under that fingerprint
 (:func:`record`); :func:`reuse` gives them back only when the fingerprint is the same and
 every report still validates as a worker's result would
-(:class:`~dace_ai.expansion.check_results.ReportModel`). Anything else (another fingerprint,
+(:class:`~dace_ai.solving.check_results.ReportModel`). Anything else (another fingerprint,
 an old entry, a damaged record) means: check again. Reused reports go through the same
 acceptance rule, and a check that could not decide is warned about again (the warning a
 checker gave once per program was given in the run that checked it).
@@ -42,9 +42,9 @@ from pydantic import ValidationError
 from dace_ai.checking.api import CheckReport
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
-from dace_ai.expansion.check_jobs import carrier_program, make_payload
-from dace_ai.expansion.check_results import ReportModel
 from dace_ai.prompt.answer import Answer
+from dace_ai.solving.check_jobs import carrier_program, make_payload
+from dace_ai.solving.check_results import ReportModel
 from dace_ai.state import STATE
 
 #: Bumped when what the fingerprint covers changes, so older records are never matched.
@@ -159,7 +159,7 @@ def _source_file(function: Callable[..., object] | None) -> str | None:
         return None
 
 
-@STATE.cached("expansion.check_reuse.file_digests", maxsize=256)
+@STATE.cached("solving.check_reuse.file_digests", maxsize=256)
 def _file_digest(path: str | None) -> str:
     if not path:
         return ""
@@ -169,7 +169,7 @@ def _file_digest(path: str | None) -> str:
         return "unreadable"
 
 
-@STATE.cached("expansion.check_reuse.package_digest", maxsize=1)
+@STATE.cached("solving.check_reuse.package_digest", maxsize=1)
 def _package_digest() -> str:
     """The source of ``dace_ai`` (Python, C++ and the child): an edited or upgraded check is another check."""
     root = Path(__file__).resolve().parents[1]

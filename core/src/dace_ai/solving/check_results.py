@@ -7,7 +7,7 @@ status, a stage and its timing; a ``passed`` verify report of the built-in ``ver
 checker carries its seeds and sizes, a passed bench's timings are positive numbers; a
 result with no report while checks are on, or one where a checker not installed here
 claims a verdict, is refused. A refused result never counts as passed (the dispatcher raises
-:class:`~dace_ai.expansion.dispatch.CheckJobFailed`).
+:class:`~dace_ai.solving.dispatch.CheckJobFailed`).
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def to_reports(outcome: CheckOutcome) -> list[Any]:
     return [CheckReport.from_record(r.model_dump()) for r in outcome.reports]
 
 
-_said: set[tuple[str, str]] = STATE.register("expansion.check_results.said", set())
+_said: set[tuple[str, str]] = STATE.register("solving.check_results.said", set())
 
 
 def reemit_warnings(outcome: CheckOutcome) -> None:

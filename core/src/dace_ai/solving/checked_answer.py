@@ -8,9 +8,9 @@ refine, build repairs, ``dace-ai bench``) goes through :func:`check_answer`, or
   to the model like a failed check);
 * the checks run here (:func:`dace_ai.checking.candidate_checks.check_candidate`, with
   the factory of the tasklet the expansion would place) or elsewhere (``run``: an
-  executor's worker, :mod:`dace_ai.expansion.dispatch`);
+  executor's worker, :mod:`dace_ai.solving.dispatch`);
 * a cached answer's recorded checks are reused while nothing they depend on changed
-  (:mod:`dace_ai.expansion.check_reuse`), and :class:`CheckedAnswer` says what the cache
+  (:mod:`dace_ai.solving.check_reuse`), and :class:`CheckedAnswer` says what the cache
   keeps so that a later run may reuse them.
 """
 
@@ -49,7 +49,7 @@ class CheckedAnswer:
         """What the cache keeps so that a later run may reuse these checks (None when checks are off)."""
         if not self.settings.compile_check or not self.settings.cache:
             return None
-        from dace_ai.expansion.check_reuse import fingerprint, record
+        from dace_ai.solving.check_reuse import fingerprint, record
 
         if not self.fingerprint:
             self.fingerprint = fingerprint(self.answer, self.ctx, self.settings, self.environments)
@@ -64,10 +64,10 @@ def check_recorded(
     run: CheckRun | None = None,
 ) -> CheckedAnswer:
     """:func:`check_answer`, reusing the ``recorded`` checks of a cached answer when nothing they depend on
-    changed (:mod:`dace_ai.expansion.check_reuse`)."""
+    changed (:mod:`dace_ai.solving.check_reuse`)."""
     digest = ""
     if recorded and settings.compile_check:
-        from dace_ai.expansion.check_reuse import fingerprint, reuse
+        from dace_ai.solving.check_reuse import fingerprint, reuse
 
         resolution = answer_environments(answer, ctx)
         if not resolution.problems:
@@ -87,7 +87,7 @@ def check_answer(
 
     Refused environment requests go back to the model like a failed check. ``run``
     (``run(answer, ctx, settings, environments) -> reports``) runs the checks elsewhere,
-    e.g. :meth:`dace_ai.expansion.dispatch.CheckDispatcher.check` on an executor; the
+    e.g. :meth:`dace_ai.solving.dispatch.CheckDispatcher.check` on an executor; the
     environments are resolved here either way.
     """
     from dace_ai.checking.stages import failed
@@ -99,7 +99,7 @@ def check_answer(
         reports = run(answer, ctx, settings, set(resolution.paths))
     else:
         from dace_ai.checking.candidate_checks import check_candidate
-        from dace_ai.expansion.tasklet import tasklet_factory
+        from dace_ai.solving.tasklet import tasklet_factory
 
         reports = check_candidate(answer, ctx, settings, resolution.paths, tasklet_factory(answer, ctx))
     return reports, (set() if failed(reports) else set(resolution.paths))

@@ -21,13 +21,13 @@ from dace_ai import compat
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
 from dace_ai.errors import CheckFailed
-from dace_ai.expansion.answer_source import AnswerSource
 from dace_ai.expansion.expansion_pass import node_context
-from dace_ai.expansion.generated import Generated, replaced_node, session_of
-from dace_ai.expansion.requests import request_for
-from dace_ai.expansion.rounds import Keeping, Round, Table, accept, play_round, until_accepted
 from dace_ai.providers.api import Message
-from dace_ai.storage.sessions import RoundContent, Session
+from dace_ai.solving.answer_source import AnswerSource
+from dace_ai.solving.requests import request_for
+from dace_ai.solving.rounds import Keeping, Round, Table, accept, play_round, until_accepted
+from dace_ai.storage.session_store import RoundContent, Session
+from dace_ai.workflows.generated import Generated, replaced_node, session_of
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
 
     ``sdfg`` is the program whose build folder is discarded after the change, so the
     next ``compile()`` builds the new code. ``g`` must have a session
-    (:func:`~dace_ai.expansion.generated.session_of` says what is wrong when it has not).
+    (:func:`~dace_ai.workflows.generated.session_of` says what is wrong when it has not).
     """
     from dace_ai.checking.stages import failure_error
     from dace_ai.providers.select import select_provider
@@ -78,7 +78,7 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
         table, attempts, play, lambda last: failure_error(ctx, last.checked.reports, attempts - 1, session.folder)
     )
     fields = accept(table, rnd, g.name, stacklevel=3)  # only an answer that passed is cached
-    from dace_ai.expansion.tasklet import update_tasklet
+    from dace_ai.solving.tasklet import update_tasklet
 
     update_tasklet(g.tasklet, rnd.answer, fields, rnd.checked.environments, sdfg=g.sdfg, ctx=ctx)
     compat.discard_build_folder(sdfg)

@@ -2,7 +2,7 @@
 
 ``generate`` and ``optimize`` ask the provider in the user's process (keys never leave
 it) and hand each candidate's checks (compile, verify, bench: whatever
-:func:`dace_ai.expansion.checked_answer.check_answer` runs) to an executor plugin. A job's
+:func:`dace_ai.solving.checked_answer.check_answer` runs) to an executor plugin. A job's
 payload is plain JSON data (:class:`CheckPayload`):
 
 * the answer (its pydantic model dumped), the environment class paths it resolved to;
@@ -15,8 +15,8 @@ payload is plain JSON data (:class:`CheckPayload`):
   own code; the worker registers it like the node's process did).
 
 A worker runs :func:`run_check_job` and returns a
-:class:`~dace_ai.expansion.check_results.CheckOutcome`; the user's process validates it
-(:func:`~dace_ai.expansion.check_results.read_outcome`) before anything is believed: a worker cannot say
+:class:`~dace_ai.solving.check_results.CheckOutcome`; the user's process validates it
+(:func:`~dace_ai.solving.check_results.read_outcome`) before anything is believed: a worker cannot say
 "passed" without the reports and the details a local check would have.
 
 Same process, same check: :func:`run_check_job` first looks the node up in a registry of
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from dace_ai.errors import DaceAIError
-from dace_ai.expansion.check_results import CheckOutcome, ReportModel, WarningModel
+from dace_ai.solving.check_results import CheckOutcome, ReportModel, WarningModel
 
 if TYPE_CHECKING:
     from dace_ai.config.settings import AISettings
@@ -303,7 +303,7 @@ def run_check_job(data: dict[str, Any]) -> dict[str, Any]:
     answer = Answer.model_validate(payload.answer)
     check_settings_ = _compile_stage_only(ctx, settings) if payload.compile_only else settings
     from dace_ai.checking.candidate_checks import check_candidate
-    from dace_ai.expansion.tasklet import tasklet_factory
+    from dace_ai.solving.tasklet import tasklet_factory
 
     factory = tasklet_factory(answer, ctx)
     # Identical answers for one node share a check folder: the stage runner checks them one at a time.

@@ -25,7 +25,7 @@ from dace_ai.checking.api import stable_paths
 from dace_ai.checking.diagnostics import Diagnostic, errors_with_notes, format_diagnostics, parse_diagnostics
 from dace_ai.config.settings import AISettings
 from dace_ai.errors import CheckFailed
-from dace_ai.expansion.provenance import is_pinned, provenance
+from dace_ai.solving.provenance import is_pinned, provenance
 
 __all__ = ["blame", "build", "is_pinned", "provenance", "repair"]
 
@@ -132,13 +132,13 @@ def repair_tasklet(entry: Blame, message: str, settings: AISettings, program: An
     """Continue the blamed tasklet's conversation with ``message`` (the errors that involve it); return the tasklet.
 
     The repaired answer is held to the standard of the first one: the checks of the node's
-    context and repair rounds (:func:`dace_ai.expansion.revision.revise`); only an accepted
+    context and repair rounds (:func:`dace_ai.workflows.revision.revise`); only an accepted
     answer replaces the tasklet's code, with the level it reached. Hand edits since the
     round's answer are what the model is asked to repair. ``program`` is the SDFG being built.
     """
-    from dace_ai.expansion.generated import of_tasklet
-    from dace_ai.expansion.revision import Revision, revise
-    from dace_ai.expansion.sessions import hand_edit_note, hand_edits
+    from dace_ai.workflows.generated import of_tasklet
+    from dace_ai.workflows.revision import Revision, revise
+    from dace_ai.workflows.sessions import hand_edit_note, hand_edits
 
     g = of_tasklet(entry.state, entry.tasklet)
     if g.session is None or g.round is None or not g.session.round_folder(g.round).is_dir():
@@ -242,7 +242,7 @@ def verification_summary(sdfg: Any) -> list[tuple[str, str]]:
     """(tasklet label, verification level) of every generated tasklet in ``sdfg``, nested SDFGs included."""
     from dace.sdfg import nodes
 
-    from dace_ai.expansion.provenance import level_from_code
+    from dace_ai.solving.provenance import level_from_code
 
     found = []
     for node, _ in sdfg.all_nodes_recursive():

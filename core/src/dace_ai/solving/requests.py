@@ -13,7 +13,6 @@ from typing import Any
 
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
-from dace_ai.expansion.expansion_pass import resolve
 from dace_ai.prompt.answer import answer_json_schema
 from dace_ai.providers.api import Message, ProviderRequest
 
@@ -44,17 +43,17 @@ def request_for(system: str, user: str, settings: AISettings, history: Sequence[
     )
 
 
-def build_request(
-    node_ctx: NodeContext, settings: AISettings | None = None, history: Sequence[Any] = ()
-) -> ProviderRequest:
+def build_request(node_ctx: NodeContext, settings: AISettings, history: Sequence[Any] = ()) -> ProviderRequest:
     """The request for a node: system prompt, the rendered prompt, then ``history``.
+
+    ``settings`` are resolved already (the expansion pass resolves them once per pass:
+    :func:`dace_ai.expansion.expansion_pass.resolve`).
 
     ``history`` holds the previous assistant answers and repair messages
     (:class:`~dace_ai.providers.api.Message` objects or ``(role, text)`` pairs).
     """
     from dace_ai.prompt.render import render_prompt
 
-    settings = resolve(settings)
     prompt = render_prompt(node_ctx, settings)
     return request_for(prompt.system, prompt.user, settings, history)
 

@@ -13,21 +13,21 @@ could not decide and writes the answer's provenance into its round.
 The drivers:
 
 * ``solve`` (a node's expansion, :mod:`~dace_ai.expansion.pipeline`) and ``revise`` (refine
-  and program-build repair, :mod:`~dace_ai.expansion.revision`) play rounds
+  and program-build repair, :mod:`~dace_ai.workflows.revision`) play rounds
   (:func:`play_round`, :func:`until_accepted`) and :func:`accept` the winner;
-* ``dace_ai.optimize`` (:mod:`~dace_ai.expansion.optimize`) asks for several candidates at
+* ``dace_ai.optimize`` (:mod:`~dace_ai.workflows.optimize`) asks for several candidates at
   once: each is asked and parsed (:func:`ask`) in one thread and checked, judged and
   recorded (:func:`check`) in another, on the run's executor (``Table.run``), recorded as
   ``passed`` rather than ``accepted`` (``Table.accepted``), and every one that passed is
   cached without its checks' record (:class:`Keeping`);
-* ``dace_ai.generate`` (:mod:`~dace_ai.expansion.generate`) plays one round per distinct
+* ``dace_ai.generate`` (:mod:`~dace_ai.workflows.generate`) plays one round per distinct
   request without a session, its checks on the executor, and caches what passed with the
   node's name (:class:`Keeping`);
 * the bench's attempt (:mod:`~dace_ai.evaluation.attempt`) plays one round of a supplied
   answer without a session or a cache, and keeps its own accounting of the verdict.
 
 What differs between drivers is the first message, what a round records besides the
-conversation (:class:`~dace_ai.storage.sessions.RoundContent`), the :class:`Table`'s
+conversation (:class:`~dace_ai.storage.session_store.RoundContent`), the :class:`Table`'s
 parameters and what happens to the accepted answer.
 """
 
@@ -45,14 +45,14 @@ from dace_ai.checking.verdict import Verdict, judge
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
 from dace_ai.errors import AnswerError
-from dace_ai.expansion.answer_source import AnswerSource
-from dace_ai.expansion.checked_answer import CheckedAnswer, CheckRun, check_recorded
-from dace_ai.expansion.provenance import Provenance, accepted_provenance
-from dace_ai.expansion.requests import request_record
 from dace_ai.prompt.answer import Answer, parse_answer
 from dace_ai.providers.api import Message, ProviderReply, ProviderRequest
+from dace_ai.solving.answer_source import AnswerSource
+from dace_ai.solving.checked_answer import CheckedAnswer, CheckRun, check_recorded
+from dace_ai.solving.provenance import Provenance, accepted_provenance
+from dace_ai.solving.requests import request_record
 from dace_ai.storage.cache import cache_key
-from dace_ai.storage.sessions import RoundContent, Session
+from dace_ai.storage.session_store import RoundContent, Session
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ from dace_ai import compat
 from dace_ai.checking.units import gpu_host_parts
 from dace_ai.context.types import ConnectorInfo, NodeContext
 from dace_ai.errors import AnswerError
-from dace_ai.expansion.provenance import Provenance
 from dace_ai.prompt.answer import Answer
 from dace_ai.runtime_check.instrument import reinstrument
 from dace_ai.runtime_check.registry import Origin
+from dace_ai.solving.provenance import Provenance
 
 _LANGUAGES = {"cpp": dtypes.Language.CPP, "cuda": dtypes.Language.CPP, "hip": dtypes.Language.CPP}
 
@@ -62,7 +62,7 @@ def connector_type(conn: ConnectorInfo, live_type: Any = None) -> dtypes.typecla
 
 
 def provenance_comment(provenance: Provenance | dict[str, Any] | None) -> str:
-    """The tasklet's first line (:meth:`~dace_ai.expansion.provenance.Provenance.to_comment`)."""
+    """The tasklet's first line (:meth:`~dace_ai.solving.provenance.Provenance.to_comment`)."""
     if not isinstance(provenance, Provenance):
         provenance = Provenance.from_fields(provenance or {})
     return provenance.to_comment()

@@ -35,7 +35,7 @@ nodes. On a terminal a table shows each node's jobs done, running and queued.
 
 ``executor=`` (or the ``executor`` setting) names the executor plugin that runs each
 candidate's checks (``threads`` of this process by default, ``local`` worker processes,
-``dask`` on a cluster; see :mod:`dace_ai.expansion.dispatch`); the provider is asked here
+``dask`` on a cluster; see :mod:`dace_ai.solving.dispatch`); the provider is asked here
 either way. When the run ends with an error (an executor whose scheduler went away
 raises :class:`~dace_ai.execution.jobs.ExecutorUnavailable`), the SDFG is put back as
 it was and no session summary changes; the rounds of candidates whose checks finished
@@ -56,24 +56,24 @@ from typing import TYPE_CHECKING, Any
 from dace_ai import compat
 from dace_ai.checking.deception import format_seconds
 from dace_ai.errors import AIUsageError, DaceAIError
-from dace_ai.expansion.optimize_report import Candidate, NodeOptimization, OptimizeReport
-from dace_ai.expansion.rounds import Asked, Keeping, Round, Table, ask, check, keep, provenance
 from dace_ai.prompt.feedback import TimeEvidence, where_the_time_goes
 from dace_ai.providers.api import Message, ProviderReply, ProviderRequest
 from dace_ai.runtime_check.instrument import add_spot_check
 from dace_ai.runtime_check.registry import Origin
-from dace_ai.storage.sessions import RoundContent
+from dace_ai.solving.rounds import Asked, Keeping, Round, Table, ask, check, keep, provenance
+from dace_ai.storage.session_store import RoundContent
+from dace_ai.workflows.optimize_report import Candidate, NodeOptimization, OptimizeReport
 
 if TYPE_CHECKING:
     from dace_ai.checking.api import CheckReport
     from dace_ai.checking.verdict import Verdict
     from dace_ai.config.settings import AISettings
     from dace_ai.context.types import NodeContext
-    from dace_ai.expansion.answer_source import AnswerSource
-    from dace_ai.expansion.dispatch import CheckDispatcher
     from dace_ai.plugins.registrations import Provider
     from dace_ai.prompt.answer import Answer
-    from dace_ai.storage.sessions import Session
+    from dace_ai.solving.answer_source import AnswerSource
+    from dace_ai.solving.dispatch import CheckDispatcher
+    from dace_ai.storage.session_store import Session
 
 #: Nodes optimized at once on an executor when ``node_concurrency`` is 0 (each holds a few waiting threads).
 MAX_NODES_AT_ONCE = 64
@@ -120,7 +120,7 @@ class _Changes:
 
     def place(self, state: Any, node: Any, tasklet: Any) -> None:
         from dace_ai import compat
-        from dace_ai.expansion.tasklet import place_tasklet
+        from dace_ai.solving.tasklet import place_tasklet
 
         order = state.nodes()
         place_tasklet(state, node, tasklet)
@@ -168,16 +168,16 @@ def optimize(
     the executor plugin running the checks (default: the ``executor`` setting, else
     threads of this process), with ``scheduler`` (an address) and ``workers`` for it.
     ``progress``: show each node's check jobs live (default: when stderr is a terminal).
-    Returns an :class:`~dace_ai.expansion.optimize_report.OptimizeReport`; the SDFG is
+    Returns an :class:`~dace_ai.workflows.optimize_report.OptimizeReport`; the SDFG is
     changed in place (winners become tasklets, refused nodes are set to their native
     implementation), and only when the run completes.
     """
     from dace_ai.execution.jobs import ExecutorOptions
-    from dace_ai.expansion.answer_source import AnswerSource
-    from dace_ai.expansion.dispatch import CheckDispatcher, executor_options
     from dace_ai.expansion.expansion_pass import expansion_pass, node_context, resolve
     from dace_ai.expansion.pending import expand_nodes_leading_to_ai
     from dace_ai.providers.select import select_provider
+    from dace_ai.solving.answer_source import AnswerSource
+    from dace_ai.solving.dispatch import CheckDispatcher, executor_options
 
     if samples < 1 or rounds < 0:
         raise AIUsageError(f"dace_ai.optimize: samples must be >= 1 and rounds >= 0 (got {samples}, {rounds})")
@@ -236,7 +236,7 @@ def _run_on_board(
     """``run`` of every node (:func:`_run_nodes`), their check jobs shown live on a :class:`JobBoard`."""
     import sys
 
-    from dace_ai.expansion.job_board import JobBoard
+    from dace_ai.solving.job_board import JobBoard
 
     board = JobBoard(
         "dace-ai optimize",
@@ -316,7 +316,7 @@ def _targets(sdfg: Any, node: Any) -> list[tuple[Any, Any, Any]]:
 
 
 def _pinned(sdfg_name: str, key: str) -> bool:
-    from dace_ai.storage.sessions import open_session
+    from dace_ai.storage.session_store import open_session
 
     return bool(open_session(sdfg_name, key).summary().get("pinned"))
 
@@ -333,7 +333,7 @@ def _optimize_node(
 ) -> tuple[NodeOptimization, Any, Any]:
     """The node's candidates, round after round: (its result, the best attempt, its session or None if skipped)."""
     from dace_ai.prompt.render import render_prompt
-    from dace_ai.storage.sessions import open_session
+    from dace_ai.storage.session_store import open_session
 
     started = time.perf_counter()
     ctx = work.ctx
@@ -426,7 +426,7 @@ class _Runner:
         )
 
     def run_round(self, rnd: int, samples: int, history: list[Message]) -> list[_Attempt]:
-        from dace_ai.expansion.requests import request_for
+        from dace_ai.solving.requests import request_for
 
         attempts = []
         for sample in range(samples):
@@ -459,7 +459,7 @@ class _Runner:
 
     def _ask(self, attempt: _Attempt) -> None:
         """Ask for ``attempt``'s answer and parse it (an answer that does not parse is recorded as an error)."""
-        from dace_ai.expansion.requests import node_record
+        from dace_ai.solving.requests import node_record
 
         c = attempt.candidate
         content = RoundContent(
@@ -488,8 +488,8 @@ class _Runner:
     def _check(self, attempt: _Attempt, asked: Asked) -> None:
         """Check ``attempt``'s answer, judge and record it; a passed answer is kept for reuse."""
         from dace_ai.execution.jobs import ExecutorUnavailable
-        from dace_ai.expansion.dispatch import CheckJobFailed, job_note
-        from dace_ai.expansion.provenance import bench_figures
+        from dace_ai.solving.dispatch import CheckJobFailed, job_note
+        from dace_ai.solving.provenance import bench_figures
 
         c = attempt.candidate
         started = time.perf_counter()
@@ -632,7 +632,7 @@ def _apply(
     from dace_ai.checking.verdict import falls_back_natively
     from dace_ai.expansion.charge import IMPLEMENTATION
     from dace_ai.expansion.fallback import fallback_implementation
-    from dace_ai.expansion.tasklet import make_tasklet
+    from dace_ai.solving.tasklet import make_tasklet
 
     native = fallback_implementation(node)
     if best is None:

@@ -1,9 +1,9 @@
 """The tasklets a model wrote in an SDFG, and the sessions they came from.
 
 A generated tasklet finds its session through its provenance comment
-(:mod:`dace_ai.expansion.provenance`); the session is read from the build folder root it
-was written to. The sessions API (:mod:`dace_ai.expansion.sessions`) and the revisions
-that change a tasklet (:mod:`dace_ai.expansion.revision`) select tasklets here.
+(:mod:`dace_ai.solving.provenance`); the session is read from the build folder root it
+was written to. The sessions API (:mod:`dace_ai.workflows.sessions`) and the revisions
+that change a tasklet (:mod:`dace_ai.workflows.revision`) select tasklets here.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 
 from dace_ai import compat
 from dace_ai.errors import AIUsageError
-from dace_ai.expansion.provenance import provenance, session_round
-from dace_ai.storage.sessions import Session, session_by_id
+from dace_ai.solving.provenance import provenance, session_round
+from dace_ai.storage.session_store import Session, session_by_id
 
 
 @dataclass

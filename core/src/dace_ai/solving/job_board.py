@@ -3,7 +3,7 @@
 ``generate`` and ``optimize`` hand their checks to an executor, which may queue them
 on a cluster for minutes. The :class:`JobBoard` counts, per node, the jobs done,
 running and queued (and those that came back without a usable result), from what
-the :class:`~dace_ai.expansion.dispatch.CheckDispatcher` reports as it submits and
+the :class:`~dace_ai.solving.dispatch.CheckDispatcher` reports as it submits and
 receives them. Which submitted jobs are running rather than queued comes from the
 executor when it can tell (dask: the tasks its workers are processing); otherwise
 every submitted job counts as running.
