@@ -139,6 +139,16 @@ def test_top_level_is_a_few_modules_and_one_folder_per_concern():
         assert (PACKAGE / concern / "__init__.py").is_file(), concern
 
 
+def test_every_package_says_what_it_is_for_and_what_it_may_import():
+    """A package's ``__init__`` docstring is its room's sign: what it holds and which packages it may import."""
+    vague = []
+    for init in sorted(PACKAGE.glob("*/__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        if len(doc.split()) < 12 or "May import" not in doc:
+            vague.append(f"{init.parent.name}: {doc!r}")
+    assert not vague, "package docstrings without purpose and imports:\n" + "\n".join(vague)
+
+
 def test_imports_point_one_way():
     wrong = [f"{a} -> {b}" for a, targets in _edges().items() for b in targets if _layer(b) > _layer(a)]
     assert not wrong, "imports against the layering: " + ", ".join(sorted(wrong))

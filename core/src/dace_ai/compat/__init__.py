@@ -5,6 +5,8 @@ support for another DaCe version means changing this package only. What is the
 same on every supported version lives here; what differs lives in one module per
 major version (:mod:`~dace_ai.compat.dace1`, :mod:`~dace_ai.compat.dace2`),
 chosen once, at import, from ``dace.__version__``.
+
+May import ``errors`` and ``state`` only: every other package builds on it.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@
   GFLOP/s and GB/s, the bound, the fraction of speed of light) and its one-line text.
 
 Importing this package is cheap: the functions below import what they need.
+
+May import ``targets`` and the packages below it; never ``checking`` or above.
 """
 
 from __future__ import annotations

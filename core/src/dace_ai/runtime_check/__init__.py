@@ -7,4 +7,6 @@ inputs and outputs; :mod:`~dace_ai.runtime_check.instrument` puts it into a plac
 recorded call with the node's reference; :mod:`~dace_ai.runtime_check.hook` arms the check
 around DaCe's calls of a compiled program and reports what it found. docs/user/checks.md
 tells the whole story.
+
+May import ``checking``, ``context`` and the packages below them; never ``solving`` or above.
 """
