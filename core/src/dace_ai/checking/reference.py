@@ -257,7 +257,7 @@ def build_native_reference(request: CheckRequest, implementation: str | None = N
     with lock_for(folder):
         if spec_file.is_file():
             spec = json.loads(spec_file.read_text())
-            if Path(spec["library"]).is_file():
+            if Path(spec["library"]).is_absolute() and Path(spec["library"]).is_file():
                 return NativeReference(
                     Path(spec["library"]),
                     spec["name"],
@@ -269,7 +269,8 @@ def build_native_reference(request: CheckRequest, implementation: str | None = N
         _expand_natively(sdfg, top=implementation, nested=baseline)
         sdfg.build_folder = str(folder / "program")
         with debugprint_off():
-            library = compile_without_loading(sdfg)
+            # Absolute: the spec is read from other working directories (other processes, the sandbox child).
+            library = Path(compile_without_loading(sdfg)).resolve()
         spec = program_spec(sdfg, library)
         from dace_ai.storage.files import atomic_write_json
 
