@@ -4,7 +4,7 @@ One ``dace_ai.ai`` node with a reference, its answer replayed (no model, no key)
 asked for by ``dace_ai.generate`` with every default check, then built and called (run it in an empty folder: a cached answer
 would skip the checks): the modules whose functions run in this process, from the
 expansion to the placed tasklet and its first call, counted and listed by package.
-The sandbox child's modules (``checking/child/``, a process of its own) are listed apart.
+The sandbox child's modules (``sandbox/child/``, a process of its own) are listed apart.
 
     .venv/bin/python bench/answer_way.py
 """
@@ -59,7 +59,7 @@ def main() -> None:
     modules = crossed(lambda: print(dace_ai.generate(sdfg)))
     modules |= crossed(lambda: np.testing.assert_allclose(sdfg(x=x, N=1000), 3 * x + 1))
     modules.discard("dace_ai.testing")  # the replaying provider of this script, not the product's way
-    child = sorted(m for m in sys.modules if m.startswith("dace_ai.checking.child"))
+    child = sorted(m for m in sys.modules if m.startswith("dace_ai.sandbox.child"))
     by_package = defaultdict(list)
     for module in sorted(modules):
         parts = module.split(".")
@@ -72,7 +72,7 @@ def main() -> None:
     for package, names in sorted(by_package.items()):
         print(f"  {package:14s} {len(names):3d}  {', '.join(names)}")
     print(
-        f"The sandbox child runs its own package (checking/child/, {len(child) or 'its'} modules) in a process of its own."
+        f"The sandbox child runs its own package (sandbox/child/, {len(child) or 'its'} modules) in a process of its own."
     )
 
 

@@ -23,13 +23,13 @@ import dace
 import dace_ai
 import numpy as np
 from dace_ai.checking.api import CheckRequest
-from dace_ai.checking.harness import run_against_reference
-from dace_ai.checking.ladder import build_ladder
 from dace_ai.checking.stages import check_workdir
 from dace_ai.config.settings import resolve_settings
 from dace_ai.expansion.expansion_pass import node_context
 from dace_ai.expansion.pending import pending_nodes
 from dace_ai.prompt.answer import Answer
+from dace_ai.sandbox.harness import run_against_reference
+from dace_ai.sandbox.ladder import build_ladder
 
 N, M, K = (dace.symbol(s) for s in "NMK")
 

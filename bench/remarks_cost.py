@@ -1,11 +1,11 @@
 """What the vectoriser remarks add to a candidate's compile: the same compile with and without them, interleaved.
 
 The compile stage asks the compiler for its remarks on the candidate's loops
-(:mod:`dace_ai.checking.remarks`) in its one compile. This script takes the real
+(:mod:`dace_ai.compilation.remarks`) in its one compile. This script takes the real
 compile of ``bench/check_cost.py``'s candidates (the 1-D ``reference=`` node and the
 OpenMP Gemm), then runs that very command ``--repeats`` times with the remark flags
 and as many times without, alternating, so both sides see the same load; it also times
-reading the remarks (:meth:`~dace_ai.checking.compile.CandidateBuild.remarks`). It
+reading the remarks (:meth:`~dace_ai.compilation.compile.CandidateBuild.remarks`). It
 prints the ratio with/without (median of the pairs) of the compiler's CPU time (user +
 system, which a loaded machine hardly changes) and of wall time, with the absolute figures:
 
@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 import dace
-from dace_ai.checking.compile import compile_candidate
-from dace_ai.checking.remarks import REMARKS_FILE
+from dace_ai.compilation.compile import compile_candidate
+from dace_ai.compilation.remarks import REMARKS_FILE
 from dace_ai.config.settings import resolve_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -1,6 +1,15 @@
-"""What the run-time spot check costs in the demo's programs: ``runtime_check=first`` (the default) beside ``off``.
+"""What the run-time spot check costs: ``runtime_check=auto`` (the default) beside ``off``, on a tiny node and
+in the demo's programs.
 
-Builds the demo's three programs (``samples/tiled_gemm``, the shipped answers of one ISA variant,
+First a tiny node (16 float64 elements scaled by 3, the answer supplied, every default check stage) is
+built twice, once with each setting, and called ``--tiny-calls`` times each through its compiled program,
+in interleaved rounds (each side a slice of the calls per round): per call, best and median round, and
+their ratio, which is what a program pays per call for carrying the check when no check is due (the
+recorder's call counter and shape compare in C++, and the call hook's count; the first call, checked,
+is made before the rounds). The call hook is installed once a process places a checked tasklet, and
+then runs around both programs' calls.
+
+Then the demo: builds the demo's three programs (``samples/tiled_gemm``, the shipped answers of one ISA variant,
 every default check stage) twice, once with each setting, then, in one process and on the same
 inputs:
 
@@ -8,13 +17,12 @@ inputs:
   it with the reference in this process; the check's own time is printed beside it; the ``off``
   program is called first, so what a process pays once, thread pools and fresh pages, lands on it), and
 * later calls, in interleaved rounds (each side once per round, after a pause), best and median:
-  what a program pays for carrying the check once it has run (one atomic load per node call and
-  the call hook's lookup).
+  what a program pays for carrying the check once it has run (a few loads and a compare per node call
+  and the call hook's count; a sampled call, when one is due, is checked there too).
 
     .venv/bin/python bench/runtime_check_cost.py [--variant avx2|avx512] [--rounds 11] [--size 1024]
+        [--tiny-calls 20000] [--tiny-only]
 """
-
-from __future__ import annotations
 
 import argparse
 import importlib.util
@@ -23,6 +31,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import dace
+import dace_ai
 
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "tiled_gemm" / "tiled_gemm.py"
 
@@ -35,13 +46,71 @@ def load_sample():
     return module
 
 
+N = dace.symbol("N")
+
+
+def scaled(x):
+    return 3 * x
+
+
+@dace.program
+def tiny_scale(x: dace.float64[N], y: dace.float64[N]):
+    y[:] = dace_ai.ai("_out[i] = 3 * _x[i] for every i < N", x=x, reference=scaled)
+
+
+def tiny(calls: int, rounds: int) -> None:
+    """The tiny node's per-call cost with the default schedule beside ``off``."""
+    import json
+
+    import numpy as np
+    from dace_ai.expansion.pending import pending_nodes
+
+    answer = json.dumps({"code": "for (int i = 0; i < N; ++i) _out[i] = 3 * _x[i];"})
+    programs = {}
+    for mode in ("auto", "off"):
+        sdfg = tiny_scale.to_sdfg()
+        sdfg.name = f"runtime_check_tiny_{mode}"
+        ((parent, state, node),) = pending_nodes(sdfg)
+        dace_ai.implement(parent, state, node, {"bench": "off", "runtime_check": mode}, supplied=answer)
+        programs[mode] = sdfg.compile()
+    x, y = np.random.rand(16), np.zeros(16)
+    for program in programs.values():
+        program(x=x, y=y, N=16)  # the first call (checked under auto)
+    per_round = max(calls // rounds, 1)
+    times: dict[str, list[float]] = {"auto": [], "off": []}
+    for turn in range(rounds):
+        for mode in ("auto", "off") if turn % 2 else ("off", "auto"):  # each side first every other round
+            program = programs[mode]
+            start = time.perf_counter()
+            for _ in range(per_round):
+                program(x=x, y=y, N=16)
+            times[mode].append((time.perf_counter() - start) / per_round)
+    best = {m: min(t) for m, t in times.items()}
+    median = {m: statistics.median(t) for m, t in times.items()}
+    checks = [c for c in dace_ai.runtime_checks() if c.node == "ai"]
+    print(
+        f"\nTiny node (16 elements), {per_round * rounds} calls a side in {rounds} interleaved rounds, per call "
+        f"(best / median round):\n  auto {best['auto'] * 1e6:6.2f} / {median['auto'] * 1e6:6.2f} us   "
+        f"off {best['off'] * 1e6:6.2f} / {median['off'] * 1e6:6.2f} us   ratio {best['auto'] / best['off']:.3f} "
+        f"(best), {median['auto'] / median['off']:.3f} (median); checks made under auto: "
+        f"{', '.join(f'call {c.call}' for c in checks) or 'none'}"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variant", choices=("avx2", "avx512"), default=None)
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--pause", type=float, default=0.05)
+    parser.add_argument("--tiny-calls", type=int, default=20000)
+    parser.add_argument("--tiny-rounds", type=int, default=100)
+    parser.add_argument("--tiny-only", action="store_true", help="measure the tiny node only")
     args = parser.parse_args()
+
+    tiny(args.tiny_calls, args.tiny_rounds)
+    if args.tiny_only:
+        return 0
 
     import dace
     import dace_ai
@@ -51,10 +120,10 @@ def main() -> int:
     variant = args.variant or demo.variant_for_this_cpu()
     demo.setup(variant)
     programs = {}
-    for mode in ("first", "off"):
+    for mode in ("auto", "off"):
         dace.Config.set("ai", "runtime_check", value=mode)
         programs[mode], _ = demo.build_programs(variant, Path(tempfile.mkdtemp(prefix="rc-bench-")), show_code=False)
-    dace.Config.set("ai", "runtime_check", value="first")
+    dace.Config.set("ai", "runtime_check", value="auto")
 
     n = args.size
     rng = np.random.default_rng(0)
@@ -74,7 +143,7 @@ def main() -> int:
     print(f"\nFirst call of each compiled program ({n}^3 products, dense 2048x2048x64, float32):")
     for name, call in calls.items():
         row = []
-        for mode in ("off", "first"):  # off first: the process's own first-call costs (threads, pages) land there
+        for mode in ("off", "auto"):  # off first: the process's own first-call costs (threads, pages) land there
             before = len(dace_ai.runtime_checks())
             start = time.perf_counter()
             call(programs[mode][name])
@@ -85,11 +154,11 @@ def main() -> int:
             row.append(f"{mode} {seconds * 1e3:8.2f} ms{how}")
         print(f"  {name:11s} " + "  |  ".join(row))
 
-    print(f"\nLater calls, {args.rounds} interleaved rounds (best / median), ratio first/off:")
+    print(f"\nLater calls, {args.rounds} interleaved rounds (best / median), ratio auto/off:")
     for name, call in calls.items():
-        times: dict[str, list[float]] = {"first": [], "off": []}
+        times: dict[str, list[float]] = {"auto": [], "off": []}
         for _ in range(args.rounds):
-            for mode in ("first", "off"):
+            for mode in ("auto", "off"):
                 time.sleep(args.pause)
                 start = time.perf_counter()
                 call(programs[mode][name])
@@ -97,9 +166,9 @@ def main() -> int:
         best = {m: min(t) for m, t in times.items()}
         median = {m: statistics.median(t) for m, t in times.items()}
         print(
-            f"  {name:11s} first {best['first'] * 1e3:7.2f} / {median['first'] * 1e3:7.2f} ms   "
+            f"  {name:11s} auto {best['auto'] * 1e3:7.2f} / {median['auto'] * 1e3:7.2f} ms   "
             f"off {best['off'] * 1e3:7.2f} / {median['off'] * 1e3:7.2f} ms   "
-            f"ratio {best['first'] / best['off']:.3f} (best), {median['first'] / median['off']:.3f} (median)"
+            f"ratio {best['auto'] / best['off']:.3f} (best), {median['auto'] / median['off']:.3f} (median)"
         )
     return 0
 

@@ -21,11 +21,11 @@ from pathlib import Path
 import dace
 import dace_ai
 import numpy as np
+from dace_ai.checkers.host_compile import faithful_check
+from dace_ai.checkers.verify import verify_check
 from dace_ai.checking.api import CheckRequest
-from dace_ai.checking.compile import compile_candidate
-from dace_ai.checking.host import faithful_check
 from dace_ai.checking.stages import check_workdir
-from dace_ai.checking.verify import verify_check
+from dace_ai.compilation.compile import compile_candidate
 from dace_ai.config.settings import resolve_settings
 from dace_ai.expansion.expansion_pass import node_context
 from dace_ai.expansion.pending import pending_nodes

@@ -11,6 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.host_cpu import HIDE_VARIABLE
+
+#: DACE_ai_* variables that describe the machine the suite runs as, kept for every test:
+#: ``DACE_ai_hide_cpu_features=avx512f,avx512bw,avx512dq,avx512vl`` runs it as on an AVX2 machine.
+MACHINE_SETTINGS = (HIDE_VARIABLE,)
+
 
 @pytest.fixture(scope="session")
 def shared_artefacts(tmp_path_factory) -> Path:
@@ -23,9 +29,9 @@ def shared_artefacts(tmp_path_factory) -> Path:
 @pytest.fixture(autouse=True)
 def _isolated_dace_ai(request, tmp_path, monkeypatch, shared_artefacts):
     """Own build root (caches, sessions, checks) whose content-addressed artefacts are the test run's shared
-    ones (unless the test is marked ``own_builds``), no DACE_ai_* variables leaking in, the ``ai``
-    provider as it was, and none of the process's caches or once-only notices left by an earlier
-    test (``dace_ai.state``)."""
+    ones (unless the test is marked ``own_builds``), no DACE_ai_* variables leaking in (but those of
+    :data:`MACHINE_SETTINGS`), the ``ai`` provider as it was, and none of the process's caches or once-only
+    notices left by an earlier test (``dace_ai.state``)."""
     import dace
     from dace_ai import state
 
@@ -34,7 +40,7 @@ def _isolated_dace_ai(request, tmp_path, monkeypatch, shared_artefacts):
     state.reset()
 
     for name in list(os.environ):
-        if name.startswith("DACE_ai_"):
+        if name.startswith("DACE_ai_") and name not in MACHINE_SETTINGS:
             monkeypatch.delenv(name)
     for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)

@@ -26,21 +26,13 @@ from tests.test_bench_honest import check_report
 pytestmark = pytest.mark.xdist_group("bench")
 #: A subset of the suite (it has 40+ tasks; ``bench/bench_scaling.py`` times the whole of it): BLAS levels 1-3,
 #: reductions (one whose recorded answer the old timing runner refused), the FFTW task (skipped without its
-#: library), AI nodes, and multi-operation NPBench kernels.
-SUBSET = (
-    "gemm",
-    "dot",
-    "sum_all",
-    "sum_axis1",
-    "fft",
-    "relu",
-    "softmax",
-    "conv2d",
-    "histogram",
-    "atax",
-    "mm2",
-    "heat3d",
-)
+#: library), AI nodes, and a multi-operation NPBench kernel: what the bench's machinery (scores, export, resume,
+#: executors, lost workers) meets, at a size the suite can afford.
+SUBSET = ("gemm", "dot", "sum_all", "sum_axis1", "fft", "relu", "softmax", "atax")
+#: The tasks the Dask runs take (their outcomes compared with the local pool's): enough for both workers.
+DASK_TASKS = ("gemm", "dot", "sum_all", "fft", "atax")
+#: The tasks of the run whose worker is killed mid-run.
+KILLED_TASKS = ("gemm", "softmax", "relu", "sum_axis1")
 #: What an attempt came to. Not how correctness was established: under load a bench stage may not decide,
 #: and then the whole program is run against the reference instead ("task_run").
 OUTCOME_KEYS = ("task", "sample", "compile", "verify", "compiled", "correct", "skipped")
@@ -184,7 +176,7 @@ def test_dask_local_cluster_gives_the_same_outcomes(offline_run, tmp_path, share
                 "bench",
                 "--offline",
                 "--tasks",
-                ",".join(SUBSET),
+                ",".join(DASK_TASKS),
                 "--out",
                 str(out),
                 "--build",
@@ -199,7 +191,7 @@ def test_dask_local_cluster_gives_the_same_outcomes(offline_run, tmp_path, share
         == 0
     )
     data = json.loads((out / "results.json").read_text())
-    assert _outcomes(data) == _outcomes(local)
+    assert _outcomes(data) == [o for o in _outcomes(local) if o[0] in DASK_TASKS]
     assert len({a["worker"] for a in data["attempts"]}) == 2  # both worker processes took attempts
     assert data["runs"][-1]["executor"] == "dask"
 
@@ -208,7 +200,7 @@ def test_worker_killed_mid_run_loses_no_attempt(offline_run, tmp_path, shared_bu
     from distributed import Client, LocalCluster
 
     _, local, _ = offline_run
-    tasks = ["gemm", "softmax", "conv2d", "histogram", "relu", "sum_axis1"]
+    tasks = KILLED_TASKS
     out = tmp_path / "killed"
     with (
         LocalCluster(

@@ -338,7 +338,7 @@ def test_node_baselines_list_dace_implementations_whose_environments_are_install
     from dace.libraries.blas import Gemm
     from dace.libraries.blas.environments.openblas import OpenBLAS
     from dace.libraries.standard import Reduce
-    from dace_ai.checking.baselines import compare_times, node_baselines
+    from dace_ai.sandbox.baselines import compare_times, node_baselines
 
     gemm = node_baselines(Gemm("g"))
     assert gemm.native.label == "DaCe pure" and gemm.native.native

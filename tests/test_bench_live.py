@@ -7,6 +7,7 @@ import json
 
 from dace_ai.cli.main import main
 
+from tests.check_support import link_shared_artefacts
 from tests.fakes.llm_server import Reply, fake_llm_server_fixture  # noqa: F401 - the fake_llm_server fixture
 
 SECRET = "sk-bench-secret-never-written"
@@ -25,11 +26,13 @@ def _answer(request):
     raise AssertionError("unexpected prompt")
 
 
-def test_live_run_is_recorded_and_replays(fake_llm_server, monkeypatch, tmp_path):
+def test_live_run_is_recorded_and_replays(fake_llm_server, monkeypatch, tmp_path, shared_artefacts):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("DACE_ai_base_url", fake_llm_server.openai_url)
     fake_llm_server.respond_with(_answer)
     record, out = tmp_path / "recorded", tmp_path / "live"
+    build = tmp_path / "build"  # shared by the live run and its replay (which reuses the compiled programs)
+    link_shared_artefacts(build, shared_artefacts)
     assert (
         main(
             [
@@ -46,6 +49,8 @@ def test_live_run_is_recorded_and_replays(fake_llm_server, monkeypatch, tmp_path
                 str(record),
                 "--out",
                 str(out),
+                "--build",
+                str(build),
                 "--workers",
                 "2",
                 "--quiet",
@@ -83,6 +88,8 @@ def test_live_run_is_recorded_and_replays(fake_llm_server, monkeypatch, tmp_path
                 "2",
                 "--out",
                 str(replay),
+                "--build",
+                str(build),
                 "--workers",
                 "2",
                 "--quiet",

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import warnings
+from pathlib import Path
 
 import pytest
 from dace_ai.checking.api import CheckReport
 from dace_ai.checking.verdict import judge
 from dace_ai.config.settings import resolve_settings
+from dace_ai.dispatch.check_results import read_outcome, to_reports
 from dace_ai.errors import InconclusiveCheckWarning
+from dace_ai.performance.records import BenchFigures, SpeedOfLight
 from dace_ai.prompt.feedback import TimeEvidence
-from dace_ai.solving.check_results import ReportModel, read_outcome, to_reports
+from dace_ai.solving.check_records import ReportModel
 
 
 def _every_field() -> CheckReport:
@@ -38,11 +41,30 @@ def test_a_report_survives_its_record_with_every_field():
             "failed",
             "Too slow",
             1.5,
-            {"speedup": 0.5},
+            {"reasons": ["slow"]},
             stage="bench",
             rule="gate",
             reason="slow",
             sizes=[{"N": 4096}],
+            bench=BenchFigures(
+                sizes={"N": 4096},
+                repeats=2,
+                candidate_seconds=(2e-3, 2.2e-3),
+                native_seconds=(1e-3, 1e-3),
+                candidate_median=2.1e-3,
+                native_median=1e-3,
+                speedup=0.5,
+                speedup_range=(0.45, 0.5),
+                timed=True,
+                threads=2,
+                baselines={"DaCe pure": 1e-3},
+                native="DaCe pure",
+                speedup_native=0.5,
+                strongest="DaCe pure",
+                speedup_strongest=0.5,
+                speed_of_light_missing="not measured",
+            ),
+            speed_of_light=SpeedOfLight(1.0, 2.0, "memory", 0.1, 100.0, 20.0, 2e6, 4e6, "float64", 2),
         ),
         CheckReport(
             "sanitizers", "inconclusive", "clang++ missing", stage="verify", reason="clang missing", told_user=True
@@ -121,11 +143,40 @@ def test_a_refused_candidate_reaches_a_level_too():
 
 
 def test_the_feedback_reads_bench_figures_by_the_stage_field_and_from_older_rows():
-    figures = {"speedup": 0.5, "candidate_median": 2e-3, "native_median": 1e-3}
-    live = CheckReport("bench", "failed", "Too slow", details=dict(figures), stage="bench", rule="gate")
+    figures = BenchFigures(speedup=0.5, candidate_median=2e-3, native_median=1e-3)
+    live = CheckReport("bench", "failed", "Too slow", stage="bench", rule="gate", bench=figures)
     assert TimeEvidence.from_reports([live]).figures == figures
     assert TimeEvidence.from_reports([live.record()]).figures == figures
-    older_row = {"checker": "bench", "status": "failed", "details": {"stage": "bench", **figures}}
-    assert TimeEvidence.from_reports([older_row]).figures["speedup"] == 0.5
-    not_bench = CheckReport("probe", "passed", details=dict(figures), stage="compile")
+    older = {"speedup": 0.5, "candidate_median": 2e-3, "native_median": 1e-3}
+    older_row = {"checker": "bench", "status": "failed", "details": {"stage": "bench", **older}}
+    found = TimeEvidence.from_reports([older_row]).figures
+    assert found is not None and found.speedup == 0.5
+    not_bench = CheckReport("probe", "passed", details=dict(older), stage="compile")
     assert TimeEvidence.from_reports([not_bench]).figures is None
+    assert TimeEvidence.from_reports([{**older_row, "details": {"stage": "compile", **older}}]).figures is None
+
+
+#: The check reports of one candidate (verify and bench of a real matmul) as the code before the typed bench
+#: figures and speed of light wrote them: everything in ``details``.
+OLD_RECORDS = Path(__file__).parent / "data" / "records" / "checks-before-typed-results.json"
+
+
+def test_records_written_before_the_typed_results_load_into_them_and_are_written_back_the_same():
+    records = json.loads(OLD_RECORDS.read_text(encoding="utf-8"))
+    verify, bench = (CheckReport.from_record(r) for r in records)
+    assert verify.bench is None and verify.speed_of_light is None and "bench_sizes" in verify.details
+    old = records[1]["details"]
+    fig, sol = bench.bench, bench.speed_of_light
+    assert fig is not None and sol is not None
+    assert fig.speedup == old["speedup"] and fig.candidate_seconds == tuple(old["candidate_seconds"])
+    assert fig.sizes == {"M": 48, "K": 40, "N": 56} and fig.repeats == 3 and fig.threads == 2
+    assert fig.baselines == old["baselines"] and fig.strongest == old["strongest"] and fig.native == old["native"]
+    assert fig.speedup_range == tuple(old["speedup_range"]) and fig.baselines_left_out == old["baselines_left_out"]
+    assert (fig.speed_of_light_level, fig.work) == (old["speed_of_light_level"], old["work"])
+    assert sol.fraction == old["speed_of_light"]["fraction"] and (sol.bound, sol.dtype) == ("compute", "float64")
+    assert sol.flops == 2 * 48 * 40 * 56 and sol.threads == 2
+    assert bench.details == {"origin": old["origin"]}  # what only the checker knows; the figures are fields
+    for report, record in zip((verify, bench), records, strict=True):
+        assert report.record() == record  # the same keys and values: older readers read it as before
+        assert ReportModel.model_validate(report.record()).model_dump() == record
+        assert CheckReport.from_record(report.record()) == report

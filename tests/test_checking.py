@@ -13,8 +13,8 @@ import dace
 import pytest
 from dace_ai.checking.api import CheckReport, CheckRequest
 from dace_ai.checking.candidate_checks import check_candidate
-from dace_ai.checking.diagnostics import parse_diagnostics
 from dace_ai.checking.stages import check_workdir, repair_message, run_checks, select_checkers
+from dace_ai.compilation.diagnostics import parse_diagnostics
 from dace_ai.config.settings import resolve_settings
 from dace_ai.context.types import ConnectorInfo, NodeContext, TargetInfo
 from dace_ai.errors import SettingsError

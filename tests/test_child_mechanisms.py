@@ -13,11 +13,11 @@ import subprocess
 import sys
 
 import pytest
-from dace_ai.checking.child import buffers, timing
-from dace_ai.checking.child.process import Phase, Threads
-from dace_ai.checking.child.records import Case, SandboxJob
-from dace_ai.checking.child.runs import run_case
-from dace_ai.checking.sandbox import CHILD
+from dace_ai.sandbox.child import buffers, timing
+from dace_ai.sandbox.child.process import Phase, Threads
+from dace_ai.sandbox.child.records import Case, SandboxJob
+from dace_ai.sandbox.child.runs import run_case
+from dace_ai.sandbox.child_process import CHILD
 
 
 def _case(threads: list[int] | None = None) -> Case:
@@ -213,5 +213,5 @@ def test_the_child_package_ships_with_the_wheel():
     from setuptools import find_packages
 
     src = Path(__file__).resolve().parents[1] / "core" / "src"
-    assert "dace_ai.checking.child" in find_packages(str(src))
+    assert "dace_ai.sandbox.child" in find_packages(str(src))
     assert CHILD.is_file() and CHILD.parent.name == "child"

@@ -468,7 +468,7 @@ def test_every_node_at_once_on_the_cluster_gives_the_local_tasklets_levels_and_s
 
 
 def test_the_job_board_counts_queued_running_and_done_per_node():
-    from dace_ai.solving.job_board import JobBoard
+    from dace_ai.dispatch.job_board import JobBoard
     from rich.console import Console
 
     running = {"a1"}

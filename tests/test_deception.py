@@ -1,10 +1,10 @@
 """The anti-deception rules' judgement on their own (the bench runs that feed them are in test_optimize)."""
 
 import pytest
-from dace_ai.checking import deception
-from dace_ai.checking.bench import describe, figures
-from dace_ai.checking.timing import parse_sizes
+from dace_ai.checkers.bench import describe, figures
 from dace_ai.prompt.answer import parse_answer
+from dace_ai.sandbox import deception
+from dace_ai.sandbox.bench_sizes import parse_sizes
 
 
 def test_a_forbidden_library_is_named_only_when_the_description_forbids_it():
@@ -39,7 +39,8 @@ def test_run_reasons_word_each_finding():
 
 def test_figures_give_the_speedup_and_its_range_from_interleaved_pairs():
     fig = figures({"native": [4.0, 4.4, 3.6], "candidate": [2.0, 2.0, 2.0], "sizes": {"N": 7}})
-    assert fig["speedup"] == pytest.approx(2.0) and fig["speedup_range"] == pytest.approx([1.8, 2.2])
+    assert fig.speedup == pytest.approx(2.0) and fig.speedup_range == pytest.approx((1.8, 2.2))
+    assert fig.candidate_seconds == (2.0, 2.0, 2.0) and fig.sizes == {"N": 7} and fig.repeats == 3
     assert describe(fig).startswith("speedup 2.00x (1.80-2.20) over the native expansion")
 
 

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from dace_ai.targets.host import cpu_facts
+
+from tests.host_cpu import AVX512, HIDE_VARIABLE, lacking_reason, needs_cpu
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "samples" / "tiled_gemm"
@@ -21,7 +22,11 @@ VERIFIED = re.compile(rf"verified \(\d+ seeds, \d+ sizes,( 2 thread counts,)? \d
 
 
 def run_demo(tmp_path: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DACE_ai_") and not k.endswith("_API_KEY")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if (not k.startswith("DACE_ai_") or k == HIDE_VARIABLE) and not k.endswith("_API_KEY")
+    }
     result = subprocess.run(
         [sys.executable, str(SAMPLE / "tiled_gemm.py"), "--size", "256", "--dense", "96,80,24", "--repeat", "1", *args],
         cwd=tmp_path,
@@ -43,11 +48,11 @@ def test_every_variant_ships_an_answer_for_every_node():
             assert intrinsics in answer["code_global"], (variant, node)
 
 
-@pytest.mark.skipif("avx2" not in cpu_facts()["flags"], reason="the demo's answers need AVX2")
+@needs_cpu("avx2", "fma", why="the demo's answers use AVX2 and FMA intrinsics")
 @pytest.mark.parametrize("variant", ["avx512", "avx2"])
 def test_tiled_gemm_demo_replays_shipped_answers(tmp_path, variant):
-    if variant == "avx512" and "avx512f" not in cpu_facts()["flags"]:
-        pytest.skip("the AVX-512 answers need avx512f")
+    if variant == "avx512" and lacking_reason(*AVX512):
+        pytest.skip(lacking_reason(*AVX512, why="the AVX-512 answers use AVX-512 intrinsics"))
     out = run_demo(tmp_path, "--variant", variant)
     assert "replaying the answers shipped" in out and f"answers/{variant}" in out
     for node in NODES:  # every node accepted through the default checks, with its level

@@ -4,8 +4,8 @@ candidate the bench gate refused, in refine's prompt, and in optimize's refineme
 candidate reaches ``target_sol``.
 
 Real compiles, real DaCe programs, real sandboxed runs; the model is ``dace_ai.testing.FakeProvider``, which
-records every request. The roofline figure comes from a checker registered here (the bench's own
-``details["speed_of_light"]`` has the same shape).
+records every request. The roofline figure comes from a checker registered here (a ``SpeedOfLight``, as the
+bench's own).
 
 No ``from __future__ import annotations`` here: DaCe reads the programs' annotations as objects."""
 
@@ -18,12 +18,12 @@ import dace_ai
 import pytest
 from dace_ai.checking.api import CheckReport
 from dace_ai.checking.artefacts import Artefacts
-from dace_ai.checking.compile import COMPILED
-from dace_ai.checking.remarks import MAX_REMARKS, parse_gcc
 from dace_ai.checking.stages import run_checks
+from dace_ai.compilation.compile import COMPILED
+from dace_ai.compilation.remarks import MAX_REMARKS, parse_gcc
 from dace_ai.expansion.pending import pending_nodes
 from dace_ai.expansion.pipeline import implement
-from dace_ai.plugin import Checker, hookimpl
+from dace_ai.plugin import BenchFigures, Checker, SpeedOfLight, hookimpl
 from dace_ai.prompt.feedback import TITLE, TimeEvidence, where_the_time_goes
 
 from tests.test_checking import request_for
@@ -76,7 +76,7 @@ def test_the_compile_reports_which_of_the_answers_loops_were_vectorised_and_why_
 
 
 def test_a_loop_gcc_turns_down_on_cost_at_O2_comes_with_the_remedy():
-    from dace_ai.checking.remarks import cost_model_note
+    from dace_ai.compilation.remarks import cost_model_note
 
     report, store = _probe("for (int i = 0; i < N; ++i)\n  _b[i] = twice(_a[i]);")
     build = store[COMPILED]
@@ -109,7 +109,7 @@ def test_remarks_are_deduplicated_capped_and_read_without_gimple_names(tmp_path)
     loops = parse_gcc(text)
     assert len(loops) == 29  # the second analysis of each loop (an inlined copy) adds nothing
     assert loops[0].reasons == ["possible dependence between data-refs", "bad data dependence"]
-    from dace_ai.checking.remarks import candidate_remarks
+    from dace_ai.compilation.remarks import candidate_remarks
 
     unit = "// ---- code ----\n" + "\n".join(f"for (;;) x{i};" for i in range(40)) + "\n"
     folder = tmp_path
@@ -145,22 +145,22 @@ def test_the_section_names_figures_with_their_baselines_the_bound_and_the_remark
         "bench",
         "failed",
         "Too slow",
-        details={
-            "stage": "bench",
-            "rule": "gate",
-            "sizes": {"M": 60, "N": 70},
-            "repeats": 5,
-            "threads": 2,
-            "timed": True,
-            "candidate_median": 2.0e-3,
-            "native_median": 8.0e-3,
-            "speedup": 4.0,
-            "speedup_range": [3.5, 4.5],
-            "native": "DaCe pure",
-            "baselines": {"DaCe pure": 8.0e-3, "OpenBLAS (DaCe 'OpenBLAS')": 5.0e-4},
-            "strongest": "OpenBLAS (DaCe 'OpenBLAS')",
-            "speed_of_light": SOL_MEMORY,
-        },
+        stage="bench",
+        rule="gate",
+        bench=BenchFigures(
+            sizes={"M": 60, "N": 70},
+            repeats=5,
+            threads=2,
+            timed=True,
+            candidate_median=2.0e-3,
+            native_median=8.0e-3,
+            speedup=4.0,
+            speedup_range=(3.5, 4.5),
+            native="DaCe pure",
+            baselines={"DaCe pure": 8.0e-3, "OpenBLAS (DaCe 'OpenBLAS')": 5.0e-4},
+            strongest="OpenBLAS (DaCe 'OpenBLAS')",
+        ),
+        speed_of_light=SpeedOfLight.from_record(SOL_MEMORY),
     )
     probe = CheckReport(
         "probe",
@@ -205,7 +205,10 @@ class _Roofline:
     def dace_ai_checkers(self):
         def check(request):
             return CheckReport(
-                "t-roofline", "passed", "", details={"speed_of_light": {**SOL_MEMORY, "fraction": type(self).fraction}}
+                "t-roofline",
+                "passed",
+                "",
+                speed_of_light=SpeedOfLight.from_record({**SOL_MEMORY, "fraction": type(self).fraction}),
             )
 
         yield Checker(name="t-roofline", stage="bench", check=check, default=False)

@@ -20,7 +20,7 @@ import dace
 import dace_ai
 import pytest
 from dace_ai import compat
-from dace_ai.checking.gpu_build import gpu_build_blocker, nvcc_version
+from dace_ai.compilation.gpu_toolchain import gpu_build_blocker, nvcc_version
 from dace_ai.environments.generated import _headers
 from dace_ai.errors import DaceAIWarning
 from dace_ai.solving.provenance import body
@@ -98,7 +98,8 @@ def test_device_tasklet_in_a_gpu_map_passes_dace_gpu_build_and_the_program_build
     gpu_build.queue(json.dumps({"code": DEVICE}))
     sdfg.expand_library_nodes()
     (tasklet,) = tasklets(sdfg)
-    assert body(tasklet).strip() == DEVICE and "verification=compile-only" in tasklet.code.as_string
+    assert body(tasklet).strip() == DEVICE
+    assert "verification=compile-only: built by DaCe's own GPU build" in tasklet.code.as_string
     build_user_program(sdfg, tmp_path / "user")
     generated = next((tmp_path / "user" / "src" / "cuda").glob("*.cu")).read_text()
     assert DEVICE in generated  # the tasklet is device code in DaCe's CUDA file
@@ -187,7 +188,7 @@ def live_request(sdfg: dace.SDFG, answer_fields: dict, workdir: Path):
 
 @needs_dace_gpu_build
 def test_the_device_program_copies_host_twins_in_runs_the_node_waits_and_copies_outputs_out(gpu_build, tmp_path):
-    from dace_ai.checking.gpu_verify import HOST_SUFFIX, build_device_program
+    from dace_ai.sandbox.device_program import HOST_SUFFIX, build_device_program
 
     sdfg = axpy_program("gpu_verify_axpy", device=False)
     request = live_request(sdfg, {"code": LAUNCH, "code_global": KERNEL}, tmp_path / "w")
@@ -201,16 +202,16 @@ def test_the_device_program_copies_host_twins_in_runs_the_node_waits_and_copies_
 
 
 def test_gpu_verify_applies_only_where_a_gpu_runs_it(gpu_build, tmp_path, monkeypatch):
-    from dace_ai.checking import gpu_verify
+    from dace_ai.sandbox import device_program
 
     sdfg = axpy_program("gpu_verify_applies", device=False)
     request = live_request(sdfg, {"code": LAUNCH, "code_global": KERNEL}, tmp_path / "w")
-    monkeypatch.setattr(gpu_verify, "nvidia_gpu", lambda: None)
-    assert not gpu_verify.applies(request)  # no GPU: the answer stays compile-only
-    monkeypatch.setattr(gpu_verify, "nvidia_gpu", lambda: "NVIDIA H200 sm_90")
-    assert gpu_verify.applies(request) == (gpu_build_blocker() is None)
+    monkeypatch.setattr(device_program, "nvidia_gpu", lambda: None)
+    assert not device_program.runs_on_gpu(request)  # no GPU: the answer stays compile-only
+    monkeypatch.setattr(device_program, "nvidia_gpu", lambda: "NVIDIA H200 sm_90")
+    assert device_program.runs_on_gpu(request) == (gpu_build_blocker() is None)
     device = axpy_program("gpu_verify_device", device=True)
-    assert not gpu_verify.applies(live_request(device, {"code": DEVICE}, tmp_path / "d"))  # per map point: not yet
+    assert not device_program.runs_on_gpu(live_request(device, {"code": DEVICE}, tmp_path / "d"))  # per map point
 
 
 def test_a_level_verified_on_the_gpu_names_the_device():

@@ -6,8 +6,8 @@ import os
 import stat
 
 import pytest
-from dace_ai.checking import gpu_sanitize
-from dace_ai.checking.gpu_sanitize import read_report
+from dace_ai.checkers import gpu_sanitize
+from dace_ai.checkers.gpu_sanitize import read_report
 from dace_ai.checking.levels import verification_level
 
 from tests.test_verify import MATMUL, matmul, request_for
@@ -104,7 +104,7 @@ def _passed_verify():
 def test_the_sandbox_child_runs_under_a_tool_that_writes_its_own_log(tmp_path):
     """What the rung does with compute-sanitizer, with a stand-in tool: it starts the child, writes its
     report to --log-file, and the child's verdict still comes back."""
-    from dace_ai.checking.harness import run_against_reference
+    from dace_ai.sandbox.harness import run_against_reference
 
     tool = tmp_path / "fake-sanitizer"
     tool.write_text(
@@ -120,3 +120,38 @@ def test_the_sandbox_child_runs_under_a_tool_that_writes_its_own_log(tmp_path):
     )
     assert result.status == "passed", result.message
     assert read_report("memcheck", log.read_text()) is None and os.path.getsize(log) > 0
+
+
+@pytest.mark.parametrize(
+    "text, status, reason, expected",
+    [
+        ("", "passed", None, "memcheck wrote no report"),
+        (
+            "========= COMPUTE-SANITIZER\n========= Internal Sanitizer Error: The Sanitizer Error 7\n"
+            "========= ERROR SUMMARY: 0 errors\n",
+            "passed",
+            None,
+            "memcheck failed",
+        ),
+        (CLEAN, "failed", "crash", "memcheck run ended without a verdict"),
+        (CLEAN, "inconclusive", "timeout", "memcheck run ended without a verdict"),
+        ("========= COMPUTE-SANITIZER\n", "passed", None, "memcheck report has no summary"),
+        (
+            "========= COMPUTE-SANITIZER\n========= Error: process didn't terminate successfully\n"
+            "========= ERROR SUMMARY: 0 errors\n",
+            "passed",
+            None,
+            "memcheck failed",
+        ),
+    ],
+    ids=["no-report", "internal-error", "crashed", "killed", "no-summary", "did-not-terminate"],
+)
+def test_a_tool_run_is_clean_only_on_positive_evidence(text, status, reason, expected):
+    judged = gpu_sanitize.judge_tool_run("memcheck", text, status, reason, "the child said so")
+    assert isinstance(judged, tuple) and judged[0] == expected, judged
+
+
+def test_a_clean_report_of_a_passed_run_is_clean_and_an_error_is_a_finding_whatever_the_run():
+    assert gpu_sanitize.judge_tool_run("memcheck", CLEAN, "passed", None, "") is None
+    finding = gpu_sanitize.judge_tool_run("memcheck", OUT_OF_BOUNDS, "failed", "crash", "killed")
+    assert isinstance(finding, gpu_sanitize.GpuFinding) and finding.errors == 32

@@ -18,8 +18,15 @@ import numpy as np
 import pytest
 from dace.libraries import blas
 from dace_ai.checking.api import CheckRequest
-from dace_ai.checking.harness import run_against_reference, size_cases
-from dace_ai.checking.ladder import (
+from dace_ai.checking.stages import check_workdir, run_checks
+from dace_ai.config.settings import resolve_settings
+from dace_ai.errors import NativeFallbackWarning
+from dace_ai.expansion.expansion_pass import node_context
+from dace_ai.expansion.pending import pending_nodes
+from dace_ai.prompt.answer import Answer
+from dace_ai.sandbox.cases import size_cases
+from dace_ai.sandbox.harness import run_against_reference
+from dace_ai.sandbox.ladder import (
     WORK_BUDGET,
     SkippedSize,
     bench_sizes,
@@ -27,12 +34,6 @@ from dace_ai.checking.ladder import (
     vector_bytes,
     vector_unit,
 )
-from dace_ai.checking.stages import check_workdir, run_checks
-from dace_ai.config.settings import resolve_settings
-from dace_ai.errors import NativeFallbackWarning
-from dace_ai.expansion.expansion_pass import node_context
-from dace_ai.expansion.pending import pending_nodes
-from dace_ai.prompt.answer import Answer
 from dace_ai.targets.select import TargetInfo
 
 from tests.check_support import link_shared_artefacts

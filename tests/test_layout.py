@@ -36,9 +36,16 @@ LAYERS: list[set[str]] = [
     {"plugins"},
     {"config"},
     {"storage"},
-    {"targets", "environments", "context", "prompt", "providers", "checking", "execution", "performance"},
+    {"targets", "environments", "context", "prompt", "providers", "execution", "performance"},
+    # The check rooms, low to high: the protocol, building a candidate, running it, the checkers.
+    {"checking"},
+    {"compilation"},
+    {"sandbox"},
+    {"checkers"},
     {"runtime_check"},
     {"solving"},
+    # Checks sent as jobs to executors: above the round engine, whose checks they run on a worker.
+    {"dispatch"},
     {"expansion"},
     {"evaluation", "workflows"},
     {"cli"},
@@ -52,6 +59,9 @@ CONCERNS = {
     "prompt",
     "providers",
     "checking",
+    "compilation",
+    "sandbox",
+    "checkers",
     "targets",
     "environments",
     "expansion",
@@ -60,6 +70,7 @@ CONCERNS = {
     "storage",
     "cli",
     "execution",
+    "dispatch",
     "evaluation",
     "runtime_check",
     "performance",
@@ -71,7 +82,7 @@ def _layer(unit: str) -> int:
 
 
 def _unit(module: str) -> str | None:
-    """``dace_ai.checking.units`` -> ``checking``; ``dace_ai.compat`` -> ``compat``."""
+    """``dace_ai.compilation.units`` -> ``checking``; ``dace_ai.compat`` -> ``compat``."""
     parts = module.split(".")
     if parts[0] != "dace_ai":
         return None
@@ -174,6 +185,63 @@ def test_no_import_cycle_between_concerns():
     for start in sorted(edges):
         if start not in seen:
             visit(start, [start])
+
+
+#: The rooms of checking one candidate, low to high (see ``LAYERS``).
+CHECK_ROOMS = ("checking", "compilation", "sandbox", "checkers")
+
+
+def _may_import(package: str) -> set[str]:
+    """The packages ``package``'s ``__init__`` says it may import: those its "May import" sentence names and,
+    where it says "every package below them", every package of a layer below the lowest one named."""
+    doc = ast.get_docstring(ast.parse((PACKAGE / package / "__init__.py").read_text(encoding="utf-8"))) or ""
+    sentence = " ".join(doc.split("May import", 1)[1].split()).split("never", 1)[0]
+    named = set(re.findall(r"``(\w+)``", sentence))
+    allowed = set(named)
+    if "every package below them" in sentence:
+        lowest = min(_layer(name) for name in named)
+        allowed |= {name for layer in LAYERS[:lowest] for name in layer}
+    return allowed
+
+
+def _room_imports(package: str) -> dict[str, set[str]]:
+    """``dace_ai.<package>.<module>`` -> the dace_ai modules it imports anywhere (function bodies too)."""
+    return {
+        module: _imports(path)
+        for path, module, _ in _core_modules()
+        if module.split(".")[1] == package and len(module.split(".")) > 2
+    }
+
+
+def test_each_check_room_imports_only_what_its_sign_allows():
+    """``checking``, ``compilation``, ``sandbox`` and ``checkers`` import only the packages their
+    ``__init__``'s "May import" line names (and those below), imports inside functions included."""
+    offenders = []
+    for room in CHECK_ROOMS:
+        allowed = _may_import(room) | {room}
+        assert allowed - {room}, f"{room}: no 'May import' line"
+        for module, imported in sorted(_room_imports(room).items()):
+            for target in sorted({_unit(name) for name in imported} - allowed - DOORS - {None}):
+                offenders.append(f"{module} -> {target}")
+    assert not offenders, "imports a room's sign does not allow:\n" + "\n".join(offenders)
+
+
+def test_the_check_rooms_signs_say_what_the_layers_hold():
+    assert _may_import("checking") >= {"context", "prompt", "config", "compat"}
+    assert "compilation" not in _may_import("checking") and "checkers" not in _may_import("sandbox")
+    assert {"checking", "compilation", "sandbox"} <= _may_import("checkers")
+
+
+def test_no_checker_imports_another_checker():
+    """Checkers hand work on only through declared artefacts: no module of ``checkers`` imports another
+    (imports inside functions included); what two checkers share lives in ``compilation`` or ``sandbox``."""
+    offenders = [
+        f"{module} -> {name}"
+        for module, imported in sorted(_room_imports("checkers").items())
+        for name in sorted(imported)
+        if name.startswith("dace_ai.checkers.") or name == "dace_ai.checkers"
+    ]
+    assert not offenders, "checkers importing checkers:\n" + "\n".join(offenders)
 
 
 def test_packs_import_only_the_public_door():
@@ -591,7 +659,7 @@ ROUND_STEP_FUNCTIONS = {
 #: receiver's name ends with, the step). The answer cache is written by ``AnswerSource.keep`` only.
 ROUND_STEP_METHODS = {
     "reply": (("dace_ai.solving.answer_source",), "", "asking the provider (AnswerSource.reply)"),
-    "check": (("dace_ai.solving.dispatch",), "dispatcher", "dispatching check jobs (CheckDispatcher.check)"),
+    "check": (("dace_ai.dispatch.dispatcher",), "dispatcher", "dispatching check jobs (CheckDispatcher.check)"),
     "record_round": (("dace_ai.storage.session_store",), "", "recording the round (Session.record_round)"),
     "keep": (("dace_ai.solving.answer_source",), "", "writing the answer cache (AnswerSource.keep)"),
     "put": (
@@ -698,16 +766,17 @@ def test_round_steps_are_found_in_every_spelling():
 
 def test_process_state_is_registered_and_reset_in_one_place():
     """Every module-level cache or once-only notice is registered with ``dace_ai.state``, and reset empties it."""
-    import dace_ai.checking.harness
-    import dace_ai.checking.sanitize
-    import dace_ai.checking.verify
+    import dace_ai.checkers.sanitizers
     import dace_ai.config.settings
+    import dace_ai.dispatch.check_results
     import dace_ai.environments.installed
     import dace_ai.environments.resolve
     import dace_ai.evaluation.tasks
     import dace_ai.expansion.pipeline
     import dace_ai.runtime_check.hook
-    import dace_ai.solving.check_results
+    import dace_ai.sandbox.harness
+    import dace_ai.sandbox.run_report
+    import dace_ai.sandbox.sanitizers
     import dace_ai.solving.check_reuse
     import dace_ai.targets.build_flags
     import dace_ai.targets.cpu
@@ -716,25 +785,23 @@ def test_process_state_is_registered_and_reset_in_one_place():
 
     # Packs register their machine facts as plugin.<name> (dace_ai.plugin.machine_fact) when loaded.
     assert [name for name in state.STATE.names() if not name.startswith("plugin.")] == [
-        "checking.harness.expected_memo",
-        "checking.sanitize.fast_link_args",
-        "checking.sanitize.libomp_problem",
-        "checking.sanitize.llvm_lib_folder",
-        "checking.sanitize.symbolizer",
-        "checking.sanitize.told",
-        "checking.verify.told",
+        "checkers.sanitizers.told",
         "config.settings.warned",
+        "dispatch.check_results.said",
         "environments.installed.detected",
         "environments.installed.include_dirs",
         "environments.resolve.detections",
         "evaluation.tasks.suites",
         "expansion.pipeline.gpu_build_told",
-        "runtime_check.calls",
         "runtime_check.done",
-        "runtime_check.pending",
-        "runtime_check.stopped",
         "runtime_check.told",
-        "solving.check_results.said",
+        "runtime_check.tracks",
+        "sandbox.harness.expected_memo",
+        "sandbox.run_report.told",
+        "sandbox.sanitizers.fast_link_args",
+        "sandbox.sanitizers.libomp_problem",
+        "sandbox.sanitizers.llvm_lib_folder",
+        "sandbox.sanitizers.symbolizer",
         "solving.check_reuse.file_digests",
         "solving.check_reuse.package_digest",
         "targets.build_flags.compiler_identity",
@@ -742,19 +809,19 @@ def test_process_state_is_registered_and_reset_in_one_place():
         "targets.cpu.this_cpu",
         "targets.select.detections",
     ]
-    told = dace_ai.checking.verify._told
+    told = dace_ai.sandbox.run_report._told
     told.add("program")
     dace_ai.targets.select._detections[("x", "y")] = None
     # A machine fact cached by a function (is clang's OpenMP runtime installed?) is forgotten too.
-    libomp_problem = dace_ai.checking.sanitize.libomp_problem
+    libomp_problem = dace_ai.sandbox.sanitizers.libomp_problem
     libomp_problem("/no/such/clang++")
     assert libomp_problem.cache_info().currsize == 1
     state.reset()
-    assert dace_ai.checking.verify._told is told and not told
+    assert dace_ai.sandbox.run_report._told is told and not told
     assert not dace_ai.targets.select._detections
     assert libomp_problem.cache_info().currsize == 0
     with pytest.raises(ValueError, match="registered already"):
-        state.STATE.register("checking.verify.told", set())
+        state.STATE.register("sandbox.run_report.told", set())
 
 
 def _dace_ai_imports(path: Path) -> list[tuple[int, str, str]]:

@@ -152,7 +152,7 @@ def test_import_dace_ai_loads_no_plugin_and_no_sdk(site, tmp_path):
         "loaded = manager._manager is not None and manager._manager._loaded\n"
         "print(json.dumps({'sdks': sdks, 'loaded': loaded, 'ai': hasattr(dace, 'ai'),\n"
         "                  'plugins': sorted(m for m in sys.modules if m.startswith(("
-        "'dace_ai.providers.manual', 'dace_ai.prompt.sections', 'dace_ai.targets.host', 'dace_ai.checking.host', "
+        "'dace_ai.providers.manual', 'dace_ai.prompt.sections', 'dace_ai.targets.host', 'dace_ai.checkers.host_compile', "
         "'dace_ai.environments.generated', 'dace_ai_')))}))",
         site("good", "blocked"),
         env={"DACE_AI_TEST_IMPORT_MARKER": str(marker)},

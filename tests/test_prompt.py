@@ -123,6 +123,21 @@ def test_system_prompt_states_the_tasklet_contract():
     )
 
 
+def test_state_fields_in_a_parallel_scope_are_read_only_after_init_and_scratch_is_per_call_or_per_thread():
+    assert prompt_contains(
+        " ".join(SYSTEM_PROMPT.split()),
+        "one state per program, shared by every call",
+        "a state field may hold only data that is read-only after `code_init`",
+        "or per thread: indexed by `omp_get_thread_num()` and sized by `omp_get_max_threads()` in `code_init`",
+        "Never scratch that every call writes",
+        "per thread (a `thread_local` variable, or such a per-thread state field)",
+        "checked by running them at the same time",
+    )
+    scopes = render_prompt(_ctx(map_nest_sdfg), resolve_settings()).section("scopes")
+    assert "no state field written by the calls" in scopes and "`thread_local`" in scopes
+    assert "per-thread data indexed by `omp_get_thread_num()`" in " ".join(scopes.split())
+
+
 def prompt_contains(text, *phrases):
     missing = [p for p in phrases if p not in text]
     assert not missing, f"missing from the prompt: {missing}"

@@ -3,10 +3,10 @@ message worded for the model, so rewording a message cannot change what is refus
 
 from __future__ import annotations
 
-from dace_ai.checking.bench import _refusal
-from dace_ai.checking.child.records import Case, Problem
-from dace_ai.checking.harness import case_problem, fault_problem
-from dace_ai.checking.sandbox_run import SandboxRun
+from dace_ai.checkers.bench import _refusal
+from dace_ai.sandbox.child.records import Case, Problem
+from dace_ai.sandbox.harness import case_problem, fault_problem
+from dace_ai.sandbox.sandbox_run import SandboxRun
 
 CASE: Case = {
     "seed": 0,

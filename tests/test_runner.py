@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 from dace_ai.checking.api import CheckRequest
 from dace_ai.checking.artefacts import Artefacts
-from dace_ai.checking.sandbox_run import SANDBOX_RUN
 from dace_ai.checking.stages import check_workdir, run_checks
 from dace_ai.config.settings import resolve_settings
 from dace_ai.expansion.expansion_pass import node_context
 from dace_ai.expansion.pending import pending_nodes
 from dace_ai.prompt.answer import Answer
+from dace_ai.sandbox.sandbox_run import SANDBOX_RUN
 
 N, M, K = (dace.symbol(s) for s in "NMK")
 
@@ -89,18 +89,18 @@ def test_bench_times_the_library_verify_linked_and_no_candidate_is_built_by_dace
         assert (verify.checker, verify.status) == ("verify", "passed"), verify.diagnostics
         assert (bench.checker, bench.status) == ("bench", "passed"), bench.diagnostics
         library = str(request.workdir / "sandbox" / "candidate.so")
-        assert store[SANDBOX_RUN].library == library == bench.details["library"]
-        assert bench.details["timed"] and bench.details["speedup"] > 0
-        assert len(bench.details["candidate_seconds"]) == 3 and bench.sizes == [{"N": 40, "K": 30, "M": 50}]
+        assert bench.bench is not None and store[SANDBOX_RUN].library == library == bench.bench.library
+        assert bench.bench.timed and bench.bench.speedup is not None and bench.bench.speedup > 0
+        assert len(bench.bench.candidate_seconds) == 3 and bench.sizes == [{"N": 40, "K": 30, "M": 50}]
         assert "and at the bench sizes N=40, K=30, M=50" in verify.diagnostics
         assert verify.details["threads"]["runs"] == [] and "no OpenMP in the code" in verify.diagnostics
     # DaCe built the node's native reference once, for both candidates, and never a candidate;
     # besides it only the node's library baselines (DaCe's OpenBLAS, ...), each once as well.
     bench = reports[0][1]
-    baselines = [label for label in bench.details.get("baselines") or {} if label != bench.details.get("native")]
+    baselines = [label for label in bench.bench.baselines or {} if label != bench.bench.native]
     assert len(dace_builds) == 1 + len(baselines), (dace_builds, baselines)
     assert len(set(dace_builds)) == len(dace_builds) and all(b.startswith("ai_reference_") for b in dace_builds)
-    assert reports[1][1].details.get("baselines", {}).keys() == bench.details.get("baselines", {}).keys()
+    assert (reports[1][1].bench.baselines or {}).keys() == (bench.bench.baselines or {}).keys()
     # The reference's outputs are cached per case next to it: the second candidate ran no reference.
     outputs = list((requests[0].workdir.parent / "reference").glob("*/outputs/*.npy"))
     assert outputs, "reference outputs were not cached"
@@ -112,7 +112,7 @@ def test_the_native_reference_is_reused_by_another_process(tmp_path):
     script = textwrap.dedent("""
         import json, sys
         import dace
-        from dace_ai.checking.reference import build_native_reference
+        from dace_ai.sandbox.reference import build_native_reference
         sys.path.insert(0, {tests!r})
         from test_runner import _request, matmul
         from dace_ai.prompt.answer import Answer
@@ -165,7 +165,7 @@ def test_a_data_race_is_refused_as_not_deterministic_naming_sizes_and_threads(be
     # Named where it showed: at the large size in the thread runs, or already at a smaller size run with all
     # cores, which then comes out right with one thread.
     assert "not deterministic" in report.diagnostics and "data race" in report.diagnostics
-    named = re.search(r"sizes N=(\d+)( \([a-z_ -]+\))?[;)]", report.diagnostics)
+    named = re.search(r"sizes N=(\d+)( \([a-z_ -]+\))?[;),]", report.diagnostics)
     assert named, report.diagnostics
     checked = [s["N"] for s in report.sizes] + [report.details.get("bench_sizes", {}).get("N")]
     assert int(named.group(1)) in checked, (named.group(1), checked)  # a size the ladder really ran
@@ -199,18 +199,18 @@ def test_init_and_exit_code_get_exactly_the_symbols_dace_passes(where, code, pas
 
 
 def test_the_task_run_of_the_evaluation_harness_uses_the_same_child(monkeypatch):
-    """``dace-ai bench``'s whole-program run goes through checking.sandbox.run_child, both programs loaded there."""
-    from dace_ai.checking import sandbox
+    """``dace-ai bench``'s whole-program run goes through sandbox.child_process.run_child, both programs loaded there."""
     from dace_ai.evaluation.task_run import run_task
+    from dace_ai.sandbox import child_process
 
     jobs = []
-    original = sandbox.run_child
+    original = child_process.run_child
 
     def spy(job, folder, limits, **kwargs):
         jobs.append(job)
         return original(job, folder, limits, **kwargs)
 
-    monkeypatch.setattr(sandbox, "run_child", spy)
+    monkeypatch.setattr(child_process, "run_child", spy)
     root = str(dace.Config.get("default_build_folder"))
     good = {"code": "for (long i = 0; i < N; ++i) _out[i] = _a * _x[i] + _y[i];"}
     spec = {"suite": "core", "task": "axpy", "build_root": root, "seeds": [0, 1], "repeats": 3}

@@ -2,7 +2,7 @@
 
 from types import SimpleNamespace
 
-from dace_ai.checking.runner import all_cores, case_key, plan_threads, thread_counts
+from dace_ai.sandbox.run_plan import all_cores, case_key, plan_threads, thread_counts
 
 
 def _case(seed, n, elements):

@@ -21,6 +21,7 @@ from dace_ai.storage.session_store import Session
 from tests.test_ladder import MATMUL, ladder_matmul
 
 N = dace.symbol("N")
+M, K = dace.symbol("M"), dace.symbol("K")
 SCALE = "for (int i = 0; i < N; ++i) _out[i] = 3 * _x[i];"
 #: Wrong at the last element only: what a hand edit (or a tail bug) does.
 SCALE_WRONG_TAIL = "for (int i = 0; i < N; ++i) _out[i] = (i == N - 1 ? 2 : 3) * _x[i];"
@@ -84,18 +85,27 @@ def test_a_wrong_tasklet_placed_by_hand_is_caught_on_its_first_call():
     assert caught.value.node == "ai" and Path(caught.value.session).name in shown, (shown, caught.value.session)
     record = Session(Path(caught.value.session)).round_entry(1) or {}
     assert "wrong: _out[99]" in str(record.get("runtime_check", "")), record
-    out = sdfg(x=x, N=100)  # later calls are not checked (runtime_check=first): nothing extra
-    assert out[99] == pytest.approx(2 * x[99])
+    for _ in range(2):  # the node is not trusted again in this process: every later call raises
+        with pytest.raises(RuntimeCheckFailed, match=r"wrote a wrong output in call 1 of this program .*not trusted"):
+            sdfg(x=x, N=100)
 
 
-def test_warn_instead_of_raise_and_every_nth_call():
+def test_every_nth_call_and_warn_instead_of_raise():
     sdfg, tasklet = _implemented(rc_scale, SCALE, runtime_check="every:2", runtime_check_action="warn")
-    _edit(tasklet, "_out[i] = 3 * _x[i]", "_out[i] = (i == N - 1 ? 2 : 3) * _x[i]")
     x = np.random.rand(50)
-    with pytest.warns(RuntimeCheckWarning, match=r"_out\[49\]"):
-        for _ in range(5):
-            sdfg(x=x, N=50)
+    compiled = sdfg.compile()
+    for _ in range(5):
+        compiled(x=x, N=50)
     assert [d.call for d in dace_ai.runtime_checks()] == [1, 3, 5]
+
+    sdfg, tasklet = _implemented(rc_scale, SCALE, runtime_check="every:3", runtime_check_action="warn")
+    _edit(tasklet, "_out[i] = 3 * _x[i]", "_out[i] = (i == N - 1 ? 2 : 3) * _x[i]")
+    compiled = sdfg.compile()
+    with pytest.warns(RuntimeCheckWarning, match=r"_out\[49\]"):
+        for _ in range(4):
+            compiled(x=x, N=50)
+    # after a wrong output under warn, every later call is checked (and warns)
+    assert [d.call for d in dace_ai.runtime_checks()[3:]] == [1, 2, 3, 4]
 
 
 def test_off_puts_no_check_code_in_the_tasklet():
@@ -144,3 +154,43 @@ def test_a_saved_program_runs_where_dace_ai_is_not_imported_and_says_so_once_per
     assert (
         done.stderr.count("the run-time check of node 'ai' is off in this process (no dace-ai hook arms it here)") == 1
     )
+
+
+def test_a_shape_already_checked_is_sampled_sparsely_within_the_share_of_the_nodes_time():
+    sdfg, _ = _implemented(rc_scale, SCALE, runtime_check_share=1e9)  # a share that allows every sample
+    compiled = sdfg.compile()
+    x = np.random.rand(64)
+    for _ in range(64):
+        compiled(x=x, N=64)
+    calls = [d.call for d in dace_ai.runtime_checks()]
+    assert calls[:2] == [1, 2] and 6 <= len(calls) <= 20, calls  # each gap at most the calls so far: ~9 expected
+    assert all(b <= 2 * a for a, b in zip(calls, calls[1:])), calls
+
+    sdfg, _ = _implemented(rc_scale, SCALE)  # the default share: a tiny node's checks cost far more than 1%
+    compiled = sdfg.compile()
+    for _ in range(64):
+        compiled(x=x, N=64)
+    assert [d.call for d in dace_ai.runtime_checks()[len(calls) :]] == [1]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_freivalds_test_sees_one_wrong_element_and_passes_right_products(dtype):
+    from dace_ai.runtime_check.judge import freivalds_rows
+
+    rng = np.random.default_rng(7)
+    n = 512
+    a = (rng.random((n, n)) - 0.5).astype(dtype)
+    b = (rng.random((n, n)) - 0.5).astype(dtype)
+    right = a @ b
+    summed = np.zeros_like(right)  # the least accurate right way: one k at a time, in the element type
+    for k in range(n):
+        summed += a[:, k : k + 1] * b[k : k + 1, :]
+    assert freivalds_rows(a, b, right, vectors=8).size == 0
+    assert freivalds_rows(a, b, summed, vectors=8).size == 0
+    caught = 0
+    for _ in range(20):
+        c = right.copy()
+        i, j = rng.integers(0, n, 2)
+        c[i, j] = 0 if abs(c[i, j]) > 0.05 else 1  # one element wrong by more than float32's rounding here
+        caught += list(freivalds_rows(a, b, c)) == [i]
+    assert caught == 20

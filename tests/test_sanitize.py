@@ -17,12 +17,9 @@ import dace
 import dace_ai
 import numpy as np
 import pytest
-from dace_ai.checking import sanitize
+from dace_ai.checkers import sanitizers as sanitize_check
 from dace_ai.checking.api import CheckReport, CheckRequest
 from dace_ai.checking.artefacts import Artefacts
-from dace_ai.checking.sanitize import SanitizerRun
-from dace_ai.checking.sanitize import builds as sanitize_builds
-from dace_ai.checking.sanitize import check as sanitize_check
 from dace_ai.checking.stages import check_workdir, run_checks, select_checkers
 from dace_ai.config.settings import resolve_settings
 from dace_ai.expansion.expansion_pass import node_context
@@ -30,6 +27,9 @@ from dace_ai.expansion.pending import pending_nodes
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Checker
 from dace_ai.prompt.answer import Answer
+from dace_ai.sandbox import sanitizers as sanitize
+from dace_ai.sandbox.sanitizers import SanitizerRun
+from dace_ai.sandbox.sanitizers import builds as sanitize_builds
 
 from tests.check_support import link_shared_artefacts
 from tests.dace_versions import DACE2
@@ -260,6 +260,35 @@ def test_a_race_report_is_worded_the_same_whichever_thread_tsan_caught_first():
     assert part.status == "inconclusive", part
 
 
+def test_a_race_during_the_calls_at_once_is_refused_as_shared_state_naming_the_variable():
+    build = SimpleNamespace(kind="thread")
+    at_once = "dace-ai-driver: calling the candidate at once\n"
+    on_static = _race_report("Write", "Write", 5, 5).replace(
+        "  Location is stack of main thread.",
+        "  Location is global 'dace_ai_tasklet(dace_ai_state_t*, int, double const*, double&)::scratch' of size 512",
+    )
+    racy = on_static.replace("dace-ai-driver: calling the candidate\n", at_once)
+    part = sanitize_check._judge_run(build, SanitizerRun("thread", 66, racy, 0.1), _case(), RACE_UNIT, 7, 4, True)
+    assert part.status == "failed" and part.reason == "shared state", part
+    assert part.message.startswith(
+        "Calls that run at the same time share state: `scratch`; keep scratch per call or per thread. "
+        "ThreadSanitizer: data race between threads"
+    ), part.message
+    assert "(4 threads calling one state at once, 3 rounds, seed 0" in part.message
+    on_heap = racy.replace(
+        "Location is global 'dace_ai_tasklet(dace_ai_state_t*, int, double const*, double&)::scratch' of size 512",
+        "Location is heap block of size 65536 at 0x7b8000000000 allocated by main thread:",
+    )
+    part = sanitize_check._judge_run(build, SanitizerRun("thread", 66, on_heap, 0.1), _case(), RACE_UNIT, 7, 4, True)
+    assert part.reason == "shared state" and part.message.startswith(
+        "Calls that run at the same time share state: what tasklet.cpp:5: `for (int i = 0; i < N; ++i) s += _a[i];` "
+        "(line 3 of your code) accesses; keep scratch per call or per thread."
+    ), part.message
+    # A race in the one call before them is the code's own threads: a race, as before.
+    part = sanitize_check._judge_run(build, SanitizerRun("thread", 66, on_static, 0.1), _case(), RACE_UNIT, 7, 4, True)
+    assert part.reason == "race" and "(OpenMP, 4 threads," in part.message, part
+
+
 def test_clang_gets_the_builds_standard_machine_and_macros_but_not_gcc_only_flags():
     flags = [
         "-std=c++14",
@@ -431,10 +460,25 @@ def test_openmp_race_is_refused_every_time_by_thread_sanitizer(shared_root):
 @needs_clang
 @needs_libomp
 def test_openmp_race_is_refused_with_the_default_stages(shared_root):
-    """With ``verify`` first: refused by its thread runs when the threads collided, else by ThreadSanitizer."""
+    """With ``verify`` first: refused by its runs when the threads collided in one of them, else by ThreadSanitizer.
+
+    Which of verify's runs sees the collision is the threads' timing: its thread-count runs (``nondeterministic``),
+    the repeated calls on the same inputs (``repeated``), the second call on other inputs (``stale``) or a call after
+    the inputs changed in place (``kept results``); each is a right refusal of the race.
+    """
     reports = run_checks(request(san_sum, RACY_SUM + "\n// default stages"))
     (failed,) = [r for r in reports if r.status == "failed"]
-    assert (failed.checker, failed.reason) in (("verify", "nondeterministic"), ("sanitizers", "race"))
+    assert (failed.checker, failed.reason) in RACE_REFUSALS, failed.diagnostics
+
+
+#: How the default stages may refuse a racy OpenMP sum: verify, in whichever run the threads collided, else TSan.
+RACE_REFUSALS = (
+    ("verify", "nondeterministic"),
+    ("verify", "repeated"),
+    ("verify", "stale"),
+    ("verify", "kept results"),  # the collision fell in a call after the inputs changed in place
+    ("sanitizers", "race"),
+)
 
 
 @needs_clang
@@ -462,3 +506,79 @@ def test_missing_libomp_makes_the_thread_run_inconclusive_but_the_address_run_co
     overrun = REDUCED_SUM.replace("i < N; ++i) s += _a[i];", "i < N; ++i) s += _a[i] + 0 * _a[i + 1];")
     report = by_checker(run_checks(request(san_sum, overrun, checkers="probe,sanitizers")))["sanitizers"]
     assert report.status == "failed" and report.reason == "address", report.diagnostics
+
+
+# ----------------------------------------------------------------------------- calls at once under ThreadSanitizer
+#: Row sums through a scratch buffer in two passes (copy, then sum), in a parallel map over rows.
+def _two_pass(scratch: str) -> str:
+    return (
+        "double s = 0; for (int j0 = 0; j0 < N; j0 += 8192) { const int n = N - j0 < 8192 ? N - j0 : 8192;\n"
+        f" for (int j = 0; j < n; ++j) {scratch}[j] = _a[j0 + j];\n"
+        f" for (int j = 0; j < n; ++j) s += {scratch}[j]; }}\n_out = s;"
+    )
+
+
+VECTOR_SCRATCH = "static std::vector<double> scratch(8192);\n" + _two_pass("scratch")
+ARRAY_SCRATCH = "static double scratch[8192];\n" + _two_pass("scratch")
+THREAD_VECTOR_SCRATCH = "static thread_local std::vector<double> scratch(8192);\n" + _two_pass("scratch")
+CALL_VECTOR_SCRATCH = "std::vector<double> scratch(8192);\n" + _two_pass("scratch")
+STATE_SCRATCH = {
+    "code": _two_pass("__state->row_scratch"),
+    "state_fields": ["double* row_scratch"],
+    "code_init": "__state->row_scratch = new double[8192];",
+    "code_exit": "delete[] __state->row_scratch;",
+}
+#: Only the sanitizers (and the probe they run beside): neither verify's calls at once nor the text rule.
+SANITIZERS_ONLY = "probe,sanitizers"
+
+
+def _rows_answer(code: str, **answer):
+    from tests.test_ladder import ladder_rows
+    from tests.test_ladder import request as rows_request
+
+    req = rows_request(ladder_rows, code, bench="off", checkers=SANITIZERS_ONLY)
+    req.answer = req.answer.model_copy(update={"code_global": "#include <vector>", **answer})
+    return by_checker(run_checks(req))
+
+
+@needs_clang
+@needs_libomp
+@pytest.mark.parametrize(
+    "answer, named",
+    [
+        ({"code": VECTOR_SCRATCH}, "what tasklet.cpp:"),
+        ({"code": ARRAY_SCRATCH}, "`scratch`"),
+        (STATE_SCRATCH, "what tasklet.cpp:"),
+    ],
+    ids=["static-std-vector", "static-array", "state-field"],
+)
+def test_scratch_shared_by_calls_at_once_is_refused_by_thread_sanitizer_across_them(shared_root, answer, named):
+    reports = _rows_answer(**answer)
+    assert not {"verify", "no-shared-state"} & set(reports)  # neither verify's calls at once nor the text rule
+    report = reports["sanitizers"]
+    assert report.status == "failed" and report.reason == "shared state", report.diagnostics
+    assert report.diagnostics.startswith(f"Calls that run at the same time share state: {named}"), report.diagnostics
+    assert "; keep scratch per call or per thread. ThreadSanitizer: data race" in report.diagnostics
+    assert "(line 2 of your code)" in report.diagnostics or "(line 3 of your code)" in report.diagnostics
+    assert "4 threads calling one state at once, 3 rounds" in report.diagnostics
+    assert report.details["at_once"] == {"threads": 4, "rounds": 3}
+
+
+@needs_clang
+@needs_libomp
+@pytest.mark.parametrize("code", [THREAD_VECTOR_SCRATCH, CALL_VECTOR_SCRATCH], ids=["thread_local", "per-call"])
+def test_scratch_per_thread_or_per_call_passes_thread_sanitizer_across_calls_at_once(shared_root, code):
+    report = _rows_answer(code)["sanitizers"]
+    assert report.status == "passed", report.diagnostics
+    assert report.details["sanitizers"] == ["address", "undefined", "thread"]
+    assert report.diagnostics.endswith("also across 4 calls at once on one state"), report.diagnostics
+
+
+@needs_clang
+def test_missing_libomp_leaves_the_calls_at_once_unchecked_by_thread_sanitizer(shared_root, monkeypatch):
+    for where in (sanitize_check, sanitize_builds):
+        monkeypatch.setattr(where, "libomp_problem", lambda compiler: "libomp.so not found; install `libomp-dev`")
+    report = _rows_answer(CALL_VECTOR_SCRATCH)["sanitizers"]
+    assert report.status == "inconclusive" and report.reason == "libomp missing", report.diagnostics
+    assert "no thread sanitizer run across calls at once" in report.diagnostics
+    assert report.details["passed"] == ["address"]

@@ -71,8 +71,8 @@ def _roofline_json(capsys) -> dict:
 
 @pytest.mark.own_builds
 def test_the_roofline_is_measured_once_and_numpy_stays_under_it(capsys, _isolated_dace_ai):
-    from dace_ai.checking.runner import all_cores
     from dace_ai.performance import store
+    from dace_ai.sandbox.run_plan import all_cores
 
     store.clear_memo()
     report = _roofline_json(capsys)
@@ -323,27 +323,31 @@ def test_the_bench_stage_reports_the_speed_of_light_of_its_timing():
         return report
 
     store.clear_memo()
-    missing = bench(speed_of_light="stored").details
-    assert "speed_of_light" not in missing and "dace-ai targets --roofline" in missing["speed_of_light_missing"]
+    missing = bench(speed_of_light="stored")
+    assert missing.speed_of_light is None and missing.bench is not None
+    assert "dace-ai targets --roofline" in missing.bench.speed_of_light_missing
+    assert "speed_of_light_missing" in missing.record()["details"] and set(missing.details) <= {"origin"}
     assert "of speed of light" not in bench(speed_of_light="off").diagnostics
 
     report = bench()
-    sol = report.details["speed_of_light"]
+    assert report.speed_of_light is not None and report.bench is not None
+    sol = report.speed_of_light.record()
     assert tuple(sol) == KEYS  # the agreed shape, exactly
+    assert report.record()["details"]["speed_of_light"] == sol  # recorded under the key it always had
     flops = 2 * sizes["M"] * sizes["K"] * sizes["N"]
     nbytes = 8 * (sizes["M"] * sizes["K"] + sizes["K"] * sizes["N"] + sizes["M"] * sizes["N"])
-    seconds = report.details["candidate_median"]
+    seconds = report.bench.candidate_median
     assert (sol["flops"], sol["bytes"], sol["dtype"]) == (flops, nbytes, "float64")
     assert sol["gflops"] == pytest.approx(flops / seconds / 1e9) and sol["gbs"] == pytest.approx(nbytes / seconds / 1e9)
-    assert sol["threads"] == report.details["threads"] and 0 < sol["fraction"]
+    assert sol["threads"] == report.bench.threads and 0 < sol["fraction"]
     roofline = store.machine_roofline()
     assert sol["peak_gflops"] == roofline.peak("float64", sol["threads"])
-    assert (sol["bandwidth_gbs"], report.details["speed_of_light_level"]) == roofline.bandwidth(sol["threads"], nbytes)
+    assert (sol["bandwidth_gbs"], report.bench.speed_of_light_level) == roofline.bandwidth(sol["threads"], nbytes)
     ideal = max(flops / (sol["peak_gflops"] * 1e9), nbytes / (sol["bandwidth_gbs"] * 1e9))
     assert sol["fraction"] == pytest.approx(ideal / seconds)
     assert sol["bound"] == ("compute" if flops / sol["peak_gflops"] > nbytes / sol["bandwidth_gbs"] else "memory")
     assert dace_ai.performance.describe_speed_of_light(sol) in report.diagnostics
-    assert report.details["work"] == {
+    assert report.bench.work == {
         "flops": "2*K*M*N",
         "bytes": "8*K*M + 8*K*N + 8*M*N",
         "source": "MatMul semantics",
@@ -365,13 +369,17 @@ def test_optimize_puts_the_speed_of_light_in_the_provenance_the_session_and_its_
     sdfg = prog.to_sdfg()
     report = dace_ai.optimize(sdfg, samples=1, rounds=0, sizes={"N": 4096}, settings={"provider": "scripted"})
     winner = report.nodes[0].winner
-    assert winner is not None and tuple(winner.speed_of_light) == KEYS
-    assert winner.speed_of_light["flops"] == 4096 and winner.speed_of_light["bytes"] == 2 * 8 * 4096
-    assert f"{100 * winner.speed_of_light['fraction']:.3g}% of speed of light" in str(report)
+    assert winner is not None and winner.speed_of_light is not None
+    sol = winner.speed_of_light
+    assert tuple(sol.record()) == KEYS
+    (as_json,) = [c for c in report.to_json()["nodes"][0]["candidates"] if c["winner"]]
+    assert as_json["speed_of_light"] == sol.record()  # ``dace-ai optimize --json``: the figure's shape
+    assert sol.flops == 4096 and sol.bytes == 2 * 8 * 4096
+    assert f"{100 * sol.fraction:.3g}% of speed of light" in str(report)
     (tasklet,) = [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.Tasklet)]
     fields = provenance(tasklet)
-    assert fields["sol"] == f"{winner.speed_of_light['fraction']:.3g}" and " " not in fields["sol"]
+    assert fields["sol"] == f"{sol.fraction:.3g}" and " " not in fields["sol"]
     session = report.nodes[0].session
     summary = json.loads((Path(session) / "session.json").read_text())
     (bench_row,) = [c for r in summary["rounds"] for c in r["checks"] if c["checker"] == "bench"]
-    assert bench_row["figures"]["speed_of_light"] == winner.speed_of_light
+    assert bench_row["figures"]["speed_of_light"] == sol.record()

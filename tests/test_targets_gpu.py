@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 from dace_ai.checking.api import CheckRequest
+from dace_ai.checking.levels import verification_level
 from dace_ai.checking.stages import run_checks
-from dace_ai.checking.units import device_unit
+from dace_ai.compilation.units import device_unit
 from dace_ai.config.settings import resolve_settings
 
 from tests.dace_versions import DACE2
@@ -51,6 +52,10 @@ def test_cuda_device_tasklet_passes_for_the_configured_arch(tmp_path):
     assert report.status == "passed", report.diagnostics
     assert report.details["arch"] == "sm_90" and "-arch=sm_90" in report.details["command"]
     assert "setting cuda_arch" in report.details["arch_source"]
+    # DaCe 1.0.2 with CUDA 13, or a context without its program: the level says the build was a unit, and why
+    level = verification_level([report])
+    assert level.startswith("compile-only: a standalone nvcc unit, not DaCe's build (")
+    assert " ".join(report.details["program_builds"].split())[:60] in level
 
 
 @needs_nvcc
@@ -95,6 +100,7 @@ def test_hip_device_tasklet_passes_and_one_using_state_is_rejected(tmp_path):
     node = gpu_element_node(target("hip"))
     ok = run_checker("hip-hipcc", answer("hip", "elem_ok"), node, tmp_path / "ok")
     assert ok.status == "passed", ok.diagnostics
+    assert verification_level([ok]).startswith("compile-only: a standalone hipcc unit, not DaCe's build (")
     assert "--offload-arch=gfx90a" in ok.details["command"]
     bad = run_checker("hip-hipcc", answer("hip", "elem_state"), node, tmp_path / "bad")
     assert bad.status == "failed"
@@ -168,7 +174,9 @@ def test_one_gpu_pack_base_gives_the_target_detection_architecture_and_checker()
         "vgpu",
         "gpu",
         7,
-        ("vgpu-cc",),
+        ("vgpu-cc", "vgpu-cpu-twin"),
     )
     assert registration.compiler == ("vcc",) and registration.language == "vgpu"
     assert (checker.name, checker.stage, checker.applies) == ("vgpu-cc", "compile", found.applies)
+    twin = found.twin_checker()  # device tasklets of every pack run on their CPU twin, the same way
+    assert (twin.name, twin.stage, twin.applies) == ("vgpu-cpu-twin", "verify", found.runs_on_twin)

@@ -15,8 +15,6 @@ import dace_ai
 import numpy as np
 import pytest
 from dace_ai.checking.api import CheckRequest
-from dace_ai.checking.harness import parse_sizes_setting, run_against_reference
-from dace_ai.checking.sandbox import watched_from_outside
 from dace_ai.checking.stages import check_workdir, run_checks
 from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import CheckFailed, NativeFallbackWarning, UnverifiedWarning
@@ -24,6 +22,9 @@ from dace_ai.expansion.ainode import AINode
 from dace_ai.expansion.expansion_pass import node_context
 from dace_ai.expansion.pending import pending_nodes
 from dace_ai.prompt.answer import Answer
+from dace_ai.sandbox.cases import parse_sizes_setting
+from dace_ai.sandbox.child_process import watched_from_outside
+from dace_ai.sandbox.harness import run_against_reference
 from dace_ai.testing import FakeProvider
 
 N, M, K = (dace.symbol(s) for s in "NMK")

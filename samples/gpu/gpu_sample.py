@@ -2,7 +2,7 @@
 project, replayed: no provider, no key, no network), checked by dace-ai, built by DaCe with nvcc and,
 where this machine has an NVIDIA GPU and CuPy, run, compared with NumPy and timed.
 
-    python samples/gpu/gpu_sample.py
+    python samples/gpu/gpu_sample.py [--record FILE]
 
 The programs (float64, data in GPU memory):
 
@@ -18,7 +18,9 @@ It prints each node's verification level: ``compile-only`` where no GPU runs the
 With a GPU it runs each program on CuPy arrays, compares with NumPy, and times it (CUDA events,
 median of 20 calls) beside a fused CuPy kernel for ``2 * x + y`` and CuPy's ``A @ B`` (cuBLAS). Without nvcc, or where
 DaCe cannot build GPU programs (DaCe 1.0.2 with CUDA 13), or without a GPU, it says what it could
-not do and exits 0.
+not do and exits 0. ``--record FILE`` writes what happened as JSON (the GPU, whether CuPy was there, each
+node's level, whether it ran, agreed with NumPy, and its time beside its baseline) for
+``bench/gpu_lane_check.py``, which fails the GPU lane when the record proves less than it must.
 """
 
 from __future__ import annotations
@@ -35,8 +37,7 @@ import dace
 import dace_ai
 import numpy as np
 from dace_ai import compat
-from dace_ai.checking.gpu_build import gpu_build_blocker
-from dace_ai.checking.gpu_verify import nvidia_gpu
+from dace_ai.compilation.gpu_toolchain import gpu_build_blocker, nvidia_gpu
 from dace_ai.plugins.manager import get_plugin_manager
 from dace_ai.testing import FakeProvider
 
@@ -128,13 +129,26 @@ def timed(cupy, call, repeats: int = 20) -> float:
     return float(np.median(samples))
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    record: dict = {"gpu": None, "cupy": False, "nodes": {}, "said": []}
+    path = Path(argv[argv.index("--record") + 1]) if "--record" in argv else None
+    try:
+        return run(record)
+    finally:
+        if path is not None:
+            path.write_text(json.dumps(record, indent=1))
+
+
+def run(record: dict) -> int:
+    record["gpu"] = nvidia_gpu()
     if shutil.which("nvcc") is None:
         print("No nvcc on this machine: the GPU sample needs the CUDA toolkit to build; nothing to do.")
+        record["said"].append("no nvcc")
         return 0
     blocker = gpu_build_blocker()
     if blocker is not None:
         print(f"{blocker}.\nNothing to do.")
+        record["said"].append(blocker)
         return 0
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # this environment's CMake
     root = Path(tempfile.mkdtemp(prefix="dace-ai-gpu-sample-"))
@@ -143,7 +157,7 @@ def main() -> int:
     get_plugin_manager().register(provider.plugin("sample-answers"), "gpu-sample-answers")
     dace.Config.set("ai", "provider", value="sample-answers")
     print("Answers: replayed from samples/gpu/answers (written by the dace-ai project), no model is asked.")
-    device = nvidia_gpu()
+    device = record["gpu"]
     print(f"GPU: {device or 'none on this machine (the checks build the programs; nothing runs)'}")
     programs = {"axpy_device": axpy("axpy_device", True), "axpy_launch": axpy("axpy_launch", False)}
     cublas = get_plugin_manager().environment_generators().get("cublas")
@@ -153,10 +167,12 @@ def main() -> int:
     else:
         reason = cublas.detect().reason if cublas is not None else "the dace-ai-cublas pack is not installed"
         print(f"gemm_cublas: skipped, cuBLAS {reason}")
+        record["said"].append(f"gemm_cublas skipped: cuBLAS {reason}")
     compiled = {}
     for name, sdfg in programs.items():
         sdfg.expand_library_nodes()
         print(f"{name}: {level(sdfg)}")
+        record["nodes"][name] = {"level": level(sdfg), "ran": False}
         if device is None:
             sdfg.build_folder = str(root / name)
             compat.compile_without_loading(sdfg)
@@ -167,6 +183,7 @@ def main() -> int:
         import cupy
     except ImportError:
         cupy = None
+    record["cupy"] = cupy is not None
     if device is None or cupy is None:
         print("No GPU or no CuPy here: the programs were checked and built, not run.")
         return 0
@@ -183,6 +200,9 @@ def main() -> int:
         status |= not ok
         seconds = timed(cupy, functools.partial(compiled[name], x=gx, y=gy, o=go, N=n))
         base = timed(cupy, functools.partial(fused, gx, gy, go))
+        record["nodes"][name].update(
+            ran=True, agrees=bool(ok), seconds=seconds, baseline="CuPy fused 2*x+y kernel", baseline_seconds=base
+        )
         print(
             f"{name}: {'matches NumPy' if ok else 'DIFFERS from NumPy'}; {seconds * 1e6:.0f} us per call "
             f"({3 * 8 * n / seconds / 1e9:.0f} GB/s), CuPy's fused 2*x+y kernel {base * 1e6:.0f} us: {base / seconds:.2f}x"
@@ -196,6 +216,9 @@ def main() -> int:
         status |= not ok
         seconds = timed(cupy, lambda: compiled["gemm_cublas"](A=ga, B=gb, C=gc, M=m, N=nn, K=k))
         base = timed(cupy, lambda: cupy.matmul(ga, gb, out=gc))
+        record["nodes"]["gemm_cublas"].update(
+            ran=True, agrees=bool(ok), seconds=seconds, baseline="CuPy A @ B (cuBLAS)", baseline_seconds=base
+        )
         print(
             f"gemm_cublas: {'matches NumPy' if ok else 'DIFFERS from NumPy'}; {seconds * 1e3:.2f} ms per call "
             f"({2 * m * nn * k / seconds / 1e9:.0f} GFLOP/s), CuPy's A @ B (cuBLAS) {base * 1e3:.2f} ms: "
@@ -206,4 +229,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -138,6 +138,10 @@ VARIANTS = {
 }
 
 
+#: What each variant's answers need of the CPU (the checks run them only where it has these).
+CPU_FEATURES = {"avx2": ("avx2", "fma"), "avx512": ("avx512f", "avx512bw", "avx512dq", "avx512vl")}
+
+
 class DemoTargets:
     """Machine-independent targets for this demo, so the prompts do not vary between machines."""
 
@@ -154,6 +158,7 @@ class DemoTargets:
                 flags=flags,
                 guidance="Write fast, correct code; use unaligned loads and stores.",
                 description=f"tiled_gemm demo target ({variant})",
+                cpu_features=CPU_FEATURES[variant],
             )
 
 
@@ -235,7 +240,7 @@ def openblas_programs() -> dict:
     """``matmul`` and ``dense_relu_unfused`` built with DaCe's own OpenBLAS implementation when its
     environment is installed here, else an empty dict."""
     from dace.libraries import blas
-    from dace_ai.checking.baselines import node_baselines
+    from dace_ai.sandbox.baselines import node_baselines
 
     available = {b.implementation for b in node_baselines(blas.Gemm("probe")).available}
     if "OpenBLAS" not in available:

@@ -77,7 +77,24 @@ from dace_ai.expansion.ainode import AINode  # noqa: E402
 from dace_ai.expansion.frontend import ai  # noqa: E402
 from dace_ai.expansion.implementation import expand  # noqa: E402
 
-_install.install()
+
+def _stand_in(name: str) -> Any:
+    """A function calling ``dace_ai.<name>`` (imported on first call), named after the module that defines it."""
+
+    def stand_in(*args: Any, **kwargs: Any) -> Any:
+        return __getattr__(name)(*args, **kwargs)
+
+    stand_in.__name__ = stand_in.__qualname__ = name
+    stand_in.__module__ = _LAZY[name]
+    stand_in.__doc__ = (
+        f"dace-ai's :func:`{_LAZY[name]}.{name}` (standing in for DaCe's own; see dace_ai.expansion.takeover)."
+    )
+    return stand_in
+
+
+#: DaCe 2's AI library functions that dace-ai's workflows stand in for (see :mod:`dace_ai.expansion.takeover`).
+_WORKFLOWS = ("build", "repair", "sessions", "show", "history", "refine", "rollback", "pin", "unpin")
+_install.install({name: _stand_in(name) for name in _WORKFLOWS})
 
 __all__ = [
     "AINode",

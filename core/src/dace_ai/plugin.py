@@ -28,7 +28,8 @@ core may be reorganised without breaking them. By hook:
   :data:`COMPILED`); what checkers of one candidate hand on is an :class:`Artefact` a checker
   declares in ``Checker(needs=..., gives=...)``, read on ``request.artefacts`` and given with
   :meth:`CheckReport.give`: the core's :data:`COMPILED`, :data:`SANDBOX_RUN` (the ``verify``
-  checker's frozen :class:`SandboxRun`) and :data:`GPU_RUN`, or a plugin's own.
+  checker's frozen :class:`SandboxRun`) and :data:`GPU_RUN`, or a plugin's own; typed results on the
+  report: :class:`BenchFigures` (``bench``) and :class:`SpeedOfLight` (``speed_of_light``).
 
 Example::
 
@@ -47,20 +48,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from dace_ai.checkers.gpu_pack import GpuPack
 from dace_ai.checking.api import CheckReport, CheckRequest, Status, stable_paths
 from dace_ai.checking.artefacts import ArtefactView, UndeclaredArtefact
-from dace_ai.checking.compile import COMPILED, CandidateBuild, compile_candidate
-from dace_ai.checking.gpu_build import (
-    CMAKE_CANNOT,
-    check_gpu_build,
-    gpu_build_blocker,
-    gpu_compute_capability,
-    nvcc_version,
-)
-from dace_ai.checking.gpu_pack import GpuPack
-from dace_ai.checking.gpu_verify import GPU_RUN
-from dace_ai.checking.sandbox_run import BENCH_RUN, SANDBOX_RUN, SandboxRun
-from dace_ai.checking.units import (
+from dace_ai.compilation.compile import COMPILED, CandidateBuild, compile_candidate
+from dace_ai.compilation.gpu_build import CMAKE_CANNOT, check_gpu_build
+from dace_ai.compilation.gpu_toolchain import gpu_build_blocker, gpu_compute_capability, nvcc_version
+from dace_ai.compilation.units import (
     GPU_THREAD_SCHEDULES,
     TASKLET_FUNCTION,
     UNIT_FILE,
@@ -97,6 +91,7 @@ from dace_ai.execution.jobs import (
     target_resource,
     worker_name,
 )
+from dace_ai.performance.records import BenchFigures, SpeedOfLight
 from dace_ai.plugins.artefacts import Artefact
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import (
@@ -133,7 +128,8 @@ from dace_ai.providers.sdk import (
     provider_failure,
     strict_json_schema,
 )
-from dace_ai.solving.check_jobs import KeyInPayload, assert_key_free
+from dace_ai.sandbox.sandbox_run import BENCH_RUN, GPU_RUN, SANDBOX_RUN, SandboxRun
+from dace_ai.solving.check_records import KeyInPayload, assert_key_free
 from dace_ai.state import STATE
 from dace_ai.targets.build_flags import build_command, builds_with_dace, runtime_standard_flag
 from dace_ai.targets.cpu import CpuInfo, read_cpu
@@ -164,6 +160,7 @@ __all__ = [
     "AISettings",
     "Answer",
     "AnswerError",
+    "BenchFigures",
     "BenchSuite",
     "CandidateBuild",
     "CheckFailed",
@@ -198,6 +195,7 @@ __all__ = [
     "ScopeInfo",
     "Setting",
     "SettingsError",
+    "SpeedOfLight",
     "GpuPack",
     "machine_fact",
     "SandboxRun",

@@ -54,8 +54,8 @@ class ProcessState:
         self._lock = threading.Lock()
 
     def register(self, name: str, container: C) -> C:
-        """Keep ``container`` under ``name`` (``"checking.verify.told"``) and return it, so a module
-        writes ``_told: set[str] = STATE.register("checking.verify.told", set())``."""
+        """Keep ``container`` under ``name`` (``"sandbox.run_report.told"``) and return it, so a module
+        writes ``_told: set[str] = STATE.register("sandbox.run_report.told", set())``."""
         with self._lock:
             if name in self._parts and self._parts[name] is not container:
                 raise ValueError(f"process state {name!r} is registered already")

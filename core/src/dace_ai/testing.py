@@ -24,8 +24,15 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from dace_ai.config.definitions import BY_KEY
+from dace_ai.environments.spec import EnvironmentSpec
+from dace_ai.plugins.hookspecs import hookimpl
+from dace_ai.plugins.registrations import HOOK_TYPES, Detection, Provider
+from dace_ai.prompt.answer import EnvironmentRequest
+from dace_ai.providers.api import ProviderReply, Usage
+
 if TYPE_CHECKING:
-    from dace_ai.plugins.registrations import Detection, EnvironmentGenerator
+    from dace_ai.plugins.registrations import EnvironmentGenerator
     from dace_ai.providers.api import ProviderRequest
 
 
@@ -42,8 +49,6 @@ class FakeProvider:
             self._answers.extend(answers)
 
     def complete(self, request: ProviderRequest) -> Any:
-        from dace_ai.providers.api import ProviderReply, Usage
-
         with self._lock:
             self.requests.append(request)
             if not self._answers:
@@ -59,16 +64,12 @@ class FakeProvider:
 
     def registration(self, name: str = "fake") -> Any:
         """A Provider registration whose factory returns this client."""
-        from dace_ai.plugins.registrations import Provider
-
         return Provider(
             name=name, factory=lambda settings: self, offline=True, description="scripted answers for tests"
         )
 
     def plugin(self, name: str = "fake") -> Any:
         """A plugin object registering this client as provider ``name``."""
-        from dace_ai.plugins.hookspecs import hookimpl
-
         registration = self.registration(name)
 
         class _Plugin:
@@ -89,8 +90,6 @@ def _hook_results(plugin: object, hook_name: str) -> list[Any]:
 
 def _check_settings(items: list[Any], declared: dict[str, Any]) -> None:
     """Settings a plugin declares do not reuse a core setting's name; a name declared twice is declared alike."""
-    from dace_ai.config.definitions import BY_KEY
-
     for item in items:
         for setting in item.settings:
             assert setting.name not in BY_KEY, (
@@ -111,8 +110,6 @@ def check_registrations(plugin: object) -> dict[str, list[Any]]:
     have a valid stage; environment generators' ``detect()`` returns a Detection and, when
     installed, ``generate()`` an ``EnvironmentSpec``. Returns the registrations by hook.
     """
-    from dace_ai.plugins.registrations import HOOK_TYPES, Detection
-
     found: dict[str, list[Any]] = {}
     declared: dict[str, Any] = {}  # plugin-owned settings: no core names, one declaration per name
     for hook_name, expected in HOOK_TYPES.items():
@@ -137,9 +134,6 @@ def check_registrations(plugin: object) -> dict[str, list[Any]]:
 
 def _check_environment_generator(generator: EnvironmentGenerator, detection_type: type[Detection]) -> None:
     """``detect()`` gives a Detection with a reason; when installed, a bare request gives an EnvironmentSpec."""
-    from dace_ai.environments.spec import EnvironmentSpec
-    from dace_ai.prompt.answer import EnvironmentRequest
-
     detection = generator.detect() if generator.detect is not None else None
     if detection is not None:
         assert isinstance(detection, detection_type), f"generator {generator.name!r}: detect() must return Detection"

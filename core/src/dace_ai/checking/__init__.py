@@ -1,4 +1,4 @@
-"""Checking one candidate answer: the checkers (compile, verify, bench, sanitizers, GPU), the stage
-runner that orders them by the artefacts they need and give, the sandbox child and the verdict.
-May import ``targets``, ``environments``, ``context``, ``prompt``, ``performance`` and every package
-below them; never ``solving``, ``expansion`` or above."""
+"""The check protocol: what a checker is asked and answers (``api``), the artefacts checkers hand on, the
+stage runner that orders them by those artefacts, and the verdict on a candidate's reports.
+May import ``context``, ``prompt``, ``performance`` (the typed results' records) and every package below
+them; never ``compilation``, ``sandbox``, ``checkers``, ``solving``, ``expansion`` or above."""

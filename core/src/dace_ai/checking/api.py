@@ -10,8 +10,9 @@ checker could not decide (a missing tool or header) and never counts as failure;
 the user itself, e.g. once per program), or refuses it (``on_inconclusive=reject``).
 
 What every stage reports is a field of :class:`CheckReport` (``stage``, ``reason``,
-``rule``, ``told_user``, ``seeds``, ``sizes``); ``details`` holds what only one checker
-knows (bench figures, remarks, the ladder). Reports travel as :meth:`CheckReport.record`
+``rule``, ``told_user``, ``seeds``, ``sizes``); typed results are fields too (``coverage``, the bench's
+``bench`` figures and ``speed_of_light``: :mod:`dace_ai.performance.records`); ``details`` holds what
+only one checker knows (remarks, the ladder). Reports travel as :meth:`CheckReport.record`
 (sessions' ``checks.json``, check jobs' results, the answer cache) and come back with
 :meth:`CheckReport.from_record`, so one shape is written and read everywhere.
 
@@ -35,6 +36,7 @@ from typing import Any, Literal, TypeVar
 from dace_ai.checking.artefacts import ArtefactView
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
+from dace_ai.performance.records import BenchFigures, SpeedOfLight
 from dace_ai.plugins.artefacts import Artefact
 from dace_ai.prompt.answer import Answer
 
@@ -55,6 +57,9 @@ class CheckRequest:
     #: Class paths of the DaCe environments the answer resolved to (registered ones it names
     #: and generated ones it requested), set by the pipeline.
     environments: set[str] = field(default_factory=set)
+    #: Fixed text dace-ai puts before the answer in the host unit the candidate's one compile builds
+    #: (the CPU twin's header, :mod:`dace_ai.compilation.cpu_twin`); never the model's.
+    prelude: str = ""
     #: The artefacts the checker declared in its ``needs`` (set by the stage runner; a request made
     #: outside it may read any artefact, and none was given): ``request.artefacts.get(SANDBOX_RUN)``.
     artefacts: ArtefactView = field(default_factory=ArtefactView.standalone, repr=False, compare=False)
@@ -76,6 +81,8 @@ class Coverage:
     device: str = ""
     #: The bench sizes its bench section ran, when it timed the candidate too.
     bench_sizes: dict[str, int] | None = None
+    #: It ran device code on its CPU twin (:mod:`dace_ai.compilation.cpu_twin`), not on a GPU.
+    twin: bool = False
 
     def record(self) -> dict[str, Any]:
         return {
@@ -83,6 +90,7 @@ class Coverage:
             "distributions": list(self.distributions),
             "device": self.device,
             "bench_sizes": dict(self.bench_sizes) if self.bench_sizes is not None else None,
+            **({"twin": True} if self.twin else {}),  # only when set: older records read the same
         }
 
     @classmethod
@@ -93,6 +101,7 @@ class Coverage:
             distributions=tuple(str(d) for d in record.get("distributions") or ()),
             device=str(record.get("device") or ""),
             bench_sizes={str(k): int(v) for k, v in bench.items()} if isinstance(bench, Mapping) else None,
+            twin=bool(record.get("twin")),
         )
 
     @classmethod
@@ -111,6 +120,7 @@ class Coverage:
             distributions=tuple(str(d) for d in ran or ()),
             device=str(details.get("device") or ""),
             bench_sizes=dict(bench) if isinstance(bench, Mapping) else None,
+            twin=details.get("twin") is True,
         )
 
 
@@ -144,10 +154,15 @@ class CheckReport:
     static: bool = field(default=False, kw_only=True)
     #: A verify-stage report that adds to the ``verify`` comparison rather than making one (the sanitizer runs).
     supplements_verify: bool = field(default=False, kw_only=True)
-    #: Not run because the check was routed to the compile stage only (no worker for the target).
+    #: Not run because the check was routed to the compile stage only (no worker for the target, or this host
+    #: cannot run code for the target).
     compile_only: bool = field(default=False, kw_only=True)
     #: What a comparison with the reference varied (threads, distributions, device, bench sizes).
     coverage: Coverage | None = field(default=None, kw_only=True)
+    #: What the bench stage measured (timings, speedups, baselines, sizes).
+    bench: BenchFigures | None = field(default=None, kw_only=True)
+    #: The timing against this machine's roofline.
+    speed_of_light: SpeedOfLight | None = field(default=None, kw_only=True)
     #: What the checker gives to the checkers after it (:meth:`give`); taken by the stage runner,
     #: never recorded.
     artefacts: dict[Artefact[Any], object] = field(default_factory=dict, kw_only=True, repr=False, compare=False)
@@ -217,18 +232,28 @@ class CheckReport:
             "supplements_verify": self.supplements_verify,
             "compile_only": self.compile_only,
             "coverage": self.coverage.record() if self.coverage is not None else None,
-            "details": json.loads(json.dumps(self.details, default=str)),
+            "details": json.loads(json.dumps({**self.details, **self._results()}, default=str)),
         }
+
+    def _results(self) -> dict[str, Any]:
+        """The typed results as JSON data, keyed as ``details`` held them before their records."""
+        out = self.bench.record() if self.bench is not None else {}
+        if self.speed_of_light is not None:
+            out["speed_of_light"] = self.speed_of_light.record()
+        return out
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> CheckReport:
-        """A report from :meth:`record`'s data (or from a record written before the typed fields)."""
+        """A report from :meth:`record`'s data (or from a record written before the typed fields); the bench
+        figures and speed of light it keeps in ``details`` become ``bench`` and ``speed_of_light``."""
+        details = dict(record.get("details") or {})
+        sol = details.pop("speed_of_light", None)
         report = cls(
             str(record["checker"]),
             record["status"],
             str(record.get("diagnostics") or ""),
             float(record.get("seconds") or 0.0),
-            dict(record.get("details") or {}),
+            details,
             stage=str(record.get("stage") or ""),
             reason=str(record.get("reason") or ""),
             rule=str(record.get("rule") or ""),
@@ -239,8 +264,14 @@ class CheckReport:
             supplements_verify=bool(record.get("supplements_verify")),
             compile_only=bool(record.get("compile_only")),
             coverage=Coverage.from_record(record["coverage"]) if record.get("coverage") else None,
+            speed_of_light=SpeedOfLight.from_record(sol) if isinstance(sol, Mapping) else None,
         )
-        return report.fields_from_details()
+        report.fields_from_details()
+        if report.stage == "bench" and BenchFigures.in_details(details):
+            report.bench = BenchFigures.from_record(details)
+            for key in BenchFigures.KEYS:
+                details.pop(key, None)
+        return report
 
 
 def stable_paths(text: str, replacements: dict[str, str]) -> str:

@@ -3,7 +3,7 @@
 :func:`check_candidate` builds the :class:`~dace_ai.checking.api.CheckRequest` (with its
 private work folder, :func:`~dace_ai.checking.stages.check_workdir`) and runs the stages
 (:func:`~dace_ai.checking.stages.run_checks`). The expansion calls it for every candidate,
-in its own process or on an executor's worker (:mod:`dace_ai.solving.check_jobs`);
+in its own process or on an executor's worker (:mod:`dace_ai.dispatch.check_jobs`);
 anything else that has an answer and a node context (a test, an evaluation) can call it
 the same way.
 

@@ -35,12 +35,14 @@ from pathlib import Path
 
 from dace_ai.checking.api import CheckReport, CheckRequest, stable_paths
 from dace_ai.checking.artefacts import Artefacts, order_checkers
+from dace_ai.compat import dace_runtime_include
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
 from dace_ai.errors import CheckFailed, SettingsError
 from dace_ai.plugins.manager import PluginManager, get_plugin_manager
 from dace_ai.plugins.registrations import STAGES, Checker
 from dace_ai.prompt.answer import Answer
+from dace_ai.prompt.feedback import where_the_time_goes
 from dace_ai.storage.files import ai_folder, build_root, lock_for
 
 
@@ -134,8 +136,6 @@ def any_checker_applies(request: CheckRequest, manager: PluginManager | None = N
 
 
 def _stable_replacements(workdir: Path) -> dict[str, str]:
-    from dace_ai.compat import dace_runtime_include
-
     return {
         str(workdir) + os.sep: "",
         str(workdir): ".",
@@ -264,8 +264,6 @@ def repair_message(reports: list[CheckReport]) -> str:
         text = stable_paths(report.diagnostics.strip(), replacements) or "(no diagnostics)"
         parts.append(f"Check {report.checker!r} (stage {stage}) failed:\n```\n{text}\n```")
     if any(r.rule == "gate" for r in failures):  # too slow: say where the time goes
-        from dace_ai.prompt.feedback import where_the_time_goes
-
         section = where_the_time_goes(reports).strip()
         if section:
             parts.append(section)

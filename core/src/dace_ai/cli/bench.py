@@ -70,7 +70,10 @@ def add_parser(sub: Any) -> None:
 
 
 def configurations(args: argparse.Namespace) -> list[Any]:
-    from dace_ai.evaluation.campaign import Configuration, shipped_answers
+    from dace_ai.evaluation.campaign import (  # local: CLI startup (loaded when the command runs)
+        Configuration,
+        shipped_answers,
+    )
 
     targets = args.target or [None]
     if args.offline:
@@ -99,10 +102,16 @@ def configurations(args: argparse.Namespace) -> list[Any]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from dace_ai.evaluation.campaign import EvaluationPlan, run_evaluation
-    from dace_ai.evaluation.export import export_jsonl, parse_weights
-    from dace_ai.evaluation.report import write_reports
-    from dace_ai.execution.jobs import ExecutorOptions
+    from dace_ai.evaluation.campaign import (  # local: CLI startup (loaded when the command runs)
+        EvaluationPlan,
+        run_evaluation,
+    )
+    from dace_ai.evaluation.export import (  # local: CLI startup (loaded when the command runs)
+        export_jsonl,
+        parse_weights,
+    )
+    from dace_ai.evaluation.report import write_reports  # local: CLI startup (loaded when the command runs)
+    from dace_ai.execution.jobs import ExecutorOptions  # local: CLI startup (loaded when the command runs)
 
     if args.samples < 1:
         raise SettingsError(f"--samples must be at least 1, got {args.samples}")
@@ -123,7 +132,7 @@ def main(args: argparse.Namespace) -> int:
     def progress(a: dict[str, Any]) -> None:
         if args.quiet:
             return
-        from dace_ai.evaluation.report import attempt_verdict
+        from dace_ai.evaluation.report import attempt_verdict  # local: CLI startup (loaded when the command runs)
 
         state = attempt_verdict(a)
         retry = f" (retried {a['retries']}x)" if a.get("retries") else ""

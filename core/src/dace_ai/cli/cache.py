@@ -33,7 +33,7 @@ def parse_duration(text: str) -> float:
 
 
 def _cache(args: argparse.Namespace) -> Any:
-    from dace_ai.storage.cache import AnswerCache
+    from dace_ai.storage.cache import AnswerCache  # local: CLI startup (loaded when the command runs)
 
     return AnswerCache(Path(args.root).resolve() if args.root else None)
 

@@ -83,11 +83,11 @@ def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def dry_run(args: argparse.Namespace) -> int:
     """Print what the executor of these options would start, without starting it."""
-    from dace_ai.config.settings import resolve_settings
-    from dace_ai.execution.jobs import ExecutorOptions
-    from dace_ai.plugins.manager import get_plugin_manager
-    from dace_ai.plugins.registrations import Executor
-    from dace_ai.solving.dispatch import executor_options
+    from dace_ai.config.settings import resolve_settings  # local: CLI startup (loaded when the command runs)
+    from dace_ai.dispatch.dispatcher import executor_options  # local: CLI startup (loaded when the command runs)
+    from dace_ai.execution.jobs import ExecutorOptions  # local: CLI startup (loaded when the command runs)
+    from dace_ai.plugins.manager import get_plugin_manager  # local: CLI startup (loaded when the command runs)
+    from dace_ai.plugins.registrations import Executor  # local: CLI startup (loaded when the command runs)
 
     settings = resolve_settings(settings_overrides(args))
     given = (

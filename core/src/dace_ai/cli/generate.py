@@ -17,6 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import dace_ai
 from dace_ai.cli.executor_args import add_executor_arguments, dry_run, settings_overrides
 from dace_ai.cli.help import add_example
 from dace_ai.errors import AIUsageError
@@ -56,8 +57,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import dace_ai
-
     if args.dry_run:
         return dry_run(args)
     if not args.file:

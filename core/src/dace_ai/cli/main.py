@@ -18,8 +18,10 @@ import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from dace_ai import compat
 from dace_ai.cli.help import add_example
-from dace_ai.errors import DaceAIError
+from dace_ai.errors import DaceAIError, redact
+from dace_ai.expansion.charge import CHARGE
 
 if TYPE_CHECKING:
     from dace_ai.plugins.manager import PluginManager
@@ -31,7 +33,7 @@ def _print_json(data: Any) -> None:
 
 
 def _manager():
-    from dace_ai.plugins.manager import get_plugin_manager
+    from dace_ai.plugins.manager import get_plugin_manager  # local: CLI startup (loaded when the command runs)
 
     return get_plugin_manager()
 
@@ -79,8 +81,10 @@ def cmd_plugins_list(args: argparse.Namespace) -> int:
 
 
 def cmd_config(args: argparse.Namespace) -> int:
-    from dace_ai.config.settings import describe_settings, resolve_settings
-    from dace_ai.errors import redact
+    from dace_ai.config.settings import (  # local: CLI startup (loaded when the command runs)
+        describe_settings,
+        resolve_settings,
+    )
 
     rows = describe_settings(resolve_settings())
     for row in rows:
@@ -112,8 +116,8 @@ def _tool_version(path: str) -> str:
 
 def declared_tools(manager) -> dict[str, list[str]]:
     """The commands installed packs declare (targets' compilers, any registration's ``tools``), with who uses each."""
-    from dace_ai.plugins.manager import iter_registrations
-    from dace_ai.plugins.registrations import Target
+    from dace_ai.plugins.manager import iter_registrations  # local: CLI startup (loaded when the command runs)
+    from dace_ai.plugins.registrations import Target  # local: CLI startup (loaded when the command runs)
 
     found: dict[str, list[str]] = {}
     for kind, reg in iter_registrations(manager):
@@ -125,7 +129,11 @@ def declared_tools(manager) -> dict[str, list[str]]:
 
 def gpu_build_report() -> dict[str, Any]:
     """Whether DaCe can build GPU programs with this machine's nvcc and CMake, and if not, why."""
-    from dace_ai.checking.gpu_build import cmake_version, gpu_build_blocker, nvcc_version
+    from dace_ai.compilation.gpu_toolchain import (  # local: CLI startup (loaded when the command runs)
+        cmake_version,
+        gpu_build_blocker,
+        nvcc_version,
+    )
 
     nvcc = nvcc_version()
     blocker = gpu_build_blocker() if nvcc is not None else None
@@ -147,8 +155,8 @@ def cmake_note(nvcc: tuple[int, int] | None, cmake: str) -> str:
 
 def doctor_report() -> dict[str, Any]:
     """What this machine offers dace-ai, without printing any secret."""
-    from dace_ai.targets.host import host_compiler
-    from dace_ai.targets.select import detect
+    from dace_ai.targets.host import host_compiler  # local: CLI startup (loaded when the command runs)
+    from dace_ai.targets.select import detect  # local: CLI startup (loaded when the command runs)
 
     manager = _manager()
     with warnings.catch_warnings():
@@ -187,7 +195,7 @@ ROOFLINE_HINT = "not measured yet for this compiler and flags: `dace-ai targets 
 
 def roofline_summary() -> dict[str, Any]:
     """The stored roofline's headline figures, or how to measure it (never measures here)."""
-    from dace_ai.performance import cached_roofline
+    from dace_ai.performance import cached_roofline  # local: CLI startup (loaded when the command runs)
 
     try:
         found = cached_roofline()
@@ -201,9 +209,6 @@ def roofline_summary() -> dict[str, Any]:
 
 def dace_report() -> dict[str, Any]:
     """The DaCe in use and who implements its 'ai' (dace-ai or DaCe's own AI library), with the reason."""
-    from dace_ai import compat
-    from dace_ai.expansion.charge import CHARGE
-
     return {
         "version": compat.DACE_VERSION,
         "builtin_ai_library": CHARGE.builtin,
@@ -218,16 +223,18 @@ def dace_report() -> dict[str, Any]:
 
 def environment_report(manager: PluginManager) -> dict[str, list[dict[str, Any]]]:
     """Every environment: registered in DaCe, offered by packs (generators), stored by earlier runs."""
-    from dace_ai import compat
     from dace_ai.environments.generated import (
         HOME_MODULE,
         StoredEnvironmentError,
         class_path,
         load_generated,
         stored_specs,
+    )  # local: CLI startup (loaded when the command runs)
+    from dace_ai.environments.installed import (  # local: CLI startup (loaded when the command runs)
+        check_environment,
+        environment_infos,
     )
-    from dace_ai.environments.installed import check_environment, environment_infos
-    from dace_ai.environments.resolve import detect_generator
+    from dace_ai.environments.resolve import detect_generator  # local: CLI startup (loaded when the command runs)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -319,7 +326,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_targets(args: argparse.Namespace) -> int:
-    from dace_ai.cli.targets import main as targets_main
+    from dace_ai.cli.targets import main as targets_main  # local: CLI startup (loaded when the command runs)
 
     return targets_main(
         (["--json"] if args.json else [])
@@ -384,20 +391,22 @@ def make_parser() -> argparse.ArgumentParser:
     targets.set_defaults(func=cmd_targets)
     add_example(targets, "DACE_ai_target=sve dace-ai targets", "dace-ai targets --roofline --json")
 
-    from dace_ai.cli.sessions import add_commands as add_session_commands
+    from dace_ai.cli.sessions import (
+        add_commands as add_session_commands,  # local: CLI startup (loaded when the command runs)
+    )
 
     add_session_commands(sub)
 
-    from dace_ai.cli.cache import add_cache_parser
+    from dace_ai.cli.cache import add_cache_parser  # local: CLI startup (loaded when the command runs)
 
     add_cache_parser(sub)
-    from dace_ai.cli.generate import add_parser as add_generate
-    from dace_ai.cli.optimize import add_parser as add_optimize
+    from dace_ai.cli.generate import add_parser as add_generate  # local: CLI startup (loaded when the command runs)
+    from dace_ai.cli.optimize import add_parser as add_optimize  # local: CLI startup (loaded when the command runs)
 
     add_generate(sub)
     add_optimize(sub)
 
-    from dace_ai.cli.bench import add_parser as add_bench_parser
+    from dace_ai.cli.bench import add_parser as add_bench_parser  # local: CLI startup (loaded when the command runs)
 
     add_bench_parser(sub)
     return parser

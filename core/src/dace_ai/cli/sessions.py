@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dace_ai import compat
 from dace_ai.cli.help import add_example
 from dace_ai.errors import AIUsageError
 
@@ -24,8 +25,6 @@ HISTORY_COLUMNS = ("number", "status", "reason", "source", "verification", "toke
 
 
 def _load(path: str) -> Any:
-    from dace_ai import compat
-
     file = Path(path)
     if not file.is_file():
         raise AIUsageError(f"{path}: no such SDFG file")
@@ -36,8 +35,7 @@ def _load(path: str) -> Any:
 
 
 def _save(sdfg: Any, path: str) -> None:
-    from dace_ai import compat
-    from dace_ai.storage.files import atomic_write_with
+    from dace_ai.storage.files import atomic_write_with  # local: CLI startup (loaded when the command runs)
 
     file = Path(path)
     compressed = file.read_bytes()[:2] == b"\x1f\x8b"
@@ -83,7 +81,7 @@ def _emit(data: Any, args: argparse.Namespace, text: Any) -> None:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from dace_ai.workflows.sessions import sessions
+    from dace_ai.workflows.sessions import sessions  # local: CLI startup (loaded when the command runs)
 
     rows = sessions(_load(args.file))
     _emit(rows, args, lambda: _table(rows, COLUMNS, f"Generated tasklets of {args.file}"))
@@ -91,7 +89,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from dace_ai.workflows.sessions import show
+    from dace_ai.workflows.sessions import show  # local: CLI startup (loaded when the command runs)
 
     info = show(_load(args.file), args.node)
 
@@ -109,7 +107,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from dace_ai.workflows.sessions import history
+    from dace_ai.workflows.sessions import history  # local: CLI startup (loaded when the command runs)
 
     rounds = history(_load(args.file), args.node)
     _emit(rounds, args, lambda: _table(rounds, HISTORY_COLUMNS, f"Rounds of {args.node or 'the tasklet'}"))
@@ -117,7 +115,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def _change(args: argparse.Namespace, action: Any, verb: str) -> int:
-    from dace_ai.workflows.sessions import select, show
+    from dace_ai.workflows.sessions import select, show  # local: CLI startup (loaded when the command runs)
 
     sdfg = _load(args.file)
     action(sdfg)
@@ -135,25 +133,25 @@ def _change(args: argparse.Namespace, action: Any, verb: str) -> int:
 
 
 def cmd_refine(args: argparse.Namespace) -> int:
-    from dace_ai.workflows.sessions import refine
+    from dace_ai.workflows.sessions import refine  # local: CLI startup (loaded when the command runs)
 
     return _change(args, lambda sdfg: refine(sdfg, args.node, args.feedback), "refined")
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
-    from dace_ai.workflows.sessions import rollback
+    from dace_ai.workflows.sessions import rollback  # local: CLI startup (loaded when the command runs)
 
     return _change(args, lambda sdfg: rollback(sdfg, args.node, round=args.round), "rolled back")
 
 
 def cmd_pin(args: argparse.Namespace) -> int:
-    from dace_ai.workflows.sessions import pin
+    from dace_ai.workflows.sessions import pin  # local: CLI startup (loaded when the command runs)
 
     return _change(args, lambda sdfg: pin(sdfg, args.node), "pinned")
 
 
 def cmd_unpin(args: argparse.Namespace) -> int:
-    from dace_ai.workflows.sessions import unpin
+    from dace_ai.workflows.sessions import unpin  # local: CLI startup (loaded when the command runs)
 
     return _change(args, lambda sdfg: unpin(sdfg, args.node), "unpinned")
 

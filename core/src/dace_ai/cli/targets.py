@@ -81,8 +81,8 @@ def roofline_report(
     """
     from dataclasses import asdict
 
-    from dace_ai.performance import machine_roofline
-    from dace_ai.performance.store import folder
+    from dace_ai.performance import machine_roofline  # local: CLI startup (loaded when the command runs)
+    from dace_ai.performance.store import folder  # local: CLI startup (loaded when the command runs)
 
     manager = manager or get_plugin_manager()
     settings = settings or resolve_settings()
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--remeasure", action="store_true", help="with --roofline: measure again")
     add_example(parser, "DACE_ai_target=sve dace-ai targets --json", "dace-ai targets --roofline --json")
     args = parser.parse_args(argv)
-    from dace_ai.performance.measure import RooflineError
+    from dace_ai.performance.measure import RooflineError  # local: CLI startup (loaded when the command runs)
 
     try:
         report = roofline_report(args.remeasure) if args.roofline else collect()

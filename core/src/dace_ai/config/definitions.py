@@ -52,6 +52,14 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef("extra_instructions", "str", "", "Text appended to every prompt"),
     SettingDef("target", "str", None, "Hardware target name; empty detects it"),
     SettingDef(
+        "hide_cpu_features",
+        "str",
+        "",
+        "CPU features (in /proc/cpuinfo spelling, comma separated: avx512f,amx_tile) that dace-ai's description "
+        "of this machine leaves out, as on a CPU without them: target detection, the ISA check and the prompt "
+        "see the smaller CPU (the compiler's -march=native is not changed)",
+    ),
+    SettingDef(
         "checkers",
         "str",
         None,
@@ -98,10 +106,12 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef(
         "runtime_check",
         "str",
-        "first",
+        "auto",
         "Spot check of a generated tasklet inside the user's own program, against the node's reference on "
-        "the same inputs: first (the first call of the compiled program in each process), every:N (that "
-        "call and every N-th after it) or off (no check code in the tasklet)",
+        "the same inputs: auto (the first call of every new shape, then a sparse random sample of later "
+        "calls within runtime_check_share of the node's own time), first (the first call of every new shape "
+        "only), every:N (those and every N-th program call) or off (no check code in the tasklet). After a "
+        "wrong output every later call of the node raises (warn: is checked)",
     ),
     SettingDef(
         "runtime_check_budget",
@@ -110,6 +120,14 @@ SETTINGS: tuple[SettingDef, ...] = (
         "Seconds a run-time spot check may spend on the reference; a NumPy reference that takes longer is "
         "not called again in this process (products are checked by Freivalds' test, within any budget)",
         (("gt", 0),),
+    ),
+    SettingDef(
+        "runtime_check_share",
+        "float",
+        0.01,
+        "runtime_check=auto: the share of the node's own time (measured on its recorded calls) that checks of "
+        "later calls of an already checked shape may spend, beyond the first call's check",
+        (("ge", 0),),
     ),
     SettingDef(
         "runtime_check_action",

@@ -32,8 +32,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, field_validator
 
+from dace_ai.compat import dace_config_overrides, register_ai_config
 from dace_ai.config.definitions import BY_KEY, SettingDef
 from dace_ai.errors import SettingsError, remember_secret
+from dace_ai.plugins.manager import MANAGER_FLAGS, get_plugin_manager
 from dace_ai.plugins.registrations import Setting
 from dace_ai.state import STATE
 
@@ -85,6 +87,7 @@ class AISettings(BaseModel):
     cache: bool = _field("cache")
     extra_instructions: str = _field("extra_instructions")
     target: str | None = _field("target")
+    hide_cpu_features: str = _field("hide_cpu_features")
     checkers: tuple[str, ...] | None = _field("checkers")
     bench: Literal["off", "report", "gate"] = _field("bench")
     min_speedup: float = _field("min_speedup")
@@ -96,6 +99,7 @@ class AISettings(BaseModel):
     speed_of_light: Literal["on", "stored", "off"] = _field("speed_of_light")
     runtime_check: str = _field("runtime_check")
     runtime_check_budget: float = _field("runtime_check_budget")
+    runtime_check_share: float = _field("runtime_check_share")
     runtime_check_action: Literal["raise", "warn"] = _field("runtime_check_action")
     check_concurrency: int = _field("check_concurrency")
     verify_seeds: int = _field("verify_seeds")
@@ -151,6 +155,17 @@ class AISettings(BaseModel):
             return None
         return value
 
+    @field_validator("hide_cpu_features")
+    @classmethod
+    def _features_format(cls, value: str) -> str:
+        names = [n.strip().lower() for n in str(value).split(",") if n.strip()]
+        bad = [n for n in names if not re.fullmatch(r"[a-z0-9_]+", n)]
+        if bad:
+            raise ValueError(
+                f"expected CPU feature names as /proc/cpuinfo spells them (avx512f,amx_tile), not {bad[0]!r}"
+            )
+        return ",".join(names)
+
     @field_validator("verify_sizes")
     @classmethod
     def _sizes_format(cls, value: str | None) -> str | None:
@@ -162,8 +177,8 @@ class AISettings(BaseModel):
     @classmethod
     def _runtime_check_format(cls, value: str) -> str:
         text = str(value).strip().lower()
-        if not re.fullmatch(r"off|first|every:[1-9]\d*", text):
-            raise ValueError("expected off, first or every:N (N >= 1), e.g. 'every:100'")
+        if not re.fullmatch(r"off|auto|first|every:[1-9]\d*", text):
+            raise ValueError("expected off, auto, first or every:N (N >= 1), e.g. 'every:100'")
         return text
 
     @property
@@ -212,9 +227,6 @@ def plugin_settings(manager: PluginManager | None = None) -> dict[str, tuple[Set
     so ``dace.Config.set('ai', name, value=...)`` and ``.dace.conf`` work for them too. A
     plugin setting named like a core setting is an error.
     """
-    from dace_ai.compat import register_ai_config
-    from dace_ai.plugins.manager import get_plugin_manager
-
     declared = (manager or get_plugin_manager()).declared_settings()
     clashes = [f"{name!r} ({reg.origin})" for name, (_, reg) in declared.items() if name in BY_KEY]
     if clashes:
@@ -252,8 +264,6 @@ _warned: set[str] = STATE.register("config.settings.warned", set())
 
 def _warn_unknown_environment(environ: Mapping[str, str], known: list[str]) -> None:
     """Warn (once per name) about ``DACE_ai_*`` variables that name no setting."""
-    from dace_ai.plugins.manager import MANAGER_FLAGS
-
     allowed = set(known) | set(MANAGER_FLAGS)
     for name in environ:
         if not name.startswith(ENV_PREFIX) or name[len(ENV_PREFIX) :] in allowed or name in _warned:
@@ -327,8 +337,6 @@ def check_choices(settings: AISettings) -> None:
     """Refuse a provider, target or checker name that no installed plugin registers, with the closest name."""
     import difflib
 
-    from dace_ai.plugins.manager import get_plugin_manager
-
     manager = get_plugin_manager()
     for key, (kind, noun) in CHOICES.items():
         value = getattr(settings, key)
@@ -363,8 +371,6 @@ def resolve_settings(
     environ: Mapping[str, str] | None = None,
 ) -> AISettings:
     """Resolve every setting (core and plugin-owned) from its sources and remember where each came from."""
-    from dace_ai.compat import dace_config_overrides
-
     declared = plugin_settings()
     known = [*KEYS, *declared]
     overrides = {k: v for k, v in (overrides or {}).items()}
@@ -419,8 +425,6 @@ def early_setting(
 
     Same sources and order as :func:`resolve_settings` (no explicit arguments at import time).
     """
-    from dace_ai.compat import dace_config_overrides
-
     environ = os.environ if environ is None else environ
     env_name = ENV_PREFIX + key
     if env_name in environ:

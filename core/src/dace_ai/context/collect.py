@@ -26,7 +26,9 @@ from dace.sdfg.state import SDFGState
 from dace_ai import compat
 from dace_ai.config.settings import AISettings, resolve_settings
 from dace_ai.context.types import ConnectorInfo, EnvironmentInfo, NodeContext, ScopeInfo, TargetInfo
+from dace_ai.environments.installed import environment_infos
 from dace_ai.errors import DaceAIError
+from dace_ai.targets.select import resolve_target, target_info
 
 #: Properties that are identity, layout or bookkeeping, not semantics.
 NOISY_PROPERTIES = frozenset(
@@ -128,16 +130,12 @@ class SDFGContext:
     def environments(self) -> list[EnvironmentInfo]:
         """Registered DaCe environments with their installation check (computed once)."""
         if self._environments is None:
-            from dace_ai.environments.installed import environment_infos
-
             self._environments = environment_infos()
         return self._environments
 
     def target(self, kind: str) -> TargetInfo:
         """The resolved target for code of ``kind`` ("cpu" or "gpu"), resolved once per kind."""
         if kind not in self._targets:
-            from dace_ai.targets.select import resolve_target, target_info
-
             self._targets[kind] = target_info(*resolve_target(self.settings, kind=kind))
         return self._targets[kind]
 

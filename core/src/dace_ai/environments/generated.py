@@ -30,6 +30,7 @@ from dace_ai.environments import fields
 from dace_ai.environments.spec import EnvironmentSpec
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import EnvironmentGenerator
+from dace_ai.storage.files import atomic_write, lock_for
 
 if TYPE_CHECKING:
     from dace_ai.context.types import NodeContext
@@ -100,8 +101,6 @@ def _define(spec: EnvironmentSpec) -> None:
 
 def materialise(spec: EnvironmentSpec, root: Path | None = None) -> str:
     """Store ``spec`` as JSON (once) and register its DaCe environment; return the class path."""
-    from dace_ai.storage.files import atomic_write, lock_for
-
     path = folder(root) / f"{spec.class_name()}.json"
     text = (
         json.dumps(

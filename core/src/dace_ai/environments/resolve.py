@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from dace_ai.environments.generated import HOME_MODULE, materialise
 from dace_ai.environments.installed import EnvironmentInfo, environment_infos, find_header, suits
 from dace_ai.environments.spec import EnvironmentSpec
+from dace_ai.plugins.manager import get_plugin_manager
 from dace_ai.plugins.registrations import Detection, EnvironmentGenerator
 from dace_ai.state import STATE
 
@@ -59,8 +60,6 @@ def detect_generator(generator: EnvironmentGenerator) -> Detection:
 
 
 def _generators() -> dict[str, EnvironmentGenerator]:
-    from dace_ai.plugins.manager import get_plugin_manager
-
     return get_plugin_manager().environment_generators()
 
 

@@ -25,11 +25,23 @@ import time
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from dace_ai.config.settings import AISettings, resolve_settings
 from dace_ai.errors import DaceAIError
+from dace_ai.evaluation import tasks
+from dace_ai.evaluation.task_programs import program_sdfg, task_digest
+from dace_ai.evaluation.task_run import run_task
+from dace_ai.evaluation.tasks import missing_requirements
+from dace_ai.expansion.expansion_pass import node_context
+from dace_ai.performance.bench_figure import roofline_for
+from dace_ai.performance.speed_of_light import from_roofline
+from dace_ai.performance.work import node_work
+from dace_ai.prompt.render import render_prompt
+from dace_ai.sandbox.baselines import compare_times
+from dace_ai.solving.requests import request_for
+from dace_ai.solving.rounds import Table, ask, check
 
 if TYPE_CHECKING:
     from dace_ai.checking.verdict import Verdict
-    from dace_ai.config.settings import AISettings
     from dace_ai.context.types import NodeContext
     from dace_ai.evaluation.tasks import Task
     from dace_ai.prompt.answer import Answer
@@ -55,8 +67,8 @@ def _stage_status(reports: list[Any], stage: str) -> str:
 
 def _bench_speedup(reports: list[Any]) -> float | None:
     for report in reports:
-        if report.stage == "bench" and isinstance(report.details.get("speedup"), (int, float)):
-            return float(report.details["speedup"])
+        if report.stage == "bench" and report.bench is not None and report.bench.speedup is not None:
+            return float(report.bench.speedup)
     return None
 
 
@@ -83,8 +95,6 @@ def _run_whole_program(
     """Run the task's whole program with the answer in the sandbox, unless the target is not the
     host or the checks already verified it and nothing is timed; records ``task_run`` and errors.
     Returns the run's record (empty when not run)."""
-    from dace_ai.evaluation.task_run import run_task
-
     run: dict[str, Any] = {}
     if payload.get("target"):
         out["task_run"] = f"not run: the whole program runs on the host only, not on target {payload['target']!r}"
@@ -149,7 +159,7 @@ def _check_records(reports: list[Any]) -> list[dict[str, Any]]:
             "status": r.status,
             "seconds": round(r.seconds, 4),
             "diagnostics": r.diagnostics[-2000:],
-            **{k: r.details[k] for k in BENCH_KEYS if k in r.details},
+            **_bench_record(r),
         }
         for r in reports
     ]
@@ -159,15 +169,9 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
     """Outcomes of one attempt (see the module docstring); never raises for the candidate's faults."""
     import dace
 
-    from dace_ai.config.settings import resolve_settings
-    from dace_ai.evaluation.task_programs import program_sdfg, task_digest
-    from dace_ai.evaluation.tasks import find_task, missing_requirements
-    from dace_ai.expansion.expansion_pass import node_context
-    from dace_ai.prompt.render import render_prompt
-
     start = time.perf_counter()
     dace.Config.set("default_build_folder", value=payload["build_root"])
-    suite, task = payload["suite"], find_task(payload["suite"], payload["task"])
+    suite, task = payload["suite"], tasks.find_task(payload["suite"], payload["task"])
     out = _new_outcomes()
     missing = missing_requirements(task)
     if missing:
@@ -218,9 +222,6 @@ def evaluate_attempt(payload: dict[str, Any]) -> dict[str, Any]:
 def _play(ctx: NodeContext, settings: AISettings, prompt: Prompt, task: Task, text: str) -> Round | str:
     """One round of the supplied answer ``text`` as an expansion plays it (environments resolved, the same
     verdict), without a session or the cache; the parse error when it does not parse."""
-    from dace_ai.solving.requests import request_for
-    from dace_ai.solving.rounds import Table, ask, check
-
     table = Table(ctx, settings, "", None, None, reuse_checks=False)
     request = request_for(prompt.system, prompt.user, settings)
     with warnings.catch_warnings():  # "not verified" and the like are recorded per attempt, not printed
@@ -251,11 +252,7 @@ def _record_speed_figures(
         out["speedup_source"] = "bench stage (the node vs its baselines)"
         out.update(_node_figures(reports))
         out["speed_of_light"] = next(
-            (
-                r.details.get("speed_of_light")
-                for r in reports
-                if r.stage == "bench" and r.details.get("speed_of_light")
-            ),
+            (r.speed_of_light.record() for r in reports if r.stage == "bench" and r.speed_of_light is not None),
             None,
         )
 
@@ -268,10 +265,6 @@ def attempt_speed_of_light(
     None (with ``out["speed_of_light_missing"]`` saying why) when the roofline cannot be had
     or the node's work is not known; the verdict does not depend on it.
     """
-    from dace_ai.performance.bench_figure import roofline_for
-    from dace_ai.performance.speed_of_light import from_roofline
-    from dace_ai.performance.work import node_work
-
     if not seconds:
         return None
     roofline, reason = roofline_for(setting)
@@ -286,6 +279,14 @@ def attempt_speed_of_light(
         return None
     figure, _ = from_roofline(roofline, flops, nbytes, seconds, work.dtype, int(threads or 1))
     return figure
+
+
+def _bench_record(report: Any) -> dict[str, Any]:
+    """The bench stage's figures and speed of light that an attempt's check record copies (JSON data)."""
+    found = {**(report.bench.record() if report.bench is not None else {})}
+    if report.speed_of_light is not None:
+        found["speed_of_light"] = report.speed_of_light.record()
+    return {k: found[k] for k in BENCH_KEYS if k in found}
 
 
 #: The bench stage's figures copied into an attempt's check records.
@@ -317,8 +318,6 @@ def _machine_missing(reports: list[Any], out: dict[str, Any]) -> str | None:
 
 def speedups(run: dict[str, Any]) -> dict[str, Any]:
     """An attempt's speed figures from its task run: vs the strongest baseline (headline) and vs native."""
-    from dace_ai.checking.baselines import compare_times
-
     native = run.get("native_label") or "native"
     times = {native: run["baseline_seconds"], **(run.get("baselines_seconds") or {})}
     comparison = compare_times(run["candidate_seconds"], times, native).as_dict()
@@ -335,17 +334,17 @@ def speedups(run: dict[str, Any]) -> dict[str, Any]:
 
 def _node_figures(reports: list[Any]) -> dict[str, Any]:
     for report in reports:
-        d = report.details
-        if report.stage == "bench" and isinstance(d.get("speedup"), (int, float)):
-            strongest = d.get("speedup_strongest", d["speedup"])
+        fig = report.bench
+        if report.stage == "bench" and fig is not None and fig.speedup is not None:
+            compared = fig.baselines is not None
             return {
-                "speedup": strongest,
-                "speedup_native": d["speedup"],
-                "strongest": d.get("strongest") or d.get("native"),
-                "native_baseline": d.get("native"),
-                "baseline_seconds": d.get("baselines") or {},
-                "candidate_seconds": d.get("candidate_median"),
-                "baselines_left_out": d.get("baselines_left_out") or {},
+                "speedup": fig.speedup_strongest if compared else fig.speedup,
+                "speedup_native": fig.speedup,
+                "strongest": fig.strongest or fig.native,
+                "native_baseline": fig.native,
+                "baseline_seconds": dict(fig.baselines or {}),
+                "candidate_seconds": fig.candidate_median,
+                "baselines_left_out": dict(fig.baselines_left_out),
             }
     return {}
 
@@ -384,8 +383,6 @@ def stage_settings(task: Task, settings: dict[str, Any], repeats: int) -> dict[s
 
     Only settings this installation knows are set (the bench stage is a plugin).
     """
-    from dace_ai.config.settings import AISettings
-
     known = set(AISettings.model_fields)
     extra: dict[str, Any] = {}
     if "bench_sizes" in known:

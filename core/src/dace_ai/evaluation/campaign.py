@@ -18,9 +18,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import SettingsError
+from dace_ai.evaluation.attempt import evaluate_attempt, prompt_hash
+from dace_ai.evaluation.task_programs import program_sdfg
 from dace_ai.evaluation.tasks import Task, load_suite, recorded_answers, suite_registration
 from dace_ai.execution.jobs import ExecutorOptions, Job, JobResult
+from dace_ai.expansion.expansion_pass import node_context
+from dace_ai.performance.bench_figure import roofline_for
+from dace_ai.plugins.manager import get_plugin_manager
+from dace_ai.plugins.registrations import Executor
+from dace_ai.prompt.render import render_prompt
+from dace_ai.providers.select import make_client, select_provider
+from dace_ai.solving.answer_source import ask_for_node
+from dace_ai.solving.requests import request_for
 from dace_ai.storage.files import atomic_write
 
 RESULTS_VERSION = 1
@@ -113,9 +124,6 @@ class LiveAsker:
     """Asks a configuration's provider for one task's answer, as the pipeline would."""
 
     def __init__(self, config: Configuration) -> None:
-        from dace_ai.config.settings import resolve_settings
-        from dace_ai.providers.select import make_client, select_provider
-
         overrides = {"provider": config.provider, "model": config.model}
         if config.target:
             overrides["target"] = config.target
@@ -124,13 +132,6 @@ class LiveAsker:
         self.client = make_client(self.provider, self.settings)
 
     def ask(self, suite: str, task: Task) -> dict[str, Any]:
-        from dace_ai.evaluation.attempt import prompt_hash
-        from dace_ai.evaluation.task_programs import program_sdfg
-        from dace_ai.expansion.expansion_pass import node_context
-        from dace_ai.prompt.render import render_prompt
-        from dace_ai.solving.answer_source import ask_for_node
-        from dace_ai.solving.requests import request_for
-
         _sdfg, state, node = program_sdfg(suite, task, f"bench_{task.id}_ask")
         ctx = node_context(state.sdfg, state, node, self.settings)
         prompt = render_prompt(ctx, self.settings)
@@ -154,8 +155,6 @@ def _record(folder: Path, task: str, sample: dict[str, Any]) -> None:
 
 def plan_attempts(plan: EvaluationPlan, done: set[str]) -> Iterator[tuple[dict[str, Any], Job]]:
     """(attempt record without outcomes, job) for every attempt not in ``done``; live answers asked here."""
-    from dace_ai.evaluation.attempt import evaluate_attempt
-
     build_root = str((plan.build or plan.out / "build").resolve())
     tasks = selected_tasks(plan)
     for config in plan.configurations:
@@ -208,9 +207,6 @@ def write_results(out: Path, data: dict[str, Any]) -> None:
 
 def run_evaluation(plan: EvaluationPlan, progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run every attempt of ``plan`` not yet in ``<out>/results.json``; return the results."""
-    from dace_ai.plugins.manager import get_plugin_manager
-    from dace_ai.plugins.registrations import Executor
-
     data = load_results(plan.out)
     done = {a["id"] for a in data["attempts"]}
     data["suite"] = plan.suite
@@ -252,8 +248,6 @@ def results_roofline(build_root: str) -> dict[str, Any] | None:
     run's build root here, once, before any job runs, so the workers read it instead of measuring beside
     each other's benches."""
     import dace
-
-    from dace_ai.performance.bench_figure import roofline_for
 
     previous = dace.Config.get("default_build_folder")
     dace.Config.set("default_build_folder", value=build_root)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dace_ai.errors import SettingsError
+from dace_ai.storage.files import atomic_write
 
 DEFAULT_WEIGHTS = {"compile": 0.1, "correct": 0.5, "speedup": 0.4}
 #: log2(speedup) is capped here, so one lucky kernel does not dominate a batch.
@@ -74,7 +75,6 @@ def export_jsonl(data: dict[str, Any], path: Path, weights: dict[str, float]) ->
                 }
             )
         )
-    from dace_ai.storage.files import atomic_write
 
     atomic_write(Path(path), "\n".join(lines) + ("\n" if lines else ""))
     return len(lines)

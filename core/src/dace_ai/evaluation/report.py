@@ -30,6 +30,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from dace_ai.evaluation.attempt import verdict
+from dace_ai.storage.files import atomic_write
+
 FAST_P = (0.0, 1.0, 2.0)
 #: The one line shown when the plot cannot be drawn.
 PLOT_HINT = "report.png not written: matplotlib is not installed (pip install 'dace-ai[bench]')"
@@ -173,7 +176,6 @@ def attempt_verdict(a: dict[str, Any]) -> str:
     """The attempt's verdict as recorded, or derived from its fields (results of older runs)."""
     if a.get("verdict"):
         return str(a["verdict"])
-    from dace_ai.evaluation.attempt import verdict
 
     return verdict(a)
 
@@ -392,8 +394,6 @@ def roofline_axes(ax: Any, data: dict[str, Any], configurations: Sequence[str]) 
 
 def write_reports(data: dict[str, Any], out: Path) -> tuple[Path, Path | None, str | None]:
     """Write report.md and report.png; (md path, png path or None, the hint when the plot was skipped)."""
-    from dace_ai.storage.files import atomic_write
-
     md = atomic_write(out / "report.md", render_markdown(data))
     try:
         return md, render_png(data, out / "report.png"), None

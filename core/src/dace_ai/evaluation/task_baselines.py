@@ -5,7 +5,7 @@ times the candidate's program against the task's native program. Next to it, in 
 same child run, with the same inputs, interleaved samples and the same threads, it times
 
 * for library-node tasks, the program with the node expanded by each of DaCe's own
-  implementations installed here (:func:`dace_ai.checking.baselines.node_baselines`:
+  implementations installed here (:func:`dace_ai.sandbox.baselines.node_baselines`:
   ``OpenBLAS``, ``MKL``, ``OpenMP``, ...), each built once per task like the native one;
 * the task's NumPy reference (NumPy's BLAS is OpenBLAS, threads as the child's).
 
@@ -19,11 +19,14 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from dace_ai.checking.child.records import BaselineSpec
+from dace_ai.evaluation.task_programs import program_sdfg
+from dace_ai.evaluation.tasks import suite_member
+from dace_ai.sandbox.baselines import node_baselines
+from dace_ai.sandbox.child.records import BaselineSpec
 
 if TYPE_CHECKING:
-    from dace_ai.checking.child.records import LibrarySpec
     from dace_ai.evaluation.tasks import Task
+    from dace_ai.sandbox.child.records import LibrarySpec
 
 NUMPY = "NumPy"
 
@@ -49,8 +52,6 @@ def native_label(suite: str, task: Task) -> str:
     """How the task's native baseline is named: ``DaCe pure`` for a library node, else the native program."""
     if task.kind != "library":
         return NATIVE_PROGRAM
-    from dace_ai.checking.baselines import node_baselines
-    from dace_ai.evaluation.task_programs import program_sdfg
 
     _sdfg, _state, node = program_sdfg(suite, task, f"bench_{task.id}_label")
     found = node_baselines(node).native
@@ -70,10 +71,6 @@ def task_baseline_sides(
     (a trusted project module, never model code) and called on the case's buffers.
     """
     import numpy as np
-
-    from dace_ai.checking.baselines import node_baselines
-    from dace_ai.evaluation.task_programs import program_sdfg
-    from dace_ai.evaluation.tasks import suite_member
 
     sides: list[TaskSide] = []
     left_out: dict[str, str] = {}

@@ -15,6 +15,7 @@ import numpy as np
 
 from dace_ai.errors import SettingsError
 from dace_ai.evaluation.tasks import Task, suite_member
+from dace_ai.expansion.charge import CHARGE
 
 #: Library-node expansions tried while looking for the task's node (MatMul -> Gemm, ...).
 MAX_EXPANSIONS = 8
@@ -49,8 +50,6 @@ def program_sdfg(suite: str, task: Task, name: str) -> tuple[Any, Any, Any]:
         if found is not None:
             node, state = found
             if task.kind == "library":
-                from dace_ai.expansion.charge import CHARGE
-
                 node.implementation = CHARGE.implementation  # 'ai', or 'dace-ai' when DaCe's own library keeps 'ai'
             return sdfg, state, node
         others = [

@@ -3,7 +3,7 @@
 The task run builds two programs with DaCe, never loading either here: the task's
 program with the candidate's tasklet placed, and the native baseline (built once
 per task under a lock). It runs both in one run of the sandbox child
-(:mod:`dace_ai.checking.child`, through :func:`dace_ai.checking.sandbox.run_child`: the
+(:mod:`dace_ai.sandbox.child`, through :func:`dace_ai.sandbox.child_process.run_child`: the
 same limits, fault attribution and machine-wide timing lock as the verify and
 bench stages) on the task's inputs for each seed, and compares their outputs
 with the task's NumPy reference here. When timed, the child times the two
@@ -27,12 +27,26 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dace_ai.checking.child.records import BenchJob, Case, Connector, Container, LibrarySpec, SandboxJob
+from dace_ai.compat import compile_without_loading, debugprint_off
+from dace_ai.config.settings import resolve_settings
+from dace_ai.evaluation import tasks
+from dace_ai.evaluation.task_baselines import job_side, native_label, task_baseline_sides
+from dace_ai.evaluation.task_programs import baseline_sdfg, compare, make_arguments, program_sdfg, task_digest
+from dace_ai.evaluation.tasks import suite_member
+from dace_ai.expansion.expansion_pass import node_context
+from dace_ai.prompt.answer import Answer
+from dace_ai.sandbox import child_process
+from dace_ai.sandbox.child.records import BenchJob, Case, Connector, Container, LibrarySpec, SandboxJob
+from dace_ai.sandbox.child_process import SandboxLimits
+from dace_ai.sandbox.reference import program_spec
+from dace_ai.solving.checked_answer import answer_environments
+from dace_ai.solving.tasklet import make_tasklet, place_tasklet
+from dace_ai.storage.files import ai_folder, atomic_write_json, lock_for
 
 if TYPE_CHECKING:
-    from dace_ai.checking.sandbox import ChildOutcome
     from dace_ai.evaluation.task_baselines import TaskSide
     from dace_ai.evaluation.tasks import Task
+    from dace_ai.sandbox.child_process import ChildOutcome
 
 #: Limits of the child: wall seconds, CPU seconds, address space bytes.
 WALL_SECONDS = 600
@@ -43,10 +57,6 @@ MEMORY_BYTES = 16 * 2**30
 def _built(sdfg: Any, build_root: Path, prepare: Any = None) -> LibrarySpec:
     """Build ``sdfg`` once per name under the build root (a lock and a ready spec); how to call it."""
     import json
-
-    from dace_ai.checking.reference import program_spec
-    from dace_ai.compat import compile_without_loading, debugprint_off
-    from dace_ai.storage.files import atomic_write_json, lock_for
 
     folder = build_root / sdfg.name
     ready = folder / "ai-bench-program.json"
@@ -68,8 +78,6 @@ def _built(sdfg: Any, build_root: Path, prepare: Any = None) -> LibrarySpec:
 
 def _case(sdfg: Any, task: Task, seed: int, folder: Path) -> tuple[Case, dict[str, Any]]:
     """(the child's case for one seed: the program's arrays, inputs from files; the arguments here)."""
-    from dace_ai.evaluation.task_programs import make_arguments
-
     args = make_arguments(sdfg, task, seed)
     containers: list[Container] = []
     connectors: list[Connector] = []
@@ -141,8 +149,6 @@ def _judge_outputs(
     the timed baselines' on the first) with the task's Python reference, run here on the same
     arguments; records ``correct``, ``baseline_correct`` and the mismatches, and leaves out of the
     timing each baseline whose outputs differ."""
-    from dace_ai.evaluation.task_programs import compare
-
     result["correct"], result["baseline_correct"] = True, True
     for case, args in zip(cases, arguments):
         expected = reference(**{k: (v.copy() if hasattr(v, "copy") else v) for k, v in args.items()}, **task.sizes)
@@ -216,13 +222,9 @@ def _bench_section(
 ) -> tuple[BenchJob, list[TaskSide]]:
     """(the job's bench section, the baselines' sides): the first seed's case timed against the native
     baseline and, unless turned off, the task's baselines (records their label and those left out)."""
-    from dace_ai.storage.files import ai_folder
-
     sides: list[TaskSide] = []
     bench_case: Case = {**case, "id": "timed"}
     if spec.get("baselines", True):  # the strongest implementations here, timed in the same child
-        from dace_ai.evaluation.task_baselines import job_side, native_label, task_baseline_sides
-
         result["native_label"] = native_label(suite, task)
         sides, result["baselines_left_out"] = task_baseline_sides(
             suite, task, digest, args, lambda program: _built(program, build_root)
@@ -242,18 +244,9 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
     """The task run's result for ``spec`` (suite, task, answer, build_root, settings, seeds, repeats, time)."""
     import dace
 
-    from dace_ai.checking.sandbox import SandboxLimits, run_child
-    from dace_ai.config.settings import resolve_settings
-    from dace_ai.evaluation.task_programs import baseline_sdfg, program_sdfg, task_digest
-    from dace_ai.evaluation.tasks import find_task, suite_member
-    from dace_ai.expansion.expansion_pass import node_context
-    from dace_ai.prompt.answer import Answer
-    from dace_ai.solving.checked_answer import answer_environments
-    from dace_ai.solving.tasklet import make_tasklet, place_tasklet
-
     build_root = Path(spec["build_root"])
     dace.Config.set("default_build_folder", value=str(build_root))
-    suite, task = spec["suite"], find_task(spec["suite"], spec["task"])
+    suite, task = spec["suite"], tasks.find_task(spec["suite"], spec["task"])
     digest = task_digest(suite, task)
     answer = Answer.model_validate(spec["answer"])
     answer_hash = hashlib.sha256(answer.model_dump_json().encode()).hexdigest()[:10]
@@ -294,7 +287,7 @@ def run_task(spec: dict[str, Any], *, wall_seconds: float = WALL_SECONDS) -> dic
         limits = SandboxLimits(cpu_seconds=CPU_SECONDS, wall_seconds=wall_seconds, memory_bytes=MEMORY_BYTES)
         threads = int(os.environ.get("OMP_NUM_THREADS", "1") or 1)  # single-threaded unless the user says
         job["threads"] = threads
-        outcome = run_child(job, folder / "run", limits, threads=threads)
+        outcome = child_process.run_child(job, folder / "run", limits, threads=threads)
         if outcome.status != "finished":
             return {**result, "error": _child_failure(outcome, wall_seconds), "stderr": outcome.output[-2000:]}
         _judge_outputs(

@@ -23,7 +23,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from dace_ai.environments.resolve import detect_generator
 from dace_ai.errors import SettingsError
+from dace_ai.plugins.manager import get_plugin_manager
 from dace_ai.state import STATE
 
 if sys.version_info >= (3, 11):
@@ -58,8 +60,6 @@ class Task(BaseModel):
 
 
 def suite_registration(name: str) -> Any:
-    from dace_ai.plugins.manager import get_plugin_manager
-
     return get_plugin_manager().get("bench_suites", name)
 
 
@@ -111,8 +111,6 @@ def missing_requirements(task: Task) -> list[str]:
     """
     if not task.requires:
         return []
-    from dace_ai.environments.resolve import detect_generator
-    from dace_ai.plugins.manager import get_plugin_manager
 
     installed = get_plugin_manager().environment_generators()
     missing = []

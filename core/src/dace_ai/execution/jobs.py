@@ -14,7 +14,7 @@ Resource tags say where a job may run (executors that place jobs, like dask, use
 
 A runner that can tell which resources no worker offers has ``missing(job)``; the
 drivers then send a job whose target nobody offers without its target and say what
-could not be checked (see :mod:`dace_ai.solving.dispatch`).
+could not be checked (see :mod:`dace_ai.dispatch.dispatcher`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from dace_ai.errors import DaceAIError
+from dace_ai.errors import DaceAIError, is_secret_variable
+from dace_ai.plugins.manager import get_plugin_manager
 from dace_ai.plugins.types import SettingsView
+from dace_ai.targets.select import detect
 
 JobStage = Literal["check", "verify", "bench"]
 #: Resource name a worker advertises to accept timing jobs (one slot per set of dedicated cores).
@@ -48,9 +50,6 @@ def target_resource(target: str) -> str:
 def machine_resources(threads: int) -> dict[str, float]:
     """Resources of a worker on this machine running ``threads`` jobs at once: one bench slot,
     its cores, and every installed target this machine matches (as many slots as threads)."""
-    from dace_ai.plugins.manager import get_plugin_manager
-    from dace_ai.targets.select import detect
-
     resources: dict[str, float] = {BENCH_RESOURCE: 1, CORES_RESOURCE: threads}
     for name, target in get_plugin_manager().targets().items():
         if detect(target).matched:
@@ -122,8 +121,6 @@ def environment_without_secrets(environ: dict[str, str] | None = None) -> dict[s
     submitting environment into the job and keep it in their state files, so a key
     there would be written to disk on the controller.
     """
-    from dace_ai.errors import is_secret_variable
-
     source = dict(os.environ if environ is None else environ)
     return {name: value for name, value in source.items() if not is_secret_variable(name, value)}
 

@@ -15,8 +15,10 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
+from dace_ai import compat
 from dace_ai.execution.jobs import ExecutorOptions, Job, JobResult, run_job
 from dace_ai.plugins.hookspecs import hookimpl
+from dace_ai.plugins.manager import get_plugin_manager
 from dace_ai.plugins.registrations import Executor
 
 #: How often a job is started again after its worker process died, before giving up.
@@ -105,7 +107,7 @@ class ThreadRunner:
     Each candidate's checks already run the generated code in sandboxed child
     processes, so threads here only wait on compilers and children, as before
     executors existed. ``in_process`` lets drivers hand over the node they hold
-    instead of a rebuilt copy (see :mod:`dace_ai.solving.check_jobs`).
+    instead of a rebuilt copy (see :mod:`dace_ai.dispatch.check_jobs`).
     """
 
     in_process = True
@@ -130,7 +132,6 @@ class ThreadRunner:
             out = run_job(jobs[0])
             yield JobResult(jobs[0].id, out["value"], out["error"], out["worker"])
             return
-        from dace_ai import compat
 
         workers = max(1, min(self.workers, len(jobs)))
         # Workers adopt this thread's DaCe configuration (DaCe 2 keeps it per thread).
@@ -147,8 +148,6 @@ def run_jobs(jobs: Iterable[Job], executor: str = "local", options: ExecutorOpti
     The small API drivers use (``bench``; ``generate``/``optimize`` may hand their checks
     to it): any registered executor, the local pool by default.
     """
-    from dace_ai.plugins.manager import get_plugin_manager
-
     jobs = list(jobs)
     registration = get_plugin_manager().get_as("executors", executor, Executor)
     with registration.factory(options or ExecutorOptions()) as runner:

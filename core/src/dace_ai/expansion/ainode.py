@@ -20,7 +20,7 @@ machine's peak (its speed of light); without it the node is judged by its bytes 
 ``reference`` is a NumPy function of the named inputs (``_a`` -> ``a``, ``_in0`` ->
 first positional) that the verify stage compares the generated code with; without
 one the node is recorded as unverified. It stays in this process (see
-:mod:`dace_ai.checking.reference`): the node keeps only its registry key.
+:mod:`dace_ai.sandbox.reference`): the node keeps only its registry key.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def _flops_text(node_name: str, flops: Any) -> str:
             f"AINode {node_name!r}: flops must be an expression of the node's symbols such as "
             f"'2*N', got {type(flops).__name__}"
         )
-    from dace_ai.compat import symbolic
+    from dace_ai.compat import symbolic  # local: import dace_ai stays light
 
     text = str(flops).strip()
     try:
@@ -126,7 +126,7 @@ class AINode(nodes.LibraryNode):
         self.description = description
         self.flops = work
         if reference is not None:
-            from dace_ai.checking.reference import register_reference
+            from dace_ai.sandbox.reference import register_reference  # local: import dace_ai stays light
 
             self.reference = register_reference(reference)
 

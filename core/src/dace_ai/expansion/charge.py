@@ -48,7 +48,7 @@ class Charge:
 def _resolve() -> Charge:
     if not compat.HAS_BUILTIN_AI:
         return Charge(False, "take", "default", compat.AI_IMPLEMENTATION)
-    from dace_ai.config.settings import early_setting
+    from dace_ai.config.settings import early_setting  # local: import dace_ai stays light
 
     mode, source = early_setting("builtin")
     return Charge(True, mode, source, compat.AI_IMPLEMENTATION if mode == "take" else OWN_NAME)

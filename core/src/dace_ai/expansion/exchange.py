@@ -33,8 +33,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dace_ai import compat
+from dace_ai.compilation.diagnostics import parse_diagnostics
 from dace_ai.config.settings import AISettings
 from dace_ai.errors import DaceAIWarning, MissingAnswer
+from dace_ai.expansion.expansion_pass import expansion_pass, node_context, resolve
+from dace_ai.expansion.pending import expand_other_nodes, pending_nodes
+from dace_ai.expansion.pipeline import implement
+from dace_ai.prompt.answer import Answer, parse_answer
 from dace_ai.providers.manual import (
     RESPONSE_SUFFIX,
     PromptFile,
@@ -43,14 +48,15 @@ from dace_ai.providers.manual import (
     prompt_folder,
     write_prompt,
 )
+from dace_ai.solving.provenance import level_from_code
+from dace_ai.solving.requests import build_request
+from dace_ai.storage.session_store import open_session
 
 if TYPE_CHECKING:
     from dace_ai.storage.session_store import Session
 
 
 def _manual_settings(settings: AISettings | dict[str, Any] | None, directory: str | Path | None) -> AISettings:
-    from dace_ai.expansion.expansion_pass import resolve
-
     base = resolve(settings)
     update: dict[str, Any] = {"provider": "manual"}
     if directory is not None:
@@ -73,10 +79,6 @@ def generate_prompts(
     SDFG itself is not changed.
     """
     import copy
-
-    from dace_ai.expansion.expansion_pass import expansion_pass, node_context, resolve
-    from dace_ai.expansion.pending import expand_other_nodes, pending_nodes
-    from dace_ai.solving.requests import build_request
 
     if expand_others:
         sdfg = copy.deepcopy(sdfg)
@@ -148,11 +150,6 @@ def read_prompt_responses(
     :func:`generate_prompts`, but in place). Nodes left without a usable answer are
     also announced with an :class:`ExchangeWarning`.
     """
-    from dace_ai.expansion.expansion_pass import expansion_pass, node_context
-    from dace_ai.expansion.pending import expand_other_nodes
-    from dace_ai.expansion.pipeline import implement
-    from dace_ai.storage.session_store import open_session
-
     if expand_others:
         expand_other_nodes(sdfg)
     report = ResponseReport()
@@ -217,8 +214,6 @@ def _failed_round(session: Session, rounds_before: int, files: PromptFile) -> Fa
 
 def first_error(log: str) -> str:
     """The first error of a check's diagnostics (compiler output), as one line."""
-    from dace_ai.checking.diagnostics import parse_diagnostics
-
     errors = [d for d in parse_diagnostics(log) if d.is_error]
     if errors:
         d = errors[0]
@@ -229,24 +224,17 @@ def first_error(log: str) -> str:
 
 def tasklet_level(tasklet: Any) -> str:
     """The verification level in a generated tasklet's provenance; ``native fallback`` for None."""
-    from dace_ai.solving.provenance import level_from_code
-
     if tasklet is None:
         return "native fallback (no answer passed its checks)"
     return level_from_code(tasklet.code.as_string) or "unknown"
 
 
 def _pending(sdfg: Any) -> list[tuple[Any, Any, Any]]:
-    from dace_ai.expansion.pending import pending_nodes
-
     return pending_nodes(sdfg)
 
 
 def generate_prompt(node: Any, state: Any, settings: AISettings | dict[str, Any] | None = None) -> str:
     """The prompt document for one node (nothing written)."""
-    from dace_ai.expansion.expansion_pass import node_context, resolve
-    from dace_ai.solving.requests import build_request
-
     settings = resolve(settings)
     ctx = node_context(state.sdfg, state, node, settings)
     request = build_request(ctx, settings)
@@ -262,9 +250,6 @@ def read_prompt_response(node: Any, state: Any, reply: Any, settings: AISettings
     The reply is validated first: a bad one raises :class:`~dace_ai.errors.AnswerError`
     and changes nothing.
     """
-    from dace_ai.expansion.pipeline import implement
-    from dace_ai.prompt.answer import Answer, parse_answer
-
     if isinstance(reply, Answer):
         text = reply.model_dump_json()
     elif isinstance(reply, dict):

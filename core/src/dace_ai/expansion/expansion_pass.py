@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from dace_ai import compat
 from dace_ai.config.settings import AISettings, resolve_settings
+from dace_ai.context.collect import collect_sdfg_context
 from dace_ai.context.types import NodeContext
 from dace_ai.expansion.pending import pending_nodes
 
@@ -87,8 +88,6 @@ def resolve(settings: AISettings | dict[str, Any] | None) -> AISettings:
 
 def node_context(sdfg: Any, state: Any, node: Any, settings: AISettings) -> NodeContext:
     """The node's context, from the SDFG context collected once per pass."""
-    from dace_ai.context.collect import collect_sdfg_context
-
     kept = _current.state
     root = sdfg
     while root.parent_sdfg is not None:  # one context per SDFG tree (nested SDFGs share it)

@@ -13,9 +13,11 @@ import warnings
 from typing import Any
 
 from dace_ai import compat
+from dace_ai.checking.verdict import falls_back_natively
 from dace_ai.config.settings import AISettings
 from dace_ai.errors import CheckFailed, NativeFallbackWarning
 from dace_ai.expansion.charge import IMPLEMENTATION
+from dace_ai.storage.session_store import Session
 
 
 def fallback_implementation(node: Any) -> str | None:
@@ -28,8 +30,6 @@ def expand_natively_or_raise(sdfg: Any, state: Any, node: Any, settings: AISetti
 
     Returns the implementation used.
     """
-    from dace_ai.checking.verdict import falls_back_natively
-
     native = fallback_implementation(node)
     if native is None or not falls_back_natively(settings.on_failure, has_native=True):
         if settings.on_failure == "native" and native is None:
@@ -43,8 +43,6 @@ def expand_natively_or_raise(sdfg: Any, state: Any, node: Any, settings: AISetti
     compat.expand_with(sdfg, state, node, native)
     if error.session:
         from pathlib import Path
-
-        from dace_ai.storage.session_store import Session
 
         Session(Path(error.session)).record_fallback(native, str(error).splitlines()[0])
     warnings.warn(

@@ -28,6 +28,7 @@ from typing import Any
 from dace_ai import compat
 from dace_ai.errors import AIUsageError
 from dace_ai.expansion.ainode import AINode
+from dace_ai.expansion.charge import CHARGE
 
 _CONFIG_KEYWORDS = ("out", "shape", "dtype", "storage", "name", "schedule", "reference", "flops")
 
@@ -282,8 +283,6 @@ DACE_NAMES = ["dace.ai", "dace.frontend.python.interface.ai"]
 def install() -> None:
     """Register the frontend replacement; make ``dace.ai`` an alias of :func:`ai` unless DaCe's own library keeps it."""
     import dace
-
-    from dace_ai.expansion.charge import CHARGE
 
     if CHARGE.dace_ai_in_charge:
         compat.register_frontend_call(_replacement, FRONTEND_NAMES + DACE_NAMES)

@@ -28,11 +28,13 @@ from __future__ import annotations
 import os
 import re
 import traceback
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from dace.transformation.transformation import ExpandTransformation
 
 from dace_ai import compat
+from dace_ai.errors import DaceAIError
 from dace_ai.expansion.charge import CHARGE, IMPLEMENTATION
 from dace_ai.expansion.takeover import take_over
 
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
 def _debug() -> bool:
     """The ``debug`` setting; a setting that cannot be resolved counts as off (its own error will say why)."""
     try:
-        from dace_ai.expansion.expansion_pass import resolve
+        from dace_ai.expansion.expansion_pass import resolve  # local: import dace_ai stays light
 
         return bool(resolve(None).debug)
     except Exception:  # noqa: BLE001
@@ -65,12 +67,10 @@ class user_facing_errors:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> Literal[False]:
-        from dace_ai.errors import DaceAIError
-
         if not isinstance(exc, DaceAIError) or _debug():
             return False
         if not exc.trace_log:
-            from dace_ai.storage.session_store import log_error
+            from dace_ai.storage.session_store import log_error  # local: import dace_ai stays light
 
             log = log_error("".join(traceback.format_exception(kind, exc, tb)))
             exc.trace_log = str(log) if log else "-"
@@ -93,13 +93,13 @@ class ExpandAI(ExpandTransformation):
     @staticmethod
     def expansion(node: Any, parent_state: Any, parent_sdfg: Any, *args: Any, **kwargs: Any) -> Any:
         """The tasklet for ``node`` without placing it (DaCe's expansion interface)."""
-        from dace_ai.expansion.pipeline import generate_tasklet
+        from dace_ai.expansion.pipeline import generate_tasklet  # local: import dace_ai stays light
 
         with user_facing_errors():
             return generate_tasklet(parent_sdfg, parent_state, node, kwargs.get("settings"))
 
     def apply(self, state: Any, sdfg: Any, *args: Any, **kwargs: Any) -> None:
-        from dace_ai.expansion.pipeline import implement
+        from dace_ai.expansion.pipeline import implement  # local: import dace_ai stays light
 
         node = state.node(self.subgraph[type(self)._match_node])
         with user_facing_errors():
@@ -147,7 +147,7 @@ class _ExpansionPass:
     :class:`user_facing_errors`)."""
 
     def __enter__(self) -> None:
-        from dace_ai.expansion.expansion_pass import expansion_pass
+        from dace_ai.expansion.expansion_pass import expansion_pass  # local: import dace_ai stays light
 
         self._pass = expansion_pass()
         self._pass.__enter__()
@@ -163,17 +163,18 @@ def _expansion_pass() -> _ExpansionPass:
     return _ExpansionPass()
 
 
-def install() -> None:
+def install(workflows: Mapping[str, Callable[..., Any]]) -> None:
     """Add 'ai' to every library node class, now and later; enable the seed ``expand`` spelling.
 
     On DaCe 2, where ``'ai'`` is DaCe's reserved name, it is routed to dace-ai instead
-    (or, with ``builtin = "keep"``, dace-ai registers as ``'dace-ai'``).
+    (or, with ``builtin = "keep"``, dace-ai registers as ``'dace-ai'``), and DaCe's ``build``, ``repair``
+    and session functions to ``workflows`` (see :func:`~dace_ai.expansion.takeover.take_over`).
     """
     global _installed
     if _installed:
         return
     if compat.HAS_BUILTIN_AI and CHARGE.dace_ai_in_charge:
-        take_over(expansion_for)
+        take_over(expansion_for, workflows)
     else:
         compat.on_library_node_class(add_ai_implementation)
     compat.patch_expand_spellings()
@@ -191,6 +192,6 @@ def expand(sdfg: Any, state: Any, node: Any, settings: AISettings | dict[str, An
     :class:`~dace_ai.config.settings.AISettings` or a dict of overrides (default: resolved
     from the usual sources).
     """
-    from dace_ai.expansion.pipeline import implement
+    from dace_ai.expansion.pipeline import implement  # local: import dace_ai stays light
 
     return implement(sdfg, state, node, settings)

@@ -4,9 +4,12 @@ per-node manual-exchange methods, and the environments stored (as data) by earli
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from dace_ai import compat
+from dace_ai.expansion import frontend
+from dace_ai.expansion import implementation as expansion
 
 if TYPE_CHECKING:
     from dace_ai.config.settings import AISettings
@@ -16,7 +19,7 @@ _done = False
 
 def _generate_prompt(self: Any, state: Any, settings: AISettings | dict[str, Any] | None = None) -> str:
     """The dace-ai prompt document for this node (see :func:`dace_ai.expansion.exchange.generate_prompt`)."""
-    from dace_ai.expansion.exchange import generate_prompt
+    from dace_ai.expansion.exchange import generate_prompt  # local: import dace_ai stays light
 
     return generate_prompt(self, state, settings)
 
@@ -25,20 +28,19 @@ def _read_prompt_response(
     self: Any, state: Any, reply: Any, settings: AISettings | dict[str, Any] | None = None
 ) -> Any:
     """Expand this node now with an answer (see :func:`dace_ai.expansion.exchange.read_prompt_response`)."""
-    from dace_ai.expansion.exchange import read_prompt_response
+    from dace_ai.expansion.exchange import read_prompt_response  # local: import dace_ai stays light
 
     return read_prompt_response(self, state, reply, settings)
 
 
-def install() -> None:
+def install(workflows: Mapping[str, Callable[..., Any]]) -> None:
+    """Set up DaCe for dace-ai (once); ``workflows``: see :func:`~dace_ai.expansion.takeover.take_over`."""
     global _done
     if _done:
         return
-    from dace_ai.expansion import frontend
-    from dace_ai.expansion import implementation as expansion
 
     frontend.install()
-    expansion.install()
+    expansion.install(workflows)
     # DaCe 2's own AINode shares the class name: saved SDFGs keep each kind of node what it was.
     if compat.builtin_node_class() is not None:
         compat.serialize_by_class_path("AINode")
@@ -48,7 +50,7 @@ def install() -> None:
 
         # Only pay for importing the loader when earlier runs left environments behind.
         if any((Path(compat.build_folder_root()) / "ai-environments").glob("*.json")):
-            from dace_ai.environments.generated import load_generated
+            from dace_ai.environments.generated import load_generated  # local: import dace_ai stays light
 
             load_generated()
     except Exception as exc:  # noqa: BLE001 - never let a stray file break the import

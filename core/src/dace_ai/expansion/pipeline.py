@@ -20,20 +20,27 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dace_ai import compat
+from dace_ai.checking.stages import failure_error
+from dace_ai.compilation.gpu_toolchain import gpu_build_blocker
+from dace_ai.compilation.units import touches_gpu
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
-from dace_ai.errors import NativeKept
+from dace_ai.errors import CheckFailed, DaceAIWarning, NativeKept
 from dace_ai.expansion.expansion_pass import node_context, resolve
+from dace_ai.expansion.fallback import expand_natively_or_raise
 from dace_ai.prompt.answer import Answer
+from dace_ai.prompt.render import render_prompt
 from dace_ai.providers.api import Message, ProviderReply
+from dace_ai.providers.select import select_provider
 from dace_ai.runtime_check.instrument import add_spot_check
 from dace_ai.runtime_check.registry import Origin
 from dace_ai.solving.answer_source import AnswerSource
 from dace_ai.solving.provenance import Provenance
 from dace_ai.solving.requests import node_record, request_for
 from dace_ai.solving.rounds import Round, Table, accept, play_round, until_accepted
+from dace_ai.solving.tasklet import make_tasklet, place_tasklet
 from dace_ai.state import STATE
-from dace_ai.storage.session_store import RoundContent
+from dace_ai.storage.session_store import RoundContent, open_session
 
 if TYPE_CHECKING:
     from dace_ai.checking.api import CheckReport
@@ -68,10 +75,6 @@ def solve(ctx: NodeContext, settings: AISettings, *, supplied: str | None = None
     (``on_inconclusive=warn``), or refuses the answer at once (``reject``: no repair
     round can fix a missing tool).
     """
-    from dace_ai.prompt.render import render_prompt
-    from dace_ai.providers.select import select_provider
-    from dace_ai.storage.session_store import open_session
-
     provider = select_provider(settings)
     prompt = render_prompt(ctx, settings)
     live_node = (ctx.live or {}).get("node")
@@ -117,8 +120,6 @@ def _accepted(table: Table, rnd: Round) -> Outcome:
 
 def _refused(table: Table, last: Round, repairs: int) -> Exception:
     """The error to raise when no round's answer passed (:class:`NativeKept` when every candidate was too slow)."""
-    from dace_ai.checking.stages import failure_error
-
     error = failure_error(table.ctx, last.checked.reports, repairs, table.recorded_in.folder)
     if last.verdict.too_slow:
         return NativeKept(
@@ -139,8 +140,6 @@ def generate_tasklet(
     supplied: str | None = None,
 ) -> Any:
     """The tasklet for ``node`` (not yet placed in the SDFG)."""
-    from dace_ai.solving.tasklet import make_tasklet
-
     settings = resolve(settings)
     ctx = node_context(sdfg, state, node, settings)
     warn_if_gpu_cannot_build(ctx)
@@ -160,13 +159,9 @@ _gpu_build_told: set[str] = STATE.register("expansion.pipeline.gpu_build_told", 
 
 def warn_if_gpu_cannot_build(ctx: NodeContext) -> None:
     """Say once per process, at the first GPU node, when DaCe cannot build GPU programs on this machine."""
-    from dace_ai.checking.gpu_build import gpu_build_blocker
-    from dace_ai.checking.units import touches_gpu
-    from dace_ai.errors import DaceAIWarning
-
     if not touches_gpu(ctx) or _gpu_build_told:
         return
-    blocker = gpu_build_blocker()
+    blocker = gpu_build_blocker("hip" if ctx.target.language == "hip" else "cuda")
     if blocker is not None:
         _gpu_build_told.add(blocker)
         warnings.warn(f"GPU node {ctx.name!r}: {blocker}.", DaceAIWarning, stacklevel=4)
@@ -190,15 +185,10 @@ def implement(
     as slower (:class:`~dace_ai.errors.NativeKept`), the native expansion is kept whatever
     ``on_failure`` says: the code works, it is just not faster.
     """
-    from dace_ai.errors import CheckFailed
-    from dace_ai.solving.tasklet import place_tasklet
-
     settings = resolve(settings)
     try:
         tasklet = generate_tasklet(sdfg, state, node, settings, supplied=supplied)
     except CheckFailed as exc:
-        from dace_ai.expansion.fallback import expand_natively_or_raise
-
         if isinstance(exc, NativeKept):
             settings = settings.model_copy(update={"on_failure": "native"})
         expand_natively_or_raise(sdfg, state, node, settings, exc)

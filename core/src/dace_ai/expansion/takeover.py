@@ -24,25 +24,24 @@ configuration, project file), because the implementation's name is fixed then.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from dace_ai import compat
+from dace_ai.config.definitions import SETTINGS
 
 
-def take_over(expansion_for: Callable[[type], type]) -> None:
+def take_over(expansion_for: Callable[[type], type], workflows: Mapping[str, Callable[..., Any]]) -> None:
     """Route DaCe's own AI library through dace-ai (DaCe 2.x, ``builtin = "take"``); see the module docstring.
 
     ``expansion_for(node_class)`` is dace-ai's expansion class for a library node class
-    (:func:`dace_ai.expansion.implementation.expansion_for`).
+    (:func:`dace_ai.expansion.implementation.expansion_for`). ``workflows`` are the stand-ins for DaCe's
+    ``build``, ``repair`` and session functions, by name: dace-ai's workflows sit above this package, so
+    the public door ``dace_ai`` hands them in (imported on first call, so ``import dace_ai`` stays light).
     """
-    from dace_ai.config.definitions import SETTINGS
-
     compat.adopt_ai_defaults(SETTINGS)
     compat.route_reserved_implementation(expansion_for)
-    functions = {name: _delegate(module, name) for name, module in _FUNCTIONS.items()}
-    functions["generate_prompts"] = generate_prompts
-    compat.replace_library_functions(functions)
+    compat.replace_library_functions({**{function.__name__: function for function in _FUNCTIONS}, **workflows})
 
 
 def generate_prompts(sdfg: Any, directory: Any = None, *args: Any, **kwargs: Any) -> list[str]:
@@ -50,39 +49,56 @@ def generate_prompts(sdfg: Any, directory: Any = None, *args: Any, **kwargs: Any
 
     Each answer goes next to its prompt, ``..._prompt.md`` -> ``..._response.json``, as with DaCe's.
     """
-    # Imported on first call: the exchange needs the whole pipeline, and ``import dace_ai`` stays light.
-    from dace_ai.expansion.exchange import generate_prompts as generate
+    from dace_ai.expansion.exchange import generate_prompts as generate  # local: import cost (whole pipeline)
 
     return [str(f.prompt) for f in generate(sdfg, directory, *args, **kwargs)]
 
 
-#: DaCe's AI library function -> the dace-ai module implementing it (same name, compatible arguments).
-_FUNCTIONS = {
-    "read_prompt_responses": "dace_ai.expansion.exchange",
-    "generate_prompt": "dace_ai.expansion.exchange",
-    "read_prompt_response": "dace_ai.expansion.exchange",
-    "build": "dace_ai.workflows.build",
-    "repair": "dace_ai.workflows.build",
-    "sessions": "dace_ai.workflows.sessions",
-    "show": "dace_ai.workflows.sessions",
-    "history": "dace_ai.workflows.sessions",
-    "refine": "dace_ai.workflows.sessions",
-    "rollback": "dace_ai.workflows.sessions",
-    "pin": "dace_ai.workflows.sessions",
-    "unpin": "dace_ai.workflows.sessions",
-}
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def _delegate(module: str, name: str) -> Any:
-    """A function calling ``module.name``, imported on first call (``import dace_ai`` stays light)."""
-    from importlib import import_module
+def _named_after(module: str) -> Callable[[_F], _F]:
+    """Give a stand-in the ``__module__`` of the function it calls (what ``dace doctor`` and users see)."""
 
-    def delegate(*args: Any, **kwargs: Any) -> Any:
-        return getattr(import_module(module), name)(*args, **kwargs)
+    def name(function: _F) -> _F:
+        function.__module__ = module
+        return function
 
-    delegate.__name__ = delegate.__qualname__ = name
-    delegate.__module__ = module
-    delegate.__doc__ = (
-        f"dace-ai's :func:`{module}.{name}` (standing in for DaCe's own; see dace_ai.expansion.takeover)."
-    )
-    return delegate
+    return name
+
+
+# DaCe's manual exchange functions, each standing in for dace-ai's function of the same name (compatible
+# arguments).
+
+
+@_named_after("dace_ai.expansion.exchange")
+def read_prompt_responses(*args: Any, **kwargs: Any) -> Any:
+    """dace-ai's :func:`dace_ai.expansion.exchange.read_prompt_responses`."""
+    from dace_ai.expansion.exchange import read_prompt_responses  # local: import cost (whole pipeline)
+
+    return read_prompt_responses(*args, **kwargs)
+
+
+@_named_after("dace_ai.expansion.exchange")
+def generate_prompt(*args: Any, **kwargs: Any) -> Any:
+    """dace-ai's :func:`dace_ai.expansion.exchange.generate_prompt`."""
+    from dace_ai.expansion.exchange import generate_prompt  # local: import cost (whole pipeline)
+
+    return generate_prompt(*args, **kwargs)
+
+
+@_named_after("dace_ai.expansion.exchange")
+def read_prompt_response(*args: Any, **kwargs: Any) -> Any:
+    """dace-ai's :func:`dace_ai.expansion.exchange.read_prompt_response`."""
+    from dace_ai.expansion.exchange import read_prompt_response  # local: import cost (whole pipeline)
+
+    return read_prompt_response(*args, **kwargs)
+
+
+#: DaCe's AI library functions dace-ai replaces, each by the function of the same name above.
+_FUNCTIONS: tuple[Callable[..., Any], ...] = (
+    generate_prompts,
+    read_prompt_responses,
+    generate_prompt,
+    read_prompt_response,
+)

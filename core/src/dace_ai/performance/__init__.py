@@ -7,7 +7,9 @@
 * :mod:`~dace_ai.performance.work`: floating-point operations and bytes of a node, as
   expressions of its symbols;
 * :mod:`~dace_ai.performance.speed_of_light`: one timing against the roofline (achieved
-  GFLOP/s and GB/s, the bound, the fraction of speed of light) and its one-line text.
+  GFLOP/s and GB/s, the bound, the fraction of speed of light) and its one-line text;
+* :mod:`~dace_ai.performance.records`: the bench stage's results as typed records (its figures,
+  their speed of light) that check reports carry.
 
 Importing this package is cheap: the functions below import what they need.
 
@@ -21,21 +23,21 @@ from typing import Any
 
 def describe_speed_of_light(sol: dict[str, Any]) -> str:
     """One line for a ``speed_of_light`` figure (see :func:`dace_ai.performance.speed_of_light.describe`)."""
-    from dace_ai.performance.speed_of_light import describe
+    from dace_ai.performance.speed_of_light import describe  # local: importing a submodule runs this __init__
 
     return describe(sol)
 
 
 def machine_roofline(*, remeasure: bool = False) -> Any:
     """This machine's :class:`~dace_ai.performance.roofline.Roofline`, measured once and stored."""
-    from dace_ai.performance.store import machine_roofline as get
+    from dace_ai.performance.store import machine_roofline as get  # local: importing a submodule runs this __init__
 
     return get(remeasure=remeasure)
 
 
 def cached_roofline() -> Any:
     """The stored roofline, or None when this machine, compiler and flags were never measured."""
-    from dace_ai.performance.store import cached_roofline as get
+    from dace_ai.performance.store import cached_roofline as get  # local: importing a submodule runs this __init__
 
     return get()
 

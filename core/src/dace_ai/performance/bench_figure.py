@@ -12,28 +12,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dace_ai.performance.measure import RooflineError
+from dace_ai.performance.records import SpeedOfLight
+from dace_ai.performance.speed_of_light import from_roofline
+from dace_ai.performance.store import cached_roofline, machine_roofline
+from dace_ai.performance.work import node_work
+
 
 @dataclass(frozen=True)
 class BenchSpeedOfLight:
     """A bench's speed of light, or why there is none."""
 
-    figure: dict[str, Any] | None  #: see :mod:`dace_ai.performance.speed_of_light`
+    figure: SpeedOfLight | None
     level: str = ""  #: the memory level whose bandwidth was used ("L2", "memory")
-    work: dict[str, Any] | None = None  #: the node's work: flops and bytes expressions, source, note
+    work: dict[str, str | None] | None = None  #: the node's work: flops and bytes expressions, source, note
     reason: str = ""  #: why there is no figure
-
-    def details(self) -> dict[str, Any]:
-        """What the bench report's details carry (the figure under the agreed key ``speed_of_light``)."""
-        if self.figure is None:
-            return {"speed_of_light_missing": self.reason}
-        return {"speed_of_light": self.figure, "speed_of_light_level": self.level, "work": self.work}
 
 
 def roofline_for(setting: str) -> tuple[Any, str]:
     """(roofline or None, reason) under the ``speed_of_light`` setting."""
-    from dace_ai.performance.measure import RooflineError
-    from dace_ai.performance.store import cached_roofline, machine_roofline
-
     if setting == "off":
         return None, "setting speed_of_light is off"
     if setting == "stored":
@@ -54,9 +51,6 @@ def bench_speed_of_light(
 ) -> BenchSpeedOfLight:
     """The speed of light of one call of ``node`` (a NodeContext) taking ``seconds`` at symbol ``values``
     (the sizes, plus enclosing map parameters) with ``threads`` threads, under the ``speed_of_light`` setting."""
-    from dace_ai.performance.speed_of_light import from_roofline
-    from dace_ai.performance.work import node_work
-
     if not seconds:
         return BenchSpeedOfLight(None, reason="not timed")
     roofline, reason = roofline_for(str(setting or "on"))
@@ -72,5 +66,7 @@ def bench_speed_of_light(
     threads = int(threads or roofline.threads)
     figure, level = from_roofline(roofline, flops, nbytes, seconds, work.dtype, threads)
     return BenchSpeedOfLight(
-        figure, level, {"flops": work.flops, "bytes": work.bytes, "source": work.source, "note": work.note}
+        SpeedOfLight.from_record(figure),
+        level,
+        {"flops": work.flops, "bytes": work.bytes, "source": work.source, "note": work.note},
     )

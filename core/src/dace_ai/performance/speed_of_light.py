@@ -7,8 +7,8 @@ and its bytes at the bandwidth of the memory levels they fit in (best case: see
 of light* is ideal time / measured time: 1.0 is the hardware's limit, 0.05 leaves a
 factor of twenty. A node without known flops is judged by its bytes alone.
 
-The figure is the dict every consumer reads (the bench stage's
-``details["speed_of_light"]``, sessions, ``optimize``, ``dace-ai bench``)::
+The figure is this dict as JSON data (the bench report's ``speed_of_light``, a
+:class:`~dace_ai.performance.records.SpeedOfLight`; sessions, ``optimize``, ``dace-ai bench``)::
 
     {"gflops": float | None, "gbs": float | None, "bound": "compute" | "memory", "fraction": float,
      "peak_gflops": float | None, "bandwidth_gbs": float, "flops": float | None, "bytes": float,

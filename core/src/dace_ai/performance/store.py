@@ -14,7 +14,12 @@ import json
 import threading
 from pathlib import Path
 
+from dace_ai.config.settings import resolve_settings
+from dace_ai.performance.measure import measure
 from dace_ai.performance.roofline import FORMAT, Roofline
+from dace_ai.storage.files import ai_folder, atomic_write_json, lock_for
+from dace_ai.targets.build_flags import compiler_identity, dace_build_command
+from dace_ai.targets.cpu import read_cpu
 
 #: Records read or measured in this process, by key: one machine is measured once per process,
 #: whichever build root is current (tests give every test its own).
@@ -24,17 +29,13 @@ _memo_lock = threading.Lock()
 
 def microbenchmark_build_command() -> tuple[list[str], list[str]]:
     """(compiler argv, flags) the microbenchmark is compiled with: those of DaCe's host build."""
-    from dace_ai.targets.build_flags import dace_build_command
-
     return dace_build_command()
 
 
 def all_threads() -> int:
     """The all-core thread count of the sandboxed runs: setting ``check_threads``, else the cores this process
-    may use (as :func:`dace_ai.checking.runner.all_cores` counts them, so a bench finds its thread count here)."""
+    may use (as :func:`dace_ai.sandbox.run_plan.all_cores` counts them, so a bench finds its thread count here)."""
     try:
-        from dace_ai.config.settings import resolve_settings
-
         given = int(resolve_settings().check_threads or 0)
     except Exception:  # noqa: BLE001 - a bad settings file is reported where settings are used
         given = 0
@@ -53,9 +54,6 @@ def usable_cores() -> int:
 
 def machine_key(compiler: list[str], flags: list[str], threads: int) -> str:
     """What determines the peaks, hashed: CPU, cores, compiler identity, flags, record format."""
-    from dace_ai.targets.build_flags import compiler_identity
-    from dace_ai.targets.cpu import read_cpu
-
     cpu = read_cpu()
     what = {
         "cpu": cpu.model,
@@ -72,8 +70,6 @@ def machine_key(compiler: list[str], flags: list[str], threads: int) -> str:
 
 
 def folder() -> Path:
-    from dace_ai.storage.files import ai_folder
-
     return ai_folder("ai-roofline")
 
 
@@ -110,10 +106,6 @@ def machine_roofline(*, remeasure: bool = False) -> Roofline:
     Raises :class:`~dace_ai.performance.measure.RooflineError` when it cannot be measured.
     """
     from filelock import FileLock
-
-    from dace_ai.performance.measure import measure
-    from dace_ai.storage.files import ai_folder, atomic_write_json, lock_for
-    from dace_ai.targets.cpu import read_cpu
 
     compiler, flags, threads, key = _current()
     path = folder() / f"{key}.json"

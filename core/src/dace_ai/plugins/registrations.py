@@ -289,6 +289,9 @@ class Target(Registration):
     #: The vendor's peak figures (:class:`VendorPeaks`, or a function of the detection giving them or None),
     #: shown beside the measured roofline by ``dace-ai targets --roofline``.
     peaks: VendorPeaks | Callable[[Detection], VendorPeaks | None] | None = None
+    #: CPU features (``/proc/cpuinfo`` flags) code for this target needs to run; the host checkers run it
+    #: only where this CPU has them all, and otherwise say it was compiled, not run.
+    cpu_features: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         super().__post_init__()

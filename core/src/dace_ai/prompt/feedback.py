@@ -4,15 +4,16 @@ Agents that tune kernels with a model feed profiler counters back in the loop. O
 without counters to read, the equivalents are the bench stage's measured figures (time
 per call, speedups with the baseline each is measured against), the machine's roofline
 (the bound and the fraction of speed of light reached) and the compiler's own vectoriser
-remarks on the candidate's loops (:mod:`dace_ai.checking.remarks`). Repair rounds of a
+remarks on the candidate's loops (:mod:`dace_ai.compilation.remarks`). Repair rounds of a
 candidate the bench gate refused as too slow (:func:`dace_ai.checking.stages.repair_message`),
 ``dace_ai.refine`` and the refinement rounds of ``dace_ai.optimize`` append this section,
 so the model reads where to look, not only that it is slow.
 
 The evidence is read from check reports: live :class:`~dace_ai.checking.api.CheckReport`
-objects or the rows of a session round's ``checks.json`` (``{"checker", "status",
-"stage", "details"}``). The speed of light is the bench report's
-``details["speed_of_light"]`` (``gflops``, ``gbs``, ``bound``, ``fraction``,
+objects (their typed ``bench`` and ``speed_of_light`` fields) or the rows of a session
+round's ``checks.json`` (``{"checker", "status", "stage", "details"}``, read into the same
+records: :mod:`dace_ai.performance.records`). The speed of light is a
+:class:`~dace_ai.performance.records.SpeedOfLight` (``gflops``, ``gbs``, ``bound``, ``fraction``,
 ``peak_gflops``, ``bandwidth_gbs``, ``flops``, ``bytes``, ``dtype``, ``threads``).
 """
 
@@ -23,6 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dace_ai.performance.records import BenchFigures, SpeedOfLight
+
 #: Heading of the section in the feedback.
 TITLE = "## Where the time goes"
 
@@ -31,10 +34,10 @@ TITLE = "## Where the time goes"
 class TimeEvidence:
     """What the checks of one candidate measured and what its compiler said about its loops."""
 
-    #: The bench stage's figures (``details`` of its report), None when nothing was timed.
-    figures: Mapping[str, Any] | None = None
-    #: The machine's roofline for the candidate (the bench report's ``details["speed_of_light"]``).
-    speed_of_light: Mapping[str, Any] | None = None
+    #: The bench stage's figures (its report's ``bench``), None when nothing was timed.
+    figures: BenchFigures | None = None
+    #: The machine's roofline for the candidate (the bench report's ``speed_of_light``).
+    speed_of_light: SpeedOfLight | None = None
     #: The compiler's remarks on the answer's own loops, one line each (the probe's ``details["remarks"]``).
     remarks: tuple[str, ...] = field(default_factory=tuple)
     #: How the remarks were produced: ``c++ at -O2``.
@@ -45,18 +48,19 @@ class TimeEvidence:
     @classmethod
     def from_reports(cls, reports: Iterable[Any]) -> TimeEvidence:
         """The evidence in ``reports`` (CheckReport objects or ``checks.json`` rows)."""
-        figures = sol = None
+        figures: BenchFigures | None = None
+        sol: SpeedOfLight | None = None
         remarks: tuple[str, ...] = ()
         compiled_with = note = ""
         for report in reports:
             checker, stage, details = _fields(report)
+            bench, found = _results(report, stage)
+            if figures is None and bench is not None and (bench.speedup, bench.candidate_median) != (None, None):
+                figures = bench
+            if found is not None and (sol is None or checker == "bench"):
+                sol = found
             if not isinstance(details, Mapping):
                 continue
-            if figures is None and stage == "bench" and ("speedup" in details or "candidate_median" in details):
-                figures = details
-            found = details.get("speed_of_light")
-            if isinstance(found, Mapping) and (sol is None or checker == "bench"):
-                sol = found
             if not remarks and isinstance(details.get("remarks"), list):
                 remarks = tuple(str(line) for line in details["remarks"])
                 compiled_with = _compiled_with(details)
@@ -66,8 +70,7 @@ class TimeEvidence:
     @property
     def fraction(self) -> float | None:
         """The fraction of speed of light reached, when the roofline was measured."""
-        value = (self.speed_of_light or {}).get("fraction")
-        return float(value) if isinstance(value, int | float) else None
+        return self.speed_of_light.fraction if self.speed_of_light is not None else None
 
     def __bool__(self) -> bool:
         return bool(self.figures or self.speed_of_light or self.remarks)
@@ -80,6 +83,20 @@ def _fields(report: Any) -> tuple[str, str, Any]:
         stage = report.get("stage") or (details.get("stage") if isinstance(details, Mapping) else "")
         return str(report.get("checker", "")), str(stage or ""), details
     return str(getattr(report, "checker", "")), str(getattr(report, "stage", "")), getattr(report, "details", None)
+
+
+def _results(report: Any, stage: str) -> tuple[BenchFigures | None, SpeedOfLight | None]:
+    """(bench figures, speed of light) of a report, or read from its ``checks.json`` row's details."""
+    if not isinstance(report, Mapping):
+        return getattr(report, "bench", None), getattr(report, "speed_of_light", None)
+    details = report.get("details")
+    if not isinstance(details, Mapping):
+        return None, None
+    sol = details.get("speed_of_light")
+    return (
+        BenchFigures.from_record(details) if stage == "bench" and BenchFigures.in_details(details) else None,
+        SpeedOfLight.from_record(sol) if isinstance(sol, Mapping) else None,
+    )
 
 
 def _compiled_with(details: Mapping[str, Any]) -> str:
@@ -99,24 +116,24 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds * 1e6:.1f} µs"
 
 
-def render_figures(fig: Mapping[str, Any]) -> list[str]:
+def render_figures(fig: BenchFigures) -> list[str]:
     """The measured times, each speedup with the baseline it is measured against."""
-    candidate = fig.get("candidate_median")
+    candidate = fig.candidate_median
     if not candidate:
         return []
-    sizes = ", ".join(f"{k}={v}" for k, v in (fig.get("sizes") or {}).items()) or "the default sizes"
-    repeats = fig.get("repeats") or 0
+    sizes = ", ".join(f"{k}={v}" for k, v in (fig.sizes or {}).items()) or "the default sizes"
+    repeats = fig.repeats
     runs = (
         f"median of {repeats} timed run{'s' if repeats != 1 else ''}"
-        if fig.get("timed", True) and repeats
+        if fig.timed and repeats
         else "the checks' own run"
     )
-    threads = f", {fig['threads']} threads" if fig.get("threads") else ""
+    threads = f", {fig.threads} threads" if fig.threads else ""
     lines = [f"Measured at {sizes} ({runs}{threads}):", f"- your code: {format_seconds(candidate)} per call"]
-    native = fig.get("native")
-    baselines = dict(fig.get("baselines") or {})
-    if fig.get("native_median") and not baselines:
-        baselines = {native or "the native expansion": fig["native_median"]}
+    native = fig.native
+    baselines = dict(fig.baselines or {})
+    if fig.native_median and not baselines:
+        baselines = {native or "the native expansion": fig.native_median}
     if not baselines:
         lines[-1] += " (no native expansion to compare with)"
     for label, seconds in sorted(baselines.items(), key=lambda item: item[1]):
@@ -126,41 +143,35 @@ def render_figures(fig: Mapping[str, Any]) -> list[str]:
             role
             for role, on in (
                 ("the native expansion", label == native or not native and len(baselines) == 1),
-                ("the strongest baseline", label == fig.get("strongest")),
+                ("the strongest baseline", label == fig.strongest),
             )
             if on
         ]
         role = f" ({', '.join(roles)})" if roles else ""
         ratio = f"your speedup {seconds / candidate:.2f}x"
-        if label == native and fig.get("speedup_range"):
-            low, high = fig["speedup_range"]
-            ratio = f"your speedup {fig['speedup']:.2f}x (range {low:.2f}-{high:.2f})"
+        if label == native and fig.speedup_range and fig.speedup is not None:
+            low, high = fig.speedup_range
+            ratio = f"your speedup {fig.speedup:.2f}x (range {low:.2f}-{high:.2f})"
         lines.append(f"- {label}{role}: {format_seconds(seconds)} per call; {ratio}")
     return lines
 
 
-def render_speed_of_light(sol: Mapping[str, Any]) -> str:
+def render_speed_of_light(sol: SpeedOfLight) -> str:
     """One paragraph: the bound, what the code reaches of the machine's peak, and the fraction of speed of light."""
-    fraction = sol.get("fraction")
-    if not isinstance(fraction, int | float):
-        return ""
-    bound = sol.get("bound") or "memory"
     work = [
-        f"{_amount(sol.get('bytes'))} bytes moved" if sol.get("bytes") else "",
-        f"{_amount(sol.get('flops'))} flops" if sol.get("flops") else "",
+        f"{_amount(sol.bytes)} bytes moved" if sol.bytes else "",
+        f"{_amount(sol.flops)} flops" if sol.flops else "",
     ]
-    setting = ", ".join(
-        x for x in (sol.get("dtype") or "", f"{sol['threads']} threads" if sol.get("threads") else "") if x
-    )
+    setting = ", ".join(x for x in (sol.dtype, f"{sol.threads} threads" if sol.threads else "") if x)
     head = f"Speed of light (this machine's measured roofline{', ' + setting if setting else ''}): "
-    head += f"the node is {bound}-bound" + (f" ({', '.join(w for w in work if w)})" if any(work) else "")
-    if bound == "compute" and sol.get("gflops") is not None and sol.get("peak_gflops"):
-        reach = f"your code reaches {sol['gflops']:.3g} GFLOP/s of {sol['peak_gflops']:.3g} GFLOP/s peak"
-    elif sol.get("gbs") is not None and sol.get("bandwidth_gbs"):
-        reach = f"your code reaches {sol['gbs']:.3g} GB/s of {sol['bandwidth_gbs']:.3g} GB/s measured bandwidth"
+    head += f"the node is {sol.bound}-bound" + (f" ({', '.join(w for w in work if w)})" if any(work) else "")
+    if sol.bound == "compute" and sol.gflops is not None and sol.peak_gflops:
+        reach = f"your code reaches {sol.gflops:.3g} GFLOP/s of {sol.peak_gflops:.3g} GFLOP/s peak"
+    elif sol.gbs is not None and sol.bandwidth_gbs:
+        reach = f"your code reaches {sol.gbs:.3g} GB/s of {sol.bandwidth_gbs:.3g} GB/s measured bandwidth"
     else:
         reach = "your code reaches"
-    return f"{head}; {reach}: {100 * fraction:.0f}% of speed of light."
+    return f"{head}; {reach}: {100 * sol.fraction:.0f}% of speed of light."
 
 
 def _amount(value: Any) -> str:

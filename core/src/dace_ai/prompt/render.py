@@ -42,7 +42,14 @@ Every helper function, macro, type and global variable you define there must hav
 node: prefix it with the node's name.
 - `code_init` runs once when the program is initialised and `code_exit` once when it is finalised.
 - Each entry of `state_fields` is a C++ member declaration added to the program's state struct; the code, \
-`code_init` and `code_exit` reach it as `__state->name`. Use it for buffers or handles that outlive one call.
+`code_init` and `code_exit` reach it as `__state->name`. Use it for buffers or handles that outlive one call. \
+There is one state per program, shared by every call: when the node runs inside a parallel map (or its calls \
+can otherwise run at the same time), a state field may hold only data that is read-only after `code_init` \
+(tables, plans, handles used read-only), or per thread: indexed by `omp_get_thread_num()` and sized by \
+`omp_get_max_threads()` in `code_init`. Never scratch that every call writes: such calls run at the same \
+time and overwrite each other's scratch. Keep scratch per call (a local array) or per thread (a `thread_local` \
+variable, or such a per-thread state field). Calls that can run at the same time are checked by running them \
+at the same time from several threads.
 - Only use external libraries through `use_environments` (DaCe environments available on this machine) or \
 `environments` (new ones to generate); otherwise use the C++ standard library and the intrinsics the target allows.
 - Write correct code first, then fast code for the stated target.

@@ -13,9 +13,11 @@ targets differ in exactly those two sections.
 from __future__ import annotations
 
 from dace_ai.context.types import ConnectorInfo, NodeContext, ScopeInfo
+from dace_ai.environments.resolve import offers, suitable_environments
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import PromptSection
 from dace_ai.prompt.answer import Answer
+from dace_ai.targets.build_flags import build_command, builds_with_dace, language_standard
 
 
 def _code(text: str) -> str:
@@ -131,7 +133,10 @@ def render_scopes(ctx: NodeContext) -> str:
         (
             "The code runs once per iteration of the innermost scope; parallel schedules "
             "(`CPU_Multicore`, GPU schedules) run iterations concurrently, so do not write shared state "
-            "outside your outputs."
+            "outside your outputs: no `static` or file-scope scratch, and no state field written by the "
+            "calls (a state field here holds only what is read-only after `code_init`, or per-thread data "
+            "indexed by `omp_get_thread_num()` and sized by `omp_get_max_threads()` in `code_init`; other "
+            "per-thread scratch is `thread_local`)."
         ),
     ]
     return "\n".join(lines)
@@ -153,8 +158,6 @@ def render_gpu(ctx: NodeContext) -> str | None:
 
 def render_target(ctx: NodeContext) -> str:
     """The hardware target and why it was chosen."""
-    from dace_ai.targets.build_flags import build_command, builds_with_dace, language_standard
-
     t = ctx.target
     compiler, flags = build_command(t)
     command = " ".join((*compiler, *flags))
@@ -192,8 +195,6 @@ def render_environments(ctx: NodeContext) -> str:
     target (CUDA for CPU code), are not offered; library packs offer themselves only
     when their library is found (their ``offer``), with their own guidance.
     """
-    from dace_ai.environments.resolve import offers, suitable_environments
-
     available = suitable_environments(ctx)
     lines = []
     if available:

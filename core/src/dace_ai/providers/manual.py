@@ -17,7 +17,9 @@ from dace_ai.config.settings import AISettings
 from dace_ai.errors import AnswerError, MissingAnswer
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Provider
+from dace_ai.prompt.answer import max_answer_chars, parse_answer
 from dace_ai.providers.api import ProviderReply, ProviderRequest, cached_fallback, current_node
+from dace_ai.storage.files import ai_folder, atomic_write
 
 PROMPT_SUFFIX = "_prompt.md"
 RESPONSE_SUFFIX = "_response.json"
@@ -39,8 +41,6 @@ def file_stem(node_name: str, request: ProviderRequest) -> str:
 
 
 def prompt_folder(settings: AISettings | None, directory: str | Path | None = None) -> Path:
-    from dace_ai.storage.files import ai_folder
-
     chosen = directory or (settings.prompt_dir if settings else None)
     if chosen:
         folder = Path(chosen).resolve()
@@ -77,8 +77,6 @@ def prompt_document(node_name: str, request: ProviderRequest, response: Path) ->
 
 
 def write_prompt(folder: Path, node_name: str, sdfg_name: str, request: ProviderRequest) -> PromptFile:
-    from dace_ai.storage.files import atomic_write
-
     stem = file_stem(node_name, request)
     files = PromptFile(node_name, sdfg_name, folder / f"{stem}{PROMPT_SUFFIX}", folder / f"{stem}{RESPONSE_SUFFIX}")
     atomic_write(files.prompt, prompt_document(node_name, request, files.response))
@@ -122,8 +120,6 @@ def read_response_file(path: Path, max_tokens: int | None) -> str:
     A person (or a script) wrote the file, so it may hold anything: it is refused
     unread when larger than ``max_tokens`` could produce, and when it is not UTF-8.
     """
-    from dace_ai.prompt.answer import max_answer_chars
-
     limit = max_answer_chars(max_tokens) * 4  # bytes: up to 4 per character in UTF-8
     try:
         size = path.stat().st_size
@@ -152,16 +148,12 @@ class ManualClient:
         self.settings = settings
 
     def complete(self, request: ProviderRequest) -> ProviderReply:
-        from dace_ai.storage.files import atomic_write
-
         ctx = current_node()
         name, sdfg_name = (ctx.name, ctx.sdfg_name) if ctx is not None else ("node", "")
         folder = prompt_folder(self.settings)
         stem = file_stem(name, request)
         response = folder / f"{stem}{RESPONSE_SUFFIX}"
         if response.is_file():
-            from dace_ai.prompt.answer import parse_answer
-
             text = read_response_file(response, request.max_tokens)
             parse_answer(text, origin=f"response file {response}", max_tokens=request.max_tokens)
             return ProviderReply(text, model="manual")

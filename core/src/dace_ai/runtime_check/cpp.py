@@ -1,13 +1,23 @@
-"""The C++ of a spot check: what records one call of a tasklet, and the two lines the tasklet gets.
+"""The C++ of a spot check: what records one call of a tasklet, and the line the tasklet gets.
 
 Every line the tasklet gets ends with :data:`MARK`, and the global code sits between
 :data:`BEGIN` and :data:`END` lines, so :func:`~dace_ai.runtime_check.instrument.strip`
-gives back exactly what the model wrote. The recorder is armed from Python through
-``__dace_ai_spot_<id>_arm`` (0: never armed, no dace-ai hook in this process, said once on
-stderr; negative: not this call; positive: record the first call that comes), and read
-through ``_fetch`` and ``_number`` (``_fetch`` says 1 when a call was recorded, 2 when the call's
-data was over :data:`RECORD_LIMIT_BYTES` and was not). Only the first call after arming is recorded
-(an atomic claim), so concurrent map points cost one atomic load each.
+gives back exactly what the model wrote. The line before the model's code starts the
+recording and constructs a scope guard whose destructor finishes it, so a ``return``, a
+``goto`` out of the code or an exception still completes the recording (``exit``,
+``longjmp`` and their kin are refused before the code runs, by the ``no-escape`` checker).
+
+The recorder's state is set from Python through ``__dace_ai_spot_<id>_arm``: 0 never armed
+(no dace-ai hook in this process, said once on stderr), negative off, 1 watching (a call
+whose symbols, shapes and strides differ from the last recorded one is recorded, any other
+costs one load and a compare of a few numbers), 2 record the next call, 3 failed (a call only
+raises a flag). ``_status`` gives the address of two ints Python reads after each program
+call: [0] 0 nothing recorded, 1 a call was recorded, 2 the call's data was over
+:data:`RECORD_LIMIT_BYTES` and was not, 3 a recording started and did not finish; [1] 1 when
+the node was called in state 3. ``_fetch``, ``_number`` and ``_elapsed`` read the recorded call; ``_seen`` tells a library
+loaded again the shape its process already checked.
+Only one call per arming is recorded (an atomic claim), so concurrent map points cost a few
+loads each.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ _EXPORT = 'extern "C" __attribute__((visibility("default")))'
 _COPY = r"""#ifndef DACE_AI_SPOT_COPY
 #define DACE_AI_SPOT_COPY
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -50,6 +61,20 @@ static void *__dace_ai_spot_copy(const T *src, const long long *dims, int nd) {
     }
     return dst;
 }
+// runs its function when the scope it lives in is left, by any path (return, goto, break, an exception)
+template <typename F>
+struct __dace_ai_spot_guard {
+    F finish;
+    ~__dace_ai_spot_guard() { finish(); }
+};
+template <typename F>
+static __dace_ai_spot_guard<F> __dace_ai_spot_defer(F finish) {
+    return {finish};
+}
+static inline long long __dace_ai_spot_now() {
+    return (long long) std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 template <typename T>
 static void *__dace_ai_spot_value(T value) {
     T *dst = static_cast<T *>(std::malloc(sizeof(T)));
@@ -68,47 +93,73 @@ def _parameter(conn_ctype: str, is_pointer: bool, name: str) -> str:
 _RECORDER = Template("""#ifndef DACE_AI_SPOT_$ident
 #define DACE_AI_SPOT_$ident
 namespace $ns {
-static std::atomic<int> armed(0), claimed(0), told(0), complete(0);
+static std::atomic<int> armed(0), claimed(0), told(0), have_seen(0);
+static std::atomic<long long> seen[$slots];
+static int status[2] = {0, 0};
+static long long started = 0, elapsed = 0;
 static void *data[$count] = {0};
 static long long numbers[$slots] = {0};
 }
 $export void ${ns}_arm(int state) {
     using namespace $ns;
     for (int k = 0; k < $count; ++k) { std::free(data[k]); data[k] = 0; }
-    complete.store(0); claimed.store(0); armed.store(state);
+    __atomic_store_n(&status[0], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&status[1], 0, __ATOMIC_RELAXED);
+    claimed.store(0); armed.store(state);
+}
+$export int *${ns}_status() { return $ns::status; }
+$export void ${ns}_seen(const long long *n) {
+    using namespace $ns;
+    for (int k = 0; k < $numbers; ++k) seen[k].store(n[k], std::memory_order_relaxed);
+    have_seen.store(1, std::memory_order_release);
 }
 $export int ${ns}_fetch(int k, void **out) {
     using namespace $ns;
     *out = (k >= 0 && k < $count) ? data[k] : 0;
-    return complete.load();
+    return __atomic_load_n(&status[0], __ATOMIC_ACQUIRE);
 }
 $export long long ${ns}_number(int k) {
     using namespace $ns;
     return (k >= 0 && k < $slots) ? numbers[k] : 0;
 }
+$export long long ${ns}_elapsed() { return $ns::elapsed; }
 static inline int ${ns}_begin($begin_params) {
     using namespace $ns;
     int state = armed.load(std::memory_order_acquire);
-    if (state <= 0) {
-        if (state == 0 && !told.exchange(1))
-            std::fprintf(stderr, "dace-ai: the run-time check of node '%s' is off in this process "
-                                 "(no dace-ai hook arms it here); the node runs unchecked\\n", "$node");
-        return -1;
+    if (state != 2) {
+        if (state == 1) {  // watching: only a call of another shape than the last recorded one is recorded
+            if (have_seen.load(std::memory_order_acquire)) {
+                int k = 0;
+                while (k < $numbers && seen[k].load(std::memory_order_relaxed) == n[k]) ++k;
+                if (k == $numbers) return -1;
+            }
+        } else {
+            if (state == 3) __atomic_store_n(&status[1], 1, __ATOMIC_RELAXED);
+            else if (state == 0 && !told.exchange(1))
+                std::fprintf(stderr, "dace-ai: the run-time check of node '%s' is off in this process "
+                                     "(no dace-ai hook arms it here); the node runs unchecked\\n", "$node");
+            return -1;
+        }
     }
     int expected = 0;
     if (!claimed.compare_exchange_strong(expected, 1)) return -1;
+    for (int k = 0; k < $numbers; ++k) seen[k].store(n[k], std::memory_order_relaxed);
+    have_seen.store(1, std::memory_order_release);
     std::memcpy(numbers, n, sizeof(long long) * $numbers);
     double bytes = 0;
 $sizes
-    if (bytes > $limit.0) { complete.store(2, std::memory_order_release); return -1; }
+    if (bytes > $limit.0) { __atomic_store_n(&status[0], 2, __ATOMIC_RELEASE); return -1; }
+    __atomic_store_n(&status[0], 3, __ATOMIC_RELEASE);
 $copy_inputs
+    started = __dace_ai_spot_now();
     return 0;
 }
 static inline void ${ns}_end($end_params) {
     using namespace $ns;
     if (ticket < 0) return;
+    elapsed = __dace_ai_spot_now() - started;
 $copy_outputs
-    complete.store(1, std::memory_order_release);
+    __atomic_store_n(&status[0], 1, __ATOMIC_RELEASE);
 }
 #endif
 """)
@@ -165,8 +216,9 @@ def global_code(plan: SpotPlan) -> str:
     return f"{BEGIN.format(ident=plan.ident)}\n{_COPY}{recorder}{END.format(ident=plan.ident)}\n"
 
 
-def call_lines(plan: SpotPlan) -> tuple[str, str]:
-    """The line before the model's code and the line after it."""
+def call_line(plan: SpotPlan) -> str:
+    """The line before the model's code: it records the inputs and guards the scope, whose every exit records
+    the outputs."""
     i = plan.ident
     ns = f"__dace_ai_spot_{i}"
     numbers = [f"(long long)({expr})" for _, expr in plan.values]
@@ -178,12 +230,12 @@ def call_lines(plan: SpotPlan) -> tuple[str, str]:
     kept = [c for c in plan.connectors if c.direction == "out" and c.is_pointer]
     held = "".join(f"auto *const {ns}_{c.name} = {c.name}; " for c in kept)
     outs = ", ".join(f"{ns}_{c.name}" if c in kept else c.name for c in plan.connectors if c.direction == "out")
-    first = (
+    return (
         f"const long long {ns}_n[] = {{{', '.join(numbers) or '0'}}}; {held}"
-        f"const int {ns}_t = {ns}_begin({ns}_n{', ' + ins if ins else ''});  {MARK}"
+        f"const int {ns}_t = {ns}_begin({ns}_n{', ' + ins if ins else ''}); "
+        f"auto &&{ns}_g = __dace_ai_spot_defer([&]() {{ {ns}_end({ns}_t, {ns}_n{', ' + outs if outs else ''}); }}); "
+        f"(void) {ns}_g;  {MARK}"
     )
-    last = f"{ns}_end({ns}_t, {ns}_n{', ' + outs if outs else ''});  {MARK}"
-    return first, last
 
 
 def ident_of(code: str) -> str | None:

@@ -1,28 +1,31 @@
 """Arm the spot checks of a compiled program around DaCe's calls of it, and judge what they recorded.
 
 Registered with DaCe once this process places a checked tasklet (:func:`install`), so programs of
-a process that places none pay nothing. Before a call, each checked
-tasklet of the program is armed when its check is due (``first``: the first call of the
-program in this process; ``every:N``: that one and every N-th after it; a due call that
-never reached the node stays due); after the call, the recorded inputs and outputs are
-compared with the reference (:func:`~dace_ai.runtime_check.judge.judge`). A wrong output
-raises :class:`~dace_ai.errors.RuntimeCheckFailed` from the program's call (or warns,
-``runtime_check_action=warn``), is recorded in the answer's session round and moves its
-cache entry aside, so the answer is not served again. Programs without checked tasklets
-cost one dictionary lookup per call.
+a process that places none pay nothing. The recorder in the tasklet records by itself the first
+call of every new shape (symbol values, shapes, strides: :mod:`~dace_ai.runtime_check.cpp`);
+this hook counts the program's calls and arms a recorder for a sampled call when one is due
+(``auto``: calls drawn at random, each gap at most the calls so far, so calls 2, 3-4, 5-8, ...,
+while the checks of a shape already checked stay within ``runtime_check_share`` of the node's
+own time, measured on its recorded calls; ``every:N``: every N-th; ``first``: none). After the
+call it reads one int per checked tasklet; only when a call was recorded does it compare it with
+the reference (:func:`~dace_ai.runtime_check.judge.judge`). A wrong output raises
+:class:`~dace_ai.errors.RuntimeCheckFailed` from the program's call (or warns,
+``runtime_check_action=warn``), is recorded in the answer's session round and moves its cache
+entry aside, so the answer is not served again; from then on the node is not trusted in this
+process: every later program call that runs it raises too (under ``warn``, every call is
+checked). A recording that started and did not finish is a failure, never "not called".
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
+import random
 import threading
 import warnings
 import weakref
-from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -32,6 +35,11 @@ from dace_ai.runtime_check import registry
 from dace_ai.runtime_check.cpp import RECORD_LIMIT_BYTES, ident_of
 from dace_ai.runtime_check.plan import SpotPlan
 from dace_ai.state import STATE
+from dace_ai.storage.cache import AnswerCache
+from dace_ai.storage.session_store import Session
+
+#: What a recorder is armed with (see :mod:`~dace_ai.runtime_check.cpp`).
+OFF, WATCH, RECORD, FAILED = -1, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -49,22 +57,82 @@ class Checked:
         return f"{self.node}: call {self.call}, {self.checked}, {self.seconds * 1e3:.1f} ms: {verdict}"
 
 
-@dataclass(frozen=True)
+@dataclass
+class _Track:
+    """One placed check's schedule in this process: program calls seen, the next sampled call (0: none),
+    seconds its checks took, the first one's, the longest recorded node call, and its failure."""
+
+    plan: SpotPlan
+    placed: int = 0  #: the placement it counts (:func:`registry.placed`)
+    gone: bool = False  #: the process state was reset
+    calls: int = 0
+    due: int = 1
+    spent: float = 0.0
+    first: float | None = None
+    node_seconds: float = 0.0
+    stopped: bool = False
+    failed: str = ""
+    failed_call: int = 0
+    seen: tuple[int, ...] = ()  #: the recorded numbers (symbols, shapes, strides) of the last recorded call
+
+    def want(self) -> int:
+        """What the recorder is armed with for the program call now counted."""
+        if self.stopped:
+            return OFF
+        if self.failed:
+            return RECORD if self.plan.action == "warn" else FAILED
+        return RECORD if self.due and self.calls >= self.due else WATCH
+
+    def checked(self, seconds: float, node_seconds: float) -> None:
+        """Count a check of the program call now counted and draw the next sampled call."""
+        self.spent += seconds
+        self.first = seconds if self.first is None else self.first
+        self.node_seconds = max(self.node_seconds, node_seconds)
+        every, calls = self.plan.every, self.calls
+        if every:
+            self.due = calls + every
+        elif self.plan.mode != "auto":
+            self.due = 0
+        else:
+            due = calls + random.randint(1, max(calls, 1))
+            # checks after the first stay within the share of the node's time its calls have taken by then
+            rate = self.plan.share * self.node_seconds
+            over = self.spent + seconds - self.first
+            if over > 0:
+                due = max(due, int(over / rate) + 1) if rate > 0 else 0
+            self.due = due
+
+
+@dataclass(eq=False)
 class _Spot:
-    """A checked tasklet of a loaded program, with its recorder's C functions."""
+    """A checked tasklet of a loaded program: its recorder's C functions, the ints it leaves, how it is armed."""
 
     ident: str
     label: str
     arm: Any
     fetch: Any
     number: Any
+    elapsed: Any
+    seen: Any
+    status: Any  #: ctypes array of 2 ints in the program's library
+    state: int = 0
+    track: _Track | None = field(default=None)
 
 
 _spots: weakref.WeakKeyDictionary[Any, tuple[int | None, list[_Spot]]] = weakref.WeakKeyDictionary()
-#: Program calls seen per check, checks still due, checks given up (over budget), and notices given.
-_calls: dict[str, int] = STATE.register("runtime_check.calls", {})
-_pending: set[str] = STATE.register("runtime_check.pending", set())
-_stopped: set[str] = STATE.register("runtime_check.stopped", set())
+
+
+#: The schedule of each placed check (by :func:`registry.placement`), notices given, checks done.
+class _Tracks(dict[str, _Track]):
+    """The schedules by placement; emptied by a reset of the process state, which every track then sees."""
+
+    def clear(self) -> None:
+        for track in self.values():
+            track.gone = True
+        super().clear()
+
+
+_tracks: _Tracks = STATE.register("runtime_check.tracks", _Tracks())
 _told: set[str] = STATE.register("runtime_check.told", set())
 _done: list[Checked] = STATE.register("runtime_check.done", [])
 _lock = threading.Lock()
@@ -77,9 +145,12 @@ def _spot(compiled: Any, ident: str, label: str) -> _Spot | None:
         compiled, f"{name}_fetch", ctypes.c_int, [ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]
     )
     number = compat.program_function(compiled, f"{name}_number", ctypes.c_longlong, [ctypes.c_int])
-    if arm is None or fetch is None or number is None:
+    elapsed = compat.program_function(compiled, f"{name}_elapsed", ctypes.c_longlong, [])
+    seen = compat.program_function(compiled, f"{name}_seen", None, [ctypes.POINTER(ctypes.c_longlong)])
+    status = compat.program_function(compiled, f"{name}_status", ctypes.POINTER(ctypes.c_int * 2), [])
+    if None in (arm, fetch, number, elapsed, seen, status):
         return None
-    return _Spot(ident, label, arm, fetch, number)
+    return _Spot(ident, label, arm, fetch, number, elapsed, seen, status().contents)
 
 
 def _spots_of(compiled: Any) -> list[_Spot]:
@@ -112,22 +183,11 @@ def _tell(key: str, message: str) -> None:
     warnings.warn(message, RuntimeCheckWarning, stacklevel=4)
 
 
-def _due(ident: str, plan: SpotPlan) -> bool:
-    counted = registry.placement(ident)
-    with _lock:
-        count = _calls.get(counted, 0)
-        _calls[counted] = count + 1
-        if counted in _stopped:
-            return False
-        due = counted in _pending or count == 0 or (plan.every > 0 and count % plan.every == 0)
-        if due:
-            _pending.add(counted)
-        return due
-
-
-def _arm(spots: list[_Spot]) -> list[tuple[_Spot, SpotPlan]]:
-    armed: list[tuple[_Spot, SpotPlan]] = []
-    for spot in spots:
+def _track(spot: _Spot) -> _Track | None:
+    """The schedule ``spot`` follows now (None: its plan is not known in this process)."""
+    counted = registry.placement(spot.ident)
+    track = _tracks.get(counted)
+    if track is None:
         plan = registry.plan(spot.ident)
         if plan is None:
             _tell(
@@ -135,23 +195,41 @@ def _arm(spots: list[_Spot]) -> list[tuple[_Spot, SpotPlan]]:
                 f"tasklet {spot.label!r}: its run-time check does nothing in this process (the program was "
                 "expanded in another one, where its reference lives)",
             )
-            spot.arm(-1)
-            continue
-        due = _due(spot.ident, plan)
-        spot.arm(1 if due else -1)
-        if due:
-            armed.append((spot, plan))
-    return armed
+            return None
+        with _lock:
+            track = _tracks.setdefault(counted, _Track(plan, registry.placed(spot.ident)))
+    return track
+
+
+def _set(spot: _Spot, state: int) -> None:
+    """Arm ``spot``'s recorder with ``state`` (which also forgets what it recorded)."""
+    spot.arm(state)
+    spot.state = state
+
+
+def _before(spot: _Spot) -> None:
+    """Count the program call about to be made and arm ``spot`` for it."""
+    track = spot.track
+    if track is None or track.gone or track.placed != registry.placed(spot.ident):
+        track = spot.track = _track(spot)
+        if track is None:
+            if spot.state != OFF:
+                _set(spot, OFF)
+            return
+        spot.state = 0  # a new placement, or the process state was reset: arm afresh
+    if spot.state == 0 and track.seen:  # a library loaded again: the shape checked already is not new
+        spot.seen((ctypes.c_longlong * len(track.seen))(*track.seen))
+    track.calls += 1
+    want = track.want()
+    if want != spot.state:
+        _set(spot, want)
 
 
 def _recorded(
     spot: _Spot, plan: SpotPlan
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, int]] | str | None:
-    """The recorded call's inputs, outputs and symbol values; None when the node was not called; why a call
-    was not recorded."""
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, int]] | None:
+    """The recorded call's inputs, outputs and symbol values; None when nothing was recorded."""
     numbers = [int(spot.number(k)) for k in range(plan.numbers)]
-    if spot.fetch(0, ctypes.byref(ctypes.c_void_p())) == 2:
-        return f"its call's data is over the {RECORD_LIMIT_BYTES >> 30} GiB a check may copy"
     layout = plan.layout()
     inputs: dict[str, np.ndarray] = {}
     outputs: dict[str, np.ndarray] = {}
@@ -177,9 +255,6 @@ def _recorded(
 
 def _mark_wrong(ident: str, plan: SpotPlan, words: str) -> str:
     """Record the wrong output in the answer's session round and move its cache entry aside; what was done."""
-    from dace_ai.storage.cache import AnswerCache
-    from dace_ai.storage.session_store import Session
-
     origin = registry.origin(ident)
     done: list[str] = []
     if origin.session and origin.round:
@@ -196,69 +271,124 @@ def _mark_wrong(ident: str, plan: SpotPlan, words: str) -> str:
     return "; ".join(done)
 
 
-def _judge(armed: list[tuple[_Spot, SpotPlan]]) -> None:
-    from dace_ai.runtime_check.judge import judge, sizes_words  # the checking package: imported once a check is due
-
-    for spot, plan in armed:
-        ident = spot.ident
-        recorded = _recorded(spot, plan)
-        if recorded is None:
-            continue  # the node was not called: still due
-        counted = registry.placement(ident)
-        with _lock:
-            _pending.discard(counted)
-        if isinstance(recorded, str):
-            _tell(f"large:{ident}", f"node {plan.node!r}: not checked at run time: {recorded}")
-            continue
-        inputs, outputs, values = recorded
-        try:
-            with warnings.catch_warnings():  # NumPy's note on flush-to-zero, set by a program built with -ffast-math
-                warnings.filterwarnings("ignore", message="The value of the smallest subnormal")
-                finding = judge(plan, inputs, outputs, values)
-        except Exception as exc:  # noqa: BLE001 - the user's reference, or shapes it cannot take
-            with _lock:
-                _stopped.add(counted)
-            _tell(
-                f"failed:{ident}",
-                f"node {plan.node!r}: the run-time check could not compare ({exc}); not checked again",
-            )
-            continue
-        with _lock:
-            call = _calls.get(counted, 1)
-            _done.append(Checked(plan.node, call, finding.checked, finding.seconds, finding.wrong))
-        if finding.seconds > plan.budget:
-            with _lock:
-                _stopped.add(counted)
-            _tell(
-                f"budget:{ident}",
-                f"node {plan.node!r}: the run-time check's reference took {finding.seconds:.2f} s (budget "
-                f"{plan.budget:g} s, runtime_check_budget); later calls are not checked in this process",
-            )
-        if finding.wrong is None:
-            continue
-        sizes = sizes_words(values, inputs)
-        marked = _mark_wrong(ident, plan, finding.wrong)
-        message = (
-            f"node {plan.node!r}: its generated tasklet wrote a wrong output in this program's call "
-            f"{call}: {finding.wrong} (sizes {sizes}; checked: {finding.checked})" + (f"; {marked}" if marked else "")
-        )
-        if plan.action == "warn":
-            warnings.warn(message, RuntimeCheckWarning, stacklevel=4)
-        else:
-            raise RuntimeCheckFailed(message, node=plan.node, session=registry.origin(ident).session)
+def _fail(spot: _Spot, track: _Track, wrong: str, message: str) -> None:
+    """Mark the answer ``wrong``, keep the node failed in this process, and raise or warn ``message``."""
+    plan = track.plan
+    marked = _mark_wrong(spot.ident, plan, wrong)
+    track.failed = track.failed or message
+    track.failed_call = track.failed_call or track.calls
+    _set(spot, track.want())
+    message = f"node {plan.node!r}: {message}" + (f"; {marked}" if marked else "")
+    if plan.action == "warn":
+        warnings.warn(message, RuntimeCheckWarning, stacklevel=4)
+    else:
+        raise RuntimeCheckFailed(message, node=plan.node, session=registry.origin(spot.ident).session)
 
 
-@contextlib.contextmanager
-def around_call(compiled: Any, args: Any) -> Iterator[None]:
-    """DaCe's compiled-program call hook: arm the due checks, let the program run, judge what was recorded."""
-    spots = _spots_of(compiled)
-    if not spots:
-        yield
+def _after(spot: _Spot) -> None:
+    """Judge what ``spot`` recorded in the program call just made (its status is not 0)."""
+    from dace_ai.runtime_check.judge import (  # local: import cost (the checking package loads once a check is due)
+        judge,
+        sizes_words,
+    )
+
+    track = spot.track
+    if track is None:
         return
-    armed = _arm(spots)
-    yield
-    if armed:
-        _judge(armed)
+    plan, ident, state = track.plan, spot.ident, int(spot.status[0])
+    if spot.status[1]:  # called after a failure, under raise
+        spot.status[1] = 0
+        raise RuntimeCheckFailed(
+            f"node {plan.node!r}: its generated tasklet wrote a wrong output in call {track.failed_call} of "
+            f"this program ({track.failed}); it is not trusted in this process, and call {track.calls} ran it "
+            "again (every call that runs it raises; expand the program again for another answer)",
+            node=plan.node,
+            session=registry.origin(ident).session,
+        )
+    if state == 3:
+        _fail(
+            spot,
+            track,
+            "a recorded call never finished",
+            f"its generated tasklet's call in this program's call {track.calls} started and never finished "
+            "(it left the tasklet past the check's scope guard: longjmp, a thread, or a jump the guard cannot "
+            "follow); its output is not trusted",
+        )
+        return
+    if state == 2:
+        track.checked(0.0, 0.0)
+        _set(spot, track.want())
+        _tell(
+            f"large:{ident}",
+            f"node {plan.node!r}: not checked at run time: its call's data is over the "
+            f"{RECORD_LIMIT_BYTES >> 30} GiB a check may copy",
+        )
+        return
+    recorded = _recorded(spot, plan)
+    node_seconds = int(spot.elapsed()) * 1e-9
+    if recorded is None:
+        _set(spot, track.want())
+        return
+    inputs, outputs, values = recorded
+    track.seen = tuple(int(spot.number(k)) for k in range(plan.numbers))
+    try:
+        with warnings.catch_warnings():  # NumPy's note on flush-to-zero, set by a program built with -ffast-math
+            warnings.filterwarnings("ignore", message="The value of the smallest subnormal")
+            finding = judge(plan, inputs, outputs, values)
+    except Exception as exc:  # noqa: BLE001 - the user's reference, or shapes it cannot take
+        track.stopped = True
+        _set(spot, OFF)
+        _tell(f"failed:{ident}", f"node {plan.node!r}: the run-time check could not compare ({exc}); not checked again")
+        return
+    with _lock:
+        _done.append(Checked(plan.node, track.calls, finding.checked, finding.seconds, finding.wrong))
+    track.checked(finding.seconds, node_seconds)
+    if finding.seconds > plan.budget and finding.wrong is None:
+        track.stopped = True
+        _tell(
+            f"budget:{ident}",
+            f"node {plan.node!r}: the run-time check's reference took {finding.seconds:.2f} s (budget "
+            f"{plan.budget:g} s, runtime_check_budget); later calls are not checked in this process",
+        )
+    if finding.wrong is None:
+        _set(spot, track.want())
+        return
+    _fail(
+        spot,
+        track,
+        finding.wrong,
+        f"its generated tasklet wrote a wrong output in this program's call {track.calls}: {finding.wrong} "
+        f"(sizes {sizes_words(values, inputs)}; checked: {finding.checked})",
+    )
+
+
+class _Around:
+    """DaCe's compiled-program call hook: arm the due checks, let the program run, judge what was recorded."""
+
+    __slots__ = ("spots",)
+
+    def __init__(self, compiled: Any, args: Any) -> None:
+        self.spots = _spots_of(compiled)
+
+    def __enter__(self) -> None:
+        for spot in self.spots:
+            track = spot.track
+            if track is None or track.gone or track.placed != registry.placed(spot.ident) or spot.state != WATCH:
+                _before(spot)
+            else:  # what almost every call does: count it, and arm the recorder when a sample is due
+                track.calls += 1
+                if track.calls >= track.due > 0:
+                    _set(spot, track.want())
+
+    def __exit__(self, kind: Any, value: Any, trace: Any) -> Literal[False]:
+        if kind is None:
+            for spot in self.spots:
+                if spot.status[0] or spot.status[1]:
+                    _after(spot)
+        return False
+
+
+around_call = _Around
 
 
 def runtime_checks() -> list[Checked]:

@@ -1,7 +1,8 @@
 """Put a spot check into a placed tasklet, and take it out again.
 
 The tasklet's first line (its provenance) stays first; one marked line goes before the
-model's code and one after it; the recorder goes into the global code between marker
+model's code (it starts the recording and guards the scope, so every way out of the code
+finishes it); the recorder goes into the global code between marker
 lines. :func:`strip` removes exactly those, so sessions, hand-edit detection, refine and
 rollback see what the model wrote. :func:`reinstrument` keeps a checked tasklet checked
 when refine or rollback gives it new code.
@@ -16,9 +17,10 @@ from typing import Any
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
 from dace_ai.runtime_check import hook, registry
-from dace_ai.runtime_check.cpp import BEGIN, MARK, call_lines, global_code, ident_of
+from dace_ai.runtime_check.cpp import BEGIN, MARK, call_line, global_code, ident_of
 from dace_ai.runtime_check.plan import SpotPlan, plan_for
 from dace_ai.runtime_check.registry import Origin
+from dace_ai.storage.files import build_root
 
 _BLOCK = re.compile(
     re.escape(BEGIN.format(ident="@")).replace("@", r"(\w+)") + r".*?" + r"// dace-ai run-time check \1 end\n?", re.S
@@ -38,8 +40,7 @@ def _apply(tasklet: Any, plan: SpotPlan) -> None:
 
     code = tasklet.code.as_string
     head, _, rest = code.partition("\n") if code.lstrip().startswith("//") else ("", "", code)
-    first, last = call_lines(plan)
-    lines = ([head] if head else []) + [first, rest.rstrip("\n"), last]
+    lines = ([head] if head else []) + [call_line(plan), rest.rstrip("\n")]
     tasklet.code = dace.properties.CodeBlock("\n".join(lines), dace.Language.CPP)
     kept = tasklet.code_global.as_string if tasklet.code_global is not None else ""
     combined = (kept.rstrip("\n") + "\n" if kept.strip() else "") + global_code(plan)
@@ -53,14 +54,12 @@ def add_spot_check(tasklet: Any, ctx: NodeContext, node: Any, settings: AISettin
     """
     if settings.runtime_check == "off":
         return "runtime_check=off"
-    from dace_ai.storage.files import build_root
 
     plan = plan_for(ctx, node, tasklet, settings, build_root())
     if isinstance(plan, str):
         return plan
     _apply(tasklet, plan)
     registry.remember(plan, origin)
-    hook.install()
     hook.install()  # only a process that placed a check pays for the call hook
     return None
 

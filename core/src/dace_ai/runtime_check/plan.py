@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from dace_ai import compat
 from dace_ai.compat.symbolic import parse
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import ConnectorInfo, NodeContext
@@ -41,8 +42,9 @@ class SpotPlan:
     values: tuple[tuple[str, str], ...]  #: (symbol, C++ expression) recorded for the reference
     reference: str  #: the AINode's reference key, or "" for a product checked by NumPy
     properties: tuple[tuple[str, Any], ...]  #: alpha, beta, transA, transB of a product
-    mode: str  #: ``first`` or ``every:N``
+    mode: str  #: ``auto``, ``first`` or ``every:N``
     budget: float
+    share: float
     action: str
     root: Path | None
 
@@ -69,8 +71,6 @@ class SpotPlan:
 
 
 def _cpp(text: str) -> str:
-    from dace_ai import compat
-
     return compat.cpp_expr(parse(text))
 
 
@@ -142,6 +142,7 @@ def plan_for(ctx: NodeContext, node: Any, tasklet: Any, settings: AISettings, ro
         properties=properties,
         mode=settings.runtime_check,
         budget=float(settings.runtime_check_budget),
+        share=float(settings.runtime_check_share),
         action=settings.runtime_check_action,
         root=root,
     )

@@ -41,6 +41,11 @@ def placement(ident: str) -> str:
         return f"{ident}#{_placed.get(ident, 0)}"
 
 
+def placed(ident: str) -> int:
+    """How often this process placed the check ``ident`` (read without the lock: one dictionary lookup per call)."""
+    return _placed.get(ident, 0)
+
+
 def plan(ident: str) -> SpotPlan | None:
     with _lock:
         return _plans.get(ident)

@@ -1,3 +1,4 @@
 """Solving one node: the round engine (ask, parse, check, judge, record), the requests and the answer
-source, the checks of an answer (reused, or sent as check jobs to an executor) and its provenance.
-May import ``runtime_check``, ``execution`` and every package below them; never ``expansion``."""
+source, an answer's checks (reused while nothing they depend on changed, or run), the checks as plain data
+(what they depend on, what they report), the tasklet an answer becomes and its provenance.
+May import ``runtime_check`` and every package below it; never ``dispatch``, ``expansion`` or above."""

@@ -16,6 +16,7 @@ from dace_ai.context.types import NodeContext
 from dace_ai.errors import MissingAnswer, ProviderError
 from dace_ai.plugins.registrations import Provider
 from dace_ai.providers.api import ProviderClient, ProviderReply, ProviderRequest, answering_for
+from dace_ai.providers.select import ask, make_client
 from dace_ai.storage.cache import AnswerCache, CachedAnswer, cache_key
 
 
@@ -32,8 +33,6 @@ def ask_for_node(
     ``cache_can_answer``: a missing answer will be served from the cache, so a provider
     that would ask a person need not (:func:`~dace_ai.providers.api.cached_fallback`).
     """
-    from dace_ai.providers.select import ask
-
     try:
         with answering_for(ctx, cache_can_answer=cache_can_answer):
             return ask(provider, client, request)
@@ -65,8 +64,6 @@ class AnswerSource:
 
     def reply(self, request: ProviderRequest, ctx: NodeContext) -> tuple[ProviderReply, str, str]:
         """(reply, source, cache key); ``source`` is ``"cache"`` or the provider's name."""
-        from dace_ai.providers.select import make_client
-
         key = cache_key(self.provider.name, request)
         hit = self.cache.get(key) if self.settings.cache else None
         if hit is not None:

@@ -4,7 +4,7 @@
 follows (``sdfg.compile()``) is served the same answer from the cache and, until now,
 checked it a second time; so did every later run of the program. A check is a pure
 function of what a check job carries to a worker
-(:class:`~dace_ai.solving.check_jobs.CheckPayload`: the answer, the node's context, the
+(:class:`~dace_ai.solving.check_records.CheckPayload`: the answer, the node's context, the
 node in a program of its own, the settings the checks read, the environments) and of
 the code that checks it. :func:`fingerprint` digests all of that:
 
@@ -20,7 +20,7 @@ the code that checks it. :func:`fingerprint` digests all of that:
 An accepted answer's cache entry keeps its reports under that fingerprint
 (:func:`record`); :func:`reuse` gives them back only when the fingerprint is the same and
 every report still validates as a worker's result would
-(:class:`~dace_ai.solving.check_results.ReportModel`). Anything else (another fingerprint,
+(:class:`~dace_ai.solving.check_records.ReportModel`). Anything else (another fingerprint,
 an old entry, a damaged record) means: check again. Reused reports go through the same
 acceptance rule, and a check that could not decide is warned about again (the warning a
 checker gave once per program was given in the run that checked it).
@@ -40,12 +40,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from dace_ai.checking.api import CheckReport
+from dace_ai.checking.stages import select_checkers
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
 from dace_ai.prompt.answer import Answer
-from dace_ai.solving.check_jobs import carrier_program, make_payload
-from dace_ai.solving.check_results import ReportModel
+from dace_ai.sandbox.reference import implemented_node, reference_function, without_ids
+from dace_ai.solving.check_records import ReportModel, carrier_program, make_payload
 from dace_ai.state import STATE
+from dace_ai.targets.build_flags import build_command
 
 #: Bumped when what the fingerprint covers changes, so older records are never matched.
 FORMAT = 1
@@ -97,8 +99,6 @@ def reuse(checked: object, fingerprint_: str) -> list[CheckReport] | None:
 def _program(ctx: NodeContext) -> Any:
     """The node in a program of its own, without the ids DaCe gives objects (they differ between copies)."""
     try:
-        from dace_ai.checking.reference import without_ids
-
         return without_ids(json.loads(carrier_program(ctx)))
     except LookupError:
         return None
@@ -106,8 +106,6 @@ def _program(ctx: NodeContext) -> Any:
 
 def _reference(ctx: NodeContext) -> Any:
     """A digest of an AINode's ``reference=`` function: its code, constants, defaults and closure."""
-    from dace_ai.checking.reference import implemented_node, reference_function
-
     key = getattr(implemented_node(ctx), "reference", None)
     function = reference_function(key) if isinstance(key, str) and key else None
     if function is None:
@@ -132,8 +130,6 @@ def _code_digest(code: Any) -> str:
 
 
 def _checkers(ctx: NodeContext, settings: AISettings) -> list[Any]:
-    from dace_ai.checking.stages import select_checkers
-
     chosen, missing = select_checkers(ctx, settings)
     rows: list[Any] = [[r.checker, r.status] for r in missing]
     for checker in chosen:
@@ -181,9 +177,6 @@ def _package_digest() -> str:
 
 def _tools(ctx: NodeContext, settings: AISettings) -> list[Any]:
     """The compile command and flags, and the file behind the compiler and every tool the checkers declare."""
-    from dace_ai.checking.stages import select_checkers
-    from dace_ai.targets.build_flags import build_command
-
     compiler, flags = build_command(ctx.target)
     names = set(compiler[:1])
     for checker in select_checkers(ctx, settings)[0]:

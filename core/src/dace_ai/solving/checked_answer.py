@@ -8,7 +8,7 @@ refine, build repairs, ``dace-ai bench``) goes through :func:`check_answer`, or
   to the model like a failed check);
 * the checks run here (:func:`dace_ai.checking.candidate_checks.check_candidate`, with
   the factory of the tasklet the expansion would place) or elsewhere (``run``: an
-  executor's worker, :mod:`dace_ai.solving.dispatch`);
+  executor's worker, :mod:`dace_ai.dispatch.dispatcher`);
 * a cached answer's recorded checks are reused while nothing they depend on changed
   (:mod:`dace_ai.solving.check_reuse`), and :class:`CheckedAnswer` says what the cache
   keeps so that a later run may reuse them.
@@ -18,15 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dace_ai.checking.api import CheckReport
+from dace_ai.checking.candidate_checks import check_candidate
+from dace_ai.checking.stages import failed
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
+from dace_ai.environments.resolve import Resolution, resolve_environments
 from dace_ai.prompt.answer import Answer
-
-if TYPE_CHECKING:
-    from dace_ai.environments.resolve import Resolution
+from dace_ai.solving import check_reuse
+from dace_ai.solving.tasklet import tasklet_factory
 
 #: Runs the checks of an answer elsewhere (an executor's worker): ``run(answer, ctx, settings, environments)``.
 CheckRun = Callable[[Answer, NodeContext, AISettings, set[str]], list[CheckReport]]
@@ -49,11 +51,9 @@ class CheckedAnswer:
         """What the cache keeps so that a later run may reuse these checks (None when checks are off)."""
         if not self.settings.compile_check or not self.settings.cache:
             return None
-        from dace_ai.solving.check_reuse import fingerprint, record
-
         if not self.fingerprint:
-            self.fingerprint = fingerprint(self.answer, self.ctx, self.settings, self.environments)
-        return record(self.fingerprint, self.reports, level)
+            self.fingerprint = check_reuse.fingerprint(self.answer, self.ctx, self.settings, self.environments)
+        return check_reuse.record(self.fingerprint, self.reports, level)
 
 
 def check_recorded(
@@ -67,13 +67,11 @@ def check_recorded(
     changed (:mod:`dace_ai.solving.check_reuse`)."""
     digest = ""
     if recorded and settings.compile_check:
-        from dace_ai.solving.check_reuse import fingerprint, reuse
-
         resolution = answer_environments(answer, ctx)
         if not resolution.problems:
             environments = set(resolution.paths)
-            digest = fingerprint(answer, ctx, settings, environments)
-            reports = reuse(recorded, digest)
+            digest = check_reuse.fingerprint(answer, ctx, settings, environments)
+            reports = check_reuse.reuse(recorded, digest)
             if reports is not None:
                 return CheckedAnswer(answer, ctx, settings, reports, environments, True, digest)
     reports, environments = check_answer(answer, ctx, settings, run)
@@ -87,28 +85,21 @@ def check_answer(
 
     Refused environment requests go back to the model like a failed check. ``run``
     (``run(answer, ctx, settings, environments) -> reports``) runs the checks elsewhere,
-    e.g. :meth:`dace_ai.solving.dispatch.CheckDispatcher.check` on an executor; the
+    e.g. :meth:`dace_ai.dispatch.dispatcher.CheckDispatcher.check` on an executor; the
     environments are resolved here either way.
     """
-    from dace_ai.checking.stages import failed
-
     resolution = answer_environments(answer, ctx)
     if resolution.problems:
         return [CheckReport("environments", "failed", "\n".join(resolution.problems), stage="compile")], set()
     if run is not None and settings.compile_check:
         reports = run(answer, ctx, settings, set(resolution.paths))
     else:
-        from dace_ai.checking.candidate_checks import check_candidate
-        from dace_ai.solving.tasklet import tasklet_factory
-
         reports = check_candidate(answer, ctx, settings, resolution.paths, tasklet_factory(answer, ctx))
     return reports, (set() if failed(reports) else set(resolution.paths))
 
 
 def answer_environments(answer: Answer, ctx: NodeContext) -> Resolution:
     """The environments the answer uses (registered ones by name, requested ones generated), or refusals."""
-    from dace_ai.environments.resolve import Resolution, resolve_environments
-
     if not answer.environments and not answer.use_environments:
         return Resolution()
     return resolve_environments(answer, ctx)

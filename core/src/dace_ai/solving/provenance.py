@@ -32,7 +32,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dace_ai.compat.gpu_host import answer_text
+from dace_ai.performance.speed_of_light import provenance_field
+from dace_ai.runtime_check.instrument import strip
+from dace_ai.storage.session_store import session_by_id
+
 if TYPE_CHECKING:
+    from dace_ai.performance.records import BenchFigures, SpeedOfLight
     from dace_ai.providers.api import ProviderReply
 
 _PROVENANCE = re.compile(r"^\s*//\s*dace-ai:(?P<fields>.*)$")
@@ -132,29 +138,36 @@ class Provenance:
         return m.group("id"), int(m.group("round"))
 
 
-def bench_figures(reports: list[Any]) -> dict[str, Any] | None:
-    """The bench checker's figures among ``reports`` (None when nothing was timed)."""
+def bench_report(reports: Sequence[Any]) -> Any | None:
+    """The bench checker's report among ``reports`` that timed something (None when nothing was timed)."""
     for report in reports:
-        if report.stage == "bench" and ("speedup" in report.details or "candidate_median" in report.details):
-            return report.details
+        fig = report.bench
+        if report.stage == "bench" and fig is not None and (fig.speedup, fig.candidate_median) != (None, None):
+            return report
     return None
 
 
-def bench_provenance(figures: dict[str, Any] | None) -> str:
+def bench_figures(reports: Sequence[Any]) -> BenchFigures | None:
+    """The bench checker's figures among ``reports`` (None when nothing was timed)."""
+    found = bench_report(reports)
+    return found.bench if found is not None else None
+
+
+def bench_provenance(figures: BenchFigures | None) -> str:
     """Short provenance text: ``1.84x(1.71-1.95)_vs_native`` or the candidate's own time."""
-    if not figures:
+    if figures is None:
         return ""
-    if "speedup" in figures:
-        low, high = figures.get("speedup_range") or (figures["speedup"], figures["speedup"])
-        return f"{figures['speedup']:.2f}x({low:.2f}-{high:.2f})_vs_native"
-    return f"{figures['candidate_median'] * 1e6:.1f}us_per_call"
+    if figures.speedup is not None:
+        low, high = figures.speedup_range or (figures.speedup, figures.speedup)
+        return f"{figures.speedup:.2f}x({low:.2f}-{high:.2f})_vs_native"
+    if figures.candidate_median is None:
+        return ""
+    return f"{figures.candidate_median * 1e6:.1f}us_per_call"
 
 
-def sol_provenance(figures: dict[str, Any] | None) -> str:
+def sol_provenance(sol: SpeedOfLight | None) -> str:
     """The provenance's ``sol`` field: the fraction of speed of light of the bench (``0.33``), or ""."""
-    from dace_ai.performance.speed_of_light import provenance_field
-
-    return provenance_field((figures or {}).get("speed_of_light"))
+    return provenance_field(sol.record() if sol is not None else None)
 
 
 def accepted_provenance(
@@ -176,7 +189,7 @@ def accepted_provenance(
     The expansion, ``refine`` and build repairs write it from the answer's own reports, so a
     tasklet never carries the level or the figures of code it no longer holds.
     """
-    figures = bench_figures(list(reports))
+    timed = bench_report(reports)
     return Provenance.from_fields(
         {
             "node": node,
@@ -185,8 +198,8 @@ def accepted_provenance(
             "source": source,
             "cache_key": key[:16],
             "session": f"ai-sessions/{session_id}/round-{round_number}",
-            "bench": bench_provenance(figures),
-            "sol": sol_provenance(figures),
+            "bench": bench_provenance(timed.bench if timed is not None else None),
+            "sol": sol_provenance(timed.speed_of_light if timed is not None else None),
             "optimize": optimize,
             "verification": level,
         }
@@ -226,9 +239,6 @@ def body(tasklet: Any) -> str:
     For a host tasklet whose code was routed into the GPU file, the code it calls
     (:func:`dace_ai.compat.gpu_host.answer_text`).
     """
-    from dace_ai.compat.gpu_host import answer_text
-    from dace_ai.runtime_check.instrument import strip
-
     return answer_text(strip(_below_provenance(tasklet)))[0]
 
 
@@ -270,7 +280,6 @@ def is_pinned(tasklet: Any) -> bool:
     where = found.session_round
     if where is None:
         return False
-    from dace_ai.storage.session_store import session_by_id
 
     try:
         return session_by_id(where[0]).pinned

@@ -13,7 +13,9 @@ from typing import Any
 
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
+from dace_ai.errors import redact
 from dace_ai.prompt.answer import answer_json_schema
+from dace_ai.prompt.render import render_prompt
 from dace_ai.providers.api import Message, ProviderRequest
 
 
@@ -52,16 +54,12 @@ def build_request(node_ctx: NodeContext, settings: AISettings, history: Sequence
     ``history`` holds the previous assistant answers and repair messages
     (:class:`~dace_ai.providers.api.Message` objects or ``(role, text)`` pairs).
     """
-    from dace_ai.prompt.render import render_prompt
-
     prompt = render_prompt(node_ctx, settings)
     return request_for(prompt.system, prompt.user, settings, history)
 
 
 def request_record(provider: str, request: ProviderRequest, key: str) -> dict[str, Any]:
     """What a session records about a request (never a key; credentials in the base URL redacted)."""
-    from dace_ai.errors import redact
-
     return {
         "provider": provider,
         "model": request.model,

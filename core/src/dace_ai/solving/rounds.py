@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from dace_ai.checking.stages import inconclusive_error, repair_message
 from dace_ai.checking.verdict import Verdict, judge
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
@@ -269,8 +270,6 @@ def until_accepted(
     decide ends the rounds at once (no repair can fix a missing tool); ``refused(last)`` is
     raised when ``attempts`` rounds were refused.
     """
-    from dace_ai.checking.stages import inconclusive_error, repair_message
-
     history: list[Message] = []
     rnd: Round | None = None
     for attempt in range(attempts):

@@ -19,13 +19,15 @@ from dace import dtypes
 from dace.sdfg import nodes
 
 from dace_ai import compat
-from dace_ai.checking.units import gpu_host_parts
+from dace_ai.compat import gpu_host
+from dace_ai.compilation.units import gpu_host_parts
 from dace_ai.context.types import ConnectorInfo, NodeContext
 from dace_ai.errors import AnswerError
 from dace_ai.prompt.answer import Answer
 from dace_ai.runtime_check.instrument import reinstrument
 from dace_ai.runtime_check.registry import Origin
 from dace_ai.solving.provenance import Provenance
+from dace_ai.storage.files import build_root
 
 _LANGUAGES = {"cpp": dtypes.Language.CPP, "cuda": dtypes.Language.CPP, "hip": dtypes.Language.CPP}
 
@@ -79,7 +81,7 @@ def make_tasklet(
     """The tasklet for ``answer``, with ``node``'s connectors typed as in ``ctx``.
 
     Given the ``sdfg`` it goes into, a host tasklet over GPU data whose code needs the
-    GPU compiler is routed into the SDFG's GPU file (:func:`~dace_ai.checking.units.gpu_host_parts`).
+    GPU compiler is routed into the SDFG's GPU file (:func:`~dace_ai.compilation.units.gpu_host_parts`).
     """
     inputs: dict[str, Any] = dict(node.in_connectors)
     outputs: dict[str, Any] = dict(node.out_connectors)
@@ -147,8 +149,6 @@ def update_tasklet(
     With ``sdfg``, GPU host code is routed as :func:`make_tasklet` does, with the
     parameters the tasklet passes already or, given the node's ``ctx``, those of the node.
     """
-    from dace_ai.compat import gpu_host
-
     language = _LANGUAGES[answer.language]
     head = provenance_comment(provenance)
     previous = tasklet.code.as_string
@@ -182,8 +182,6 @@ def update_tasklet(
 
 def _origin(provenance: Provenance | dict[str, Any]) -> Origin:
     """The session round and cache key a provenance names (what a run-time check marks when it finds it wrong)."""
-    from dace_ai.storage.files import build_root
-
     found = provenance if isinstance(provenance, Provenance) else Provenance.from_fields(provenance)
     parts = found.session.split("/")
     if len(parts) == 3 and parts[0] == "ai-sessions" and parts[2].startswith("round-") and parts[2][6:].isdigit():

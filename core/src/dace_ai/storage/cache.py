@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dace_ai.errors import DaceAIWarning, redact
-from dace_ai.storage.files import ai_folder, atomic_write_json
+from dace_ai.plugins.manager import get_plugin_manager
+from dace_ai.storage.files import ai_folder, atomic_write_json, build_root
 
 if TYPE_CHECKING:
     from dace_ai.plugins.registrations import Provider
@@ -54,8 +55,6 @@ class CacheWarning(DaceAIWarning):
 def _provider_registration(provider_name: str) -> Any:
     """The provider's registration (for its default model and endpoint), or None when unknown."""
     try:
-        from dace_ai.plugins.manager import get_plugin_manager
-
         return get_plugin_manager().providers().get(provider_name)
     except Exception:  # noqa: BLE001 - the key is still complete for what the request says
         return None
@@ -283,8 +282,6 @@ class AnswerCache:
 
 def _folder_hint(root: Path | None) -> str:
     try:
-        from dace_ai.storage.files import build_root
-
         return str((root or build_root()) / "ai-cache")
     except Exception:  # noqa: BLE001
         return "ai-cache"

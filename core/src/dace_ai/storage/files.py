@@ -28,12 +28,12 @@ from typing import Any
 
 from filelock import FileLock
 
+from dace_ai.compat import build_folder_root
+
 FOLDERS = ("ai-cache", "ai-sessions", "ai-environments", "ai-check", "ai-prompts", "ai-roofline")
 
 
 def build_root() -> Path:
-    from dace_ai.compat import build_folder_root
-
     return Path(build_folder_root()).resolve()
 
 

@@ -75,7 +75,8 @@ class SessionWarning(DaceAIWarning):
 
 
 FORMAT = 1
-#: Details of a check report shown in session.json's rounds (the bench's figures and why a candidate was refused).
+#: Keys of a check report's recorded details shown in session.json's rounds (the bench's figures and speed of
+#: light, and why a candidate was refused).
 _FIGURES = (
     "reasons",
     "speedup",
@@ -405,7 +406,8 @@ def _write_round_files(folder: Path, c: RoundContent) -> None:
 def _write_checks(folder: Path, reports: Sequence[Any]) -> list[dict[str, Any]]:
     """Write a new round's check logs and reports into its ``folder``; return their rows for ``session.json``."""
     report_rows = []
-    for report in reports:
+    records = [report.record() for report in reports]  # the typed results under their JSON keys
+    for report, record in zip(reports, records, strict=True):
         row = {
             "checker": report.checker,
             "status": report.status,
@@ -414,13 +416,13 @@ def _write_checks(folder: Path, reports: Sequence[Any]) -> list[dict[str, Any]]:
         }
         if report.rule:
             row["rule"] = report.rule
-        figures = {k: v for k, v in report.details.items() if k in _FIGURES}
+        figures = {k: v for k, v in record["details"].items() if k in _FIGURES}
         if figures:
             row["figures"] = figures
         report_rows.append(row)
         atomic_write(folder / f"check-{_safe(report.checker)}.log", report.diagnostics or "")
     # checks.json keeps each whole report (seeds, sizes, reasons, bench timings, ...)
-    atomic_write_json(folder / "checks.json", [report.record() for report in reports])
+    atomic_write_json(folder / "checks.json", records)
     return report_rows
 
 

@@ -28,6 +28,7 @@ import shutil
 import subprocess
 from typing import TYPE_CHECKING
 
+from dace_ai import compat
 from dace_ai.state import STATE
 
 if TYPE_CHECKING:
@@ -79,8 +80,6 @@ def is_clang(executable: str) -> bool:
 def dace_build_flags(compiler: str | None = None) -> list[str]:
     """The flags DaCe's CMake build compiles host code with (see the module docstring)."""
     from dace.config import Config
-
-    from dace_ai import compat
 
     compiler = compiler or dace_compiler()
     # The C++ standard: in compiler.cpu.args on DaCe 1.0, the compiler.cpp_standard setting on DaCe 2.
@@ -183,8 +182,6 @@ def runtime_standard_flag(at_least: str = "c++17") -> str:
     DaCe's own standard where it sets one (``compiler.cpp_standard``, C++20 on DaCe 2,
     whose headers need it), else ``-std=<at_least>``.
     """
-    from dace_ai import compat
-
     own = compat.cpp_standard_flags()
     return own[-1] if own else f"-std={at_least}"
 

@@ -2,15 +2,17 @@
 
 The one reader of ``/proc/cpuinfo`` for the core and every target pack (x86 flags
 come from ``flags``, ARM ones from ``Features``; both end up in :attr:`CpuInfo.flags`
-in the kernel's spelling: ``avx2``, ``avx512_vnni``, ``sve``).
+in the kernel's spelling: ``avx2``, ``avx512_vnni``, ``sve``). The ``hide_cpu_features`` setting
+leaves features out of this machine's description, as on a CPU without them (see docs/user/checks.md).
 """
 
 from __future__ import annotations
 
 import platform
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from dace_ai.config.settings import early_setting
 from dace_ai.state import STATE
 
 CPUINFO = Path("/proc/cpuinfo")
@@ -26,13 +28,15 @@ class CpuInfo:
     flags: frozenset[str]
     caches: tuple[str, ...] = field(default=())  #: e.g. ("L1d 32K", "L2 512K", "L3 32768K")
     mhz: float = 0.0  #: the clock ``/proc/cpuinfo`` reports (``cpu MHz``; 0 where it says none)
+    hidden: frozenset[str] = field(default=frozenset())  #: features the CPU has, left out by ``hide_cpu_features``
 
 
 def read_cpu(cpuinfo: Path = CPUINFO, cache_dir: Path = CACHE_DIR) -> CpuInfo:
     """The first CPU's model and flags, and cpu0's caches where the kernel exposes them.
 
     Paths are parameters so tests (and packs) can read a recorded ``cpuinfo``; with the
-    defaults the answer is cached for the process.
+    defaults the answer is this machine's, without the features the ``hide_cpu_features``
+    setting hides, and is cached for the process.
     """
     if cpuinfo == CPUINFO and cache_dir == CACHE_DIR:
         return _this_cpu()
@@ -41,7 +45,20 @@ def read_cpu(cpuinfo: Path = CPUINFO, cache_dir: Path = CACHE_DIR) -> CpuInfo:
 
 @STATE.cached("targets.cpu.this_cpu", maxsize=1)
 def _this_cpu() -> CpuInfo:
-    return _read(CPUINFO, CACHE_DIR)
+    return hide_features(_read(CPUINFO, CACHE_DIR), hidden_features())
+
+
+def hidden_features() -> frozenset[str]:
+    """The features the ``hide_cpu_features`` setting names (empty by default)."""
+    value, _ = early_setting("hide_cpu_features")
+    return frozenset(name for name in str(value or "").split(",") if name)
+
+
+def hide_features(cpu: CpuInfo, features: frozenset[str]) -> CpuInfo:
+    """``cpu`` as a CPU without ``features``: they leave ``flags`` and are named in ``hidden``."""
+    if not features & cpu.flags:
+        return cpu
+    return replace(cpu, flags=cpu.flags - features, hidden=cpu.hidden | (cpu.flags & features))
 
 
 def _read(cpuinfo: Path, cache_dir: Path) -> CpuInfo:

@@ -11,6 +11,7 @@ import shlex
 
 from dace_ai.plugins.hookspecs import hookimpl
 from dace_ai.plugins.registrations import Detection, Target
+from dace_ai.targets.build_flags import dace_compiler
 from dace_ai.targets.cpu import read_cpu
 
 #: ISA flags worth telling a model about, in /proc/cpuinfo spelling.
@@ -40,8 +41,6 @@ def cpu_facts() -> dict[str, object]:
 def host_compiler() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """DaCe's configured host compiler and its flags."""
     from dace.config import Config
-
-    from dace_ai.targets.build_flags import dace_compiler
 
     executable = dace_compiler()
     args = tuple(shlex.split(Config.get("compiler", "cpu", "args") or ""))

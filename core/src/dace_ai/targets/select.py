@@ -20,6 +20,7 @@ from dace_ai.errors import PluginError
 from dace_ai.plugins.manager import PluginManager, get_plugin_manager
 from dace_ai.plugins.registrations import Detection, Target
 from dace_ai.state import STATE
+from dace_ai.targets.cpu import read_cpu
 
 
 @dataclass
@@ -96,6 +97,21 @@ def resolve_target(
         )
     target = targets[FALLBACK_TARGET]
     return target, detect(target), f"fallback: no installed {kind} target matched this machine"
+
+
+def cannot_run_here(info: TargetInfo, manager: PluginManager | None = None) -> str:
+    """Why this machine cannot run code compiled for ``info`` (this CPU lacks a feature its target's
+    ``cpu_features`` names, hidden ones included), or "" when it can. A target no installed plugin
+    registers, or one that names no features, is taken as runnable here."""
+    registered = (manager or get_plugin_manager()).targets().get(info.name)
+    if registered is None or not registered.cpu_features:
+        return ""
+    cpu = read_cpu()
+    lacking = [f for f in registered.cpu_features if f not in cpu.flags]
+    if not lacking:
+        return ""
+    hidden = " (hidden by the setting hide_cpu_features)" if any(f in cpu.hidden for f in lacking) else ""
+    return f"this CPU lacks {', '.join(lacking)}{hidden}"
 
 
 def target_info(target: Target, detection: Detection, reason: str) -> TargetInfo:

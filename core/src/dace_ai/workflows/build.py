@@ -22,10 +22,16 @@ from typing import Any
 
 from dace_ai import compat
 from dace_ai.checking.api import stable_paths
-from dace_ai.checking.diagnostics import Diagnostic, errors_with_notes, format_diagnostics, parse_diagnostics
+from dace_ai.compilation.diagnostics import Diagnostic, errors_with_notes, format_diagnostics, parse_diagnostics
 from dace_ai.config.settings import AISettings
 from dace_ai.errors import CheckFailed
-from dace_ai.solving.provenance import is_pinned, provenance
+from dace_ai.expansion.expansion_pass import expansion_pass, resolve
+from dace_ai.expansion.pending import pending_nodes
+from dace_ai.expansion.pipeline import implement
+from dace_ai.solving.provenance import is_pinned, level_from_code, provenance
+from dace_ai.workflows.generated import of_tasklet
+from dace_ai.workflows.revision import Revision, revise
+from dace_ai.workflows.sessions import hand_edit_note, hand_edits
 
 __all__ = ["blame", "build", "is_pinned", "provenance", "repair"]
 
@@ -136,10 +142,6 @@ def repair_tasklet(entry: Blame, message: str, settings: AISettings, program: An
     answer replaces the tasklet's code, with the level it reached. Hand edits since the
     round's answer are what the model is asked to repair. ``program`` is the SDFG being built.
     """
-    from dace_ai.workflows.generated import of_tasklet
-    from dace_ai.workflows.revision import Revision, revise
-    from dace_ai.workflows.sessions import hand_edit_note, hand_edits
-
     g = of_tasklet(entry.state, entry.tasklet)
     if g.session is None or g.round is None or not g.session.round_folder(g.round).is_dir():
         raise CheckFailed(
@@ -174,10 +176,6 @@ def implement_pending(sdfg: Any, settings: AISettings) -> None:
     SDFG still holds the library nodes; the tasklets to blame must be its own. The
     answers come from the cache when the compile asked before.
     """
-    from dace_ai.expansion.expansion_pass import expansion_pass
-    from dace_ai.expansion.pending import pending_nodes
-    from dace_ai.expansion.pipeline import implement
-
     with expansion_pass():
         for nsdfg, state, node in pending_nodes(sdfg):
             implement(nsdfg, state, node, settings)
@@ -189,8 +187,6 @@ def repair(sdfg: Any, error: BaseException, settings: AISettings | dict[str, Any
     Returns the labels of the repaired tasklets. Raises :class:`CheckFailed` when no
     unpinned generated tasklet can be blamed (the error is elsewhere, or pinned).
     """
-    from dace_ai.expansion.expansion_pass import resolve
-
     settings = resolve(settings)
     implement_pending(sdfg, settings)
     output = compiler_output(sdfg, error)
@@ -217,8 +213,6 @@ def build(sdfg: Any, rounds: int = 2, settings: AISettings | dict[str, Any] | No
     compiler blames are the SDFG's own. Returns the compiled program. ``debugprint`` is
     off while compiling, because DaCe hides the compiler's output when it is on.
     """
-    from dace_ai.expansion.expansion_pass import resolve
-
     settings = resolve(settings)
     implement_pending(sdfg, settings)
     compilation_error, _ = compat.compilation_error_types()
@@ -241,8 +235,6 @@ def build(sdfg: Any, rounds: int = 2, settings: AISettings | dict[str, Any] | No
 def verification_summary(sdfg: Any) -> list[tuple[str, str]]:
     """(tasklet label, verification level) of every generated tasklet in ``sdfg``, nested SDFGs included."""
     from dace.sdfg import nodes
-
-    from dace_ai.solving.provenance import level_from_code
 
     found = []
     for node, _ in sdfg.all_nodes_recursive():

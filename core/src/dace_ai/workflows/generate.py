@@ -20,14 +20,14 @@ something they depend on changed in between (:mod:`dace_ai.solving.check_reuse`)
   verification level they reached; a failed, malformed or refused reply caches
   nothing and is listed in the summary (the expansion then asks again and repairs).
 * On a terminal a table shows nodes done / failed / cached and, per node, its check
-  jobs done, running and queued on the executor (:mod:`dace_ai.solving.job_board`).
+  jobs done, running and queued on the executor (:mod:`dace_ai.dispatch.job_board`).
 
 Repair rounds still happen during the expansion, one node at a time, because
 they need the checks' diagnostics.
 
 ``executor=`` (or the ``executor`` setting) names the executor plugin that runs each
 answer's checks: ``threads`` of this process by default, ``local`` worker processes,
-``dask`` on a cluster (:mod:`dace_ai.solving.dispatch`). The provider is asked here
+``dask`` on a cluster (:mod:`dace_ai.dispatch.dispatcher`). The provider is asked here
 either way; a node whose checks ran elsewhere says on which worker, and whether the job
 had to be started again after a lost worker. An executor that stops (its scheduler
 went away) ends the run with :class:`~dace_ai.execution.jobs.ExecutorUnavailable`;
@@ -46,9 +46,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from dace_ai import compat
+from dace_ai.checking.stages import repair_message
+from dace_ai.dispatch.dispatcher import CheckDispatcher, executor_options, job_note
+from dace_ai.dispatch.job_board import JobBoard
 from dace_ai.errors import AIUsageError, DaceAIError, DaceAIWarning, ProviderError
+from dace_ai.execution.jobs import ExecutorOptions, ExecutorUnavailable
+from dace_ai.expansion.expansion_pass import expansion_pass, node_context, resolve
+from dace_ai.expansion.pending import expand_nodes_leading_to_ai, pending_nodes
 from dace_ai.providers.api import ProviderRequest, Usage
+from dace_ai.providers.select import make_client, select_provider
 from dace_ai.solving.answer_source import AnswerSource
+from dace_ai.solving.requests import build_request
 from dace_ai.solving.rounds import Keeping, Table, keep, play_round
 from dace_ai.storage.cache import AnswerCache, cache_key
 
@@ -56,7 +64,7 @@ if TYPE_CHECKING:
     from dace_ai.checking.verdict import Verdict
     from dace_ai.config.settings import AISettings
     from dace_ai.context.types import NodeContext
-    from dace_ai.solving.dispatch import CheckDispatcher, DispatchStats
+    from dace_ai.dispatch.dispatcher import DispatchStats
 
 Status = Literal["pending", "cached", "generated", "failed"]
 
@@ -217,12 +225,6 @@ def generate(
     once, and an executor that stops running jobs
     (:class:`~dace_ai.execution.jobs.ExecutorUnavailable`).
     """
-    from dace_ai.execution.jobs import ExecutorOptions
-    from dace_ai.expansion.expansion_pass import resolve
-    from dace_ai.expansion.pending import expand_nodes_leading_to_ai
-    from dace_ai.providers.select import make_client, select_provider
-    from dace_ai.solving.dispatch import CheckDispatcher, executor_options
-
     started = time.perf_counter()
     settings = resolve(settings)
     if not settings.cache:
@@ -273,10 +275,6 @@ def _pending_jobs(
     sdfg: Any, settings: AISettings, provider: str, summary: GenerateSummary, cache: AnswerCache
 ) -> dict[str, _Job]:
     """Add every pending node's result to ``summary``; return the distinct requests still to ask, by cache key."""
-    from dace_ai.expansion.expansion_pass import expansion_pass, node_context
-    from dace_ai.expansion.pending import pending_nodes
-    from dace_ai.solving.requests import build_request
-
     jobs: dict[str, _Job] = {}
     with expansion_pass():
         for nsdfg, state, node in pending_nodes(sdfg):
@@ -322,10 +320,6 @@ def _answer(
 ) -> _Answered:
     """Play one round for one distinct request; cache the reply only when it is a valid answer that passes its
     checks."""
-    from dace_ai.checking.stages import repair_message
-    from dace_ai.execution.jobs import ExecutorUnavailable
-    from dace_ai.solving.dispatch import job_note
-
     # No session: generate only fills the cache. The checks run on the executor, and an answer that
     # passed is cached with its node's name and where it came from.
     table = Table(
@@ -409,8 +403,6 @@ class _Progress:
     """Nodes done / failed / cached above the per-node table of check jobs (a :class:`JobBoard`), on a terminal."""
 
     def __init__(self, total: int, enabled: bool) -> None:
-        from dace_ai.solving.job_board import JobBoard
-
         self.total = total
         self.counts = {"done": 0, "failed": 0, "cached": 0}
         self.board = JobBoard("dace-ai generate", enabled=enabled and total > 0)

@@ -15,6 +15,7 @@ from typing import Any
 from dace_ai import compat
 from dace_ai.errors import AIUsageError
 from dace_ai.solving.provenance import provenance, session_round
+from dace_ai.storage.files import build_root
 from dace_ai.storage.session_store import Session, session_by_id
 
 
@@ -107,8 +108,6 @@ def select(sdfg: Any, name: Any = None) -> Generated:
 def session_of(g: Generated) -> Session:
     """The session of the generated tasklet ``g``; a clear error when it is not under this build folder root."""
     if g.session is None:
-        from dace_ai.storage.files import build_root
-
         raise AIUsageError(
             f"the session of {g.describe()} is not under the build folder root {build_root()}: "
             "run where the SDFG was generated, or set DaCe's default_build_folder to that root"

@@ -35,7 +35,7 @@ nodes. On a terminal a table shows each node's jobs done, running and queued.
 
 ``executor=`` (or the ``executor`` setting) names the executor plugin that runs each
 candidate's checks (``threads`` of this process by default, ``local`` worker processes,
-``dask`` on a cluster; see :mod:`dace_ai.solving.dispatch`); the provider is asked here
+``dask`` on a cluster; see :mod:`dace_ai.dispatch.dispatcher`); the provider is asked here
 either way. When the run ends with an error (an executor whose scheduler went away
 raises :class:`~dace_ai.execution.jobs.ExecutorUnavailable`), the SDFG is put back as
 it was and no session summary changes; the rounds of candidates whose checks finished
@@ -54,14 +54,28 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dace_ai import compat
-from dace_ai.checking.deception import format_seconds
+from dace_ai.checking.verdict import falls_back_natively
+from dace_ai.dispatch.dispatcher import CheckDispatcher, CheckJobFailed, executor_options, job_note
+from dace_ai.dispatch.job_board import JobBoard
 from dace_ai.errors import AIUsageError, DaceAIError
+from dace_ai.execution.jobs import ExecutorOptions, ExecutorUnavailable
+from dace_ai.expansion.charge import IMPLEMENTATION
+from dace_ai.expansion.expansion_pass import expansion_pass, node_context, resolve
+from dace_ai.expansion.fallback import fallback_implementation
+from dace_ai.expansion.pending import expand_nodes_leading_to_ai, pending_nodes
 from dace_ai.prompt.feedback import TimeEvidence, where_the_time_goes
+from dace_ai.prompt.render import render_prompt
 from dace_ai.providers.api import Message, ProviderReply, ProviderRequest
+from dace_ai.providers.select import select_provider
 from dace_ai.runtime_check.instrument import add_spot_check
 from dace_ai.runtime_check.registry import Origin
+from dace_ai.sandbox.deception import format_seconds
+from dace_ai.solving.answer_source import AnswerSource
+from dace_ai.solving.provenance import bench_figures
+from dace_ai.solving.requests import node_record, request_for
 from dace_ai.solving.rounds import Asked, Keeping, Round, Table, ask, check, keep, provenance
-from dace_ai.storage.session_store import RoundContent
+from dace_ai.solving.tasklet import make_tasklet, place_tasklet
+from dace_ai.storage.session_store import RoundContent, open_session
 from dace_ai.workflows.optimize_report import Candidate, NodeOptimization, OptimizeReport
 
 if TYPE_CHECKING:
@@ -69,10 +83,9 @@ if TYPE_CHECKING:
     from dace_ai.checking.verdict import Verdict
     from dace_ai.config.settings import AISettings
     from dace_ai.context.types import NodeContext
+    from dace_ai.performance.records import BenchFigures
     from dace_ai.plugins.registrations import Provider
     from dace_ai.prompt.answer import Answer
-    from dace_ai.solving.answer_source import AnswerSource
-    from dace_ai.solving.dispatch import CheckDispatcher
     from dace_ai.storage.session_store import Session
 
 #: Nodes optimized at once on an executor when ``node_concurrency`` is 0 (each holds a few waiting threads).
@@ -102,7 +115,7 @@ class _Attempt:
     round: Round | None = None  #: the round checked, judged and recorded
     reports: list[CheckReport] | None = None
     environments: set[str] | None = None  #: class paths the answer's environments resolved to (when it passed)
-    figures: dict[str, Any] | None = None
+    figures: BenchFigures | None = None
     verdict: Verdict | None = None  #: :func:`dace_ai.checking.verdict.judge` on its reports
 
 
@@ -119,9 +132,6 @@ class _Changes:
         self._undo.append(lambda: setattr(node, "implementation", previous))
 
     def place(self, state: Any, node: Any, tasklet: Any) -> None:
-        from dace_ai import compat
-        from dace_ai.solving.tasklet import place_tasklet
-
         order = state.nodes()
         place_tasklet(state, node, tasklet)
 
@@ -172,13 +182,6 @@ def optimize(
     changed in place (winners become tasklets, refused nodes are set to their native
     implementation), and only when the run completes.
     """
-    from dace_ai.execution.jobs import ExecutorOptions
-    from dace_ai.expansion.expansion_pass import expansion_pass, node_context, resolve
-    from dace_ai.expansion.pending import expand_nodes_leading_to_ai
-    from dace_ai.providers.select import select_provider
-    from dace_ai.solving.answer_source import AnswerSource
-    from dace_ai.solving.dispatch import CheckDispatcher, executor_options
-
     if samples < 1 or rounds < 0:
         raise AIUsageError(f"dace_ai.optimize: samples must be >= 1 and rounds >= 0 (got {samples}, {rounds})")
     started = time.perf_counter()
@@ -235,8 +238,6 @@ def _run_on_board(
 ) -> list[Any]:
     """``run`` of every node (:func:`_run_nodes`), their check jobs shown live on a :class:`JobBoard`."""
     import sys
-
-    from dace_ai.solving.job_board import JobBoard
 
     board = JobBoard(
         "dace-ai optimize",
@@ -300,8 +301,6 @@ def _run_nodes(work: list[_NodeWork], at_once: int, run: Any) -> list[Any]:
 
 
 def _targets(sdfg: Any, node: Any) -> list[tuple[Any, Any, Any]]:
-    from dace_ai.expansion.pending import pending_nodes
-
     pending = pending_nodes(sdfg)
     if node is None:
         return pending
@@ -316,8 +315,6 @@ def _targets(sdfg: Any, node: Any) -> list[tuple[Any, Any, Any]]:
 
 
 def _pinned(sdfg_name: str, key: str) -> bool:
-    from dace_ai.storage.session_store import open_session
-
     return bool(open_session(sdfg_name, key).summary().get("pinned"))
 
 
@@ -332,9 +329,6 @@ def _optimize_node(
     asks: threading.BoundedSemaphore,
 ) -> tuple[NodeOptimization, Any, Any]:
     """The node's candidates, round after round: (its result, the best attempt, its session or None if skipped)."""
-    from dace_ai.prompt.render import render_prompt
-    from dace_ai.storage.session_store import open_session
-
     started = time.perf_counter()
     ctx = work.ctx
     result = NodeOptimization(name=ctx.name, node_type=ctx.node_type, sdfg=ctx.sdfg_name)
@@ -426,8 +420,6 @@ class _Runner:
         )
 
     def run_round(self, rnd: int, samples: int, history: list[Message]) -> list[_Attempt]:
-        from dace_ai.solving.requests import request_for
-
         attempts = []
         for sample in range(samples):
             user = self.prompt.user + (_approach(rnd, sample, samples) if samples > 1 else "")
@@ -459,8 +451,6 @@ class _Runner:
 
     def _ask(self, attempt: _Attempt) -> None:
         """Ask for ``attempt``'s answer and parse it (an answer that does not parse is recorded as an error)."""
-        from dace_ai.solving.requests import node_record
-
         c = attempt.candidate
         content = RoundContent(
             node=node_record(self.ctx),
@@ -487,10 +477,6 @@ class _Runner:
 
     def _check(self, attempt: _Attempt, asked: Asked) -> None:
         """Check ``attempt``'s answer, judge and record it; a passed answer is kept for reuse."""
-        from dace_ai.execution.jobs import ExecutorUnavailable
-        from dace_ai.solving.dispatch import CheckJobFailed, job_note
-        from dace_ai.solving.provenance import bench_figures
-
         c = attempt.candidate
         started = time.perf_counter()
         try:
@@ -515,16 +501,11 @@ class _Runner:
             )
         fig = bench_figures(reports)
         attempt.figures = fig
-        sol = TimeEvidence.from_reports(reports).speed_of_light
-        c.speed_of_light = dict(sol) if sol else None
-        if fig:
-            c.speedup, c.speedup_range = fig.get("speedup"), fig.get("speedup_range")
-            c.native, c.strongest, c.speedup_strongest = (
-                fig.get("native"),
-                fig.get("strongest"),
-                fig.get("speedup_strongest"),
-            )
-            c.seconds_per_call, c.native_seconds_per_call = fig.get("candidate_median"), fig.get("native_median")
+        c.speed_of_light = TimeEvidence.from_reports(reports).speed_of_light
+        if fig is not None:
+            c.speedup, c.speedup_range = fig.speedup, list(fig.speedup_range) if fig.speedup_range else None
+            c.native, c.strongest, c.speedup_strongest = fig.native, fig.strongest, fig.speedup_strongest
+            c.seconds_per_call, c.native_seconds_per_call = fig.candidate_median, fig.native_median
         verdict = attempt.verdict = rnd.verdict
         if verdict.failed:
             first = verdict.failed[0]
@@ -554,8 +535,8 @@ def _refinement_history(best: _Attempt, attempts: list[_Attempt], ctx: NodeConte
         timing = (
             f"It runs in {format_seconds(seconds)} per call against "
             f"{format_seconds(native_seconds)} for the native expansion: speedup {c.speedup:.2f}x "
-            f"(range {low:.2f}-{high:.2f} over {len((best.figures or {}).get('candidate_seconds') or [])} "
-            f"timed runs, sizes {_sizes((best.figures or {}).get('sizes'))})."
+            f"(range {low:.2f}-{high:.2f} over {len(best.figures.candidate_seconds if best.figures else ())} "
+            f"timed runs, sizes {_sizes(best.figures.sizes if best.figures else None)})."
         )
     elif seconds is not None:
         timing = f"It runs in {format_seconds(seconds)} per call (no native expansion to compare)."
@@ -629,11 +610,6 @@ def _apply(
     settings: AISettings,
 ) -> None:
     """Place the winner's tasklet, or keep the native expansion (gate, or nothing passed and ``on_failure`` allows)."""
-    from dace_ai.checking.verdict import falls_back_natively
-    from dace_ai.expansion.charge import IMPLEMENTATION
-    from dace_ai.expansion.fallback import fallback_implementation
-    from dace_ai.solving.tasklet import make_tasklet
-
     native = fallback_implementation(node)
     if best is None:
         result.reason = "no candidate passed its checks"

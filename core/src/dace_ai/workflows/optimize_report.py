@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from dace_ai.checking.deception import format_seconds
+from dace_ai.performance.records import SpeedOfLight
+from dace_ai.sandbox.deception import format_seconds
 
 if TYPE_CHECKING:
-    from dace_ai.solving.dispatch import DispatchStats
+    from dace_ai.dispatch.dispatcher import DispatchStats
 
 CandidateStatus = Literal["passed", "refused", "error"]
 
@@ -29,12 +30,12 @@ class Candidate:
     speedup: float | None = None  #: over the native expansion (median of the runs)
     speedup_range: list[float] | None = None
     native: str | None = None  #: the native expansion's name in figures ("DaCe pure")
-    strongest: str | None = None  #: the fastest baseline timed ("OpenBLAS (DaCe 'OpenBLAS')"), see checking.baselines
+    strongest: str | None = None  #: the fastest baseline timed ("OpenBLAS (DaCe 'OpenBLAS')"), see sandbox.baselines
     speedup_strongest: float | None = None  #: over the strongest baseline
     seconds_per_call: float | None = None
     native_seconds_per_call: float | None = None
     #: Its timing against this machine's roofline (see :mod:`dace_ai.performance.speed_of_light`), when measured.
-    speed_of_light: dict[str, Any] | None = None
+    speed_of_light: SpeedOfLight | None = None
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
@@ -50,15 +51,14 @@ class Candidate:
     @property
     def sol_fraction(self) -> float | None:
         """The fraction of the machine's speed of light reached, when the roofline was measured."""
-        value = (self.speed_of_light or {}).get("fraction")
-        return float(value) if isinstance(value, int | float) else None
+        return self.speed_of_light.fraction if self.speed_of_light is not None else None
 
     def sol_text(self) -> str:
         """``27% of speed of light (compute-bound)``, or "" when it was not measured."""
         fraction = self.sol_fraction
         if fraction is None:
             return ""
-        bound = (self.speed_of_light or {}).get("bound")
+        bound = self.speed_of_light.bound if self.speed_of_light is not None else None
         return f"{100 * fraction:.3g}% of speed of light" + (f" ({bound}-bound)" if bound else "")
 
     def speedup_text(self) -> str:

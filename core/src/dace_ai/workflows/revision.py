@@ -18,14 +18,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from dace_ai import compat
+from dace_ai.checking.stages import failure_error
 from dace_ai.config.settings import AISettings
 from dace_ai.context.types import NodeContext
 from dace_ai.errors import CheckFailed
 from dace_ai.expansion.expansion_pass import node_context
 from dace_ai.providers.api import Message
+from dace_ai.providers.select import select_provider
 from dace_ai.solving.answer_source import AnswerSource
 from dace_ai.solving.requests import request_for
 from dace_ai.solving.rounds import Keeping, Round, Table, accept, play_round, until_accepted
+from dace_ai.solving.tasklet import update_tasklet
 from dace_ai.storage.session_store import RoundContent, Session
 from dace_ai.workflows.generated import Generated, replaced_node, session_of
 
@@ -47,9 +50,6 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
     next ``compile()`` builds the new code. ``g`` must have a session
     (:func:`~dace_ai.workflows.generated.session_of` says what is wrong when it has not).
     """
-    from dace_ai.checking.stages import failure_error
-    from dace_ai.providers.select import select_provider
-
     session = session_of(g)
     system, messages = _recorded_conversation(g, session)
     provider = select_provider(settings)
@@ -78,7 +78,6 @@ def revise(sdfg: Any, g: Generated, revision: Revision, settings: AISettings) ->
         table, attempts, play, lambda last: failure_error(ctx, last.checked.reports, attempts - 1, session.folder)
     )
     fields = accept(table, rnd, g.name, stacklevel=3)  # only an answer that passed is cached
-    from dace_ai.solving.tasklet import update_tasklet
 
     update_tasklet(g.tasklet, rnd.answer, fields, rnd.checked.environments, sdfg=g.sdfg, ctx=ctx)
     compat.discard_build_folder(sdfg)

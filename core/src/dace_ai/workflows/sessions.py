@@ -27,8 +27,12 @@ from typing import TYPE_CHECKING, Any
 from dace_ai import compat
 from dace_ai.compat.gpu_host import answer_text
 from dace_ai.errors import AIUsageError
+from dace_ai.expansion.expansion_pass import resolve
+from dace_ai.prompt.answer import Answer
+from dace_ai.prompt.feedback import where_the_time_goes
 from dace_ai.runtime_check.instrument import strip
 from dace_ai.solving.provenance import Provenance, body, is_pinned, with_fields
+from dace_ai.solving.tasklet import update_tasklet
 from dace_ai.storage.session_store import Session
 from dace_ai.workflows.generated import Generated, generated_tasklets, select, session_of
 from dace_ai.workflows.revision import Revision, revise
@@ -178,8 +182,6 @@ def refine_message(feedback: str, edited_code: str | None, edited_global: str | 
 
 def _time_section(session: Session, number: int | None, edited: bool) -> str:
     """Where the time goes in the code of round ``number`` (nothing for hand-edited code: it was not measured)."""
-    from dace_ai.prompt.feedback import where_the_time_goes
-
     if number is None or edited:
         return ""
     return where_the_time_goes(session.checks(number))
@@ -197,8 +199,6 @@ def refine(
     otherwise the error is raised and the SDFG is left as it was (the rejected rounds are
     recorded in the session).
     """
-    from dace_ai.expansion.expansion_pass import resolve
-
     if not isinstance(feedback, str) or not feedback.strip():
         raise AIUsageError("refine needs feedback: the text telling the model what to improve")
     g = select(sdfg, name)
@@ -212,9 +212,6 @@ def refine(
 
 def rollback(sdfg: Any, name: Any = None, round: int | None = None) -> Any:
     """Put the answer of an earlier accepted ``round`` back into the selected tasklet (no model is asked)."""
-    from dace_ai.prompt.answer import Answer
-    from dace_ai.solving.tasklet import update_tasklet
-
     g = select(sdfg, name)
     session = session_of(g)
     summary = session.summary()

@@ -1,12 +1,12 @@
 """The ``cuda-nvcc`` checker: GPU tasklets built by DaCe's own GPU build, as ``sdfg.compile()`` builds them.
 
 Where DaCe can build GPU programs here, the candidate's one-node program is built
-by DaCe (:func:`dace_ai.plugin.check_gpu_build`): the same file, nvcc command,
+by DaCe (:meth:`dace_ai.plugin.GpuPack.check_build`): the same file, nvcc command,
 standard, architecture and headers as the user's build. Where it cannot (DaCe
 1.0.2 with CUDA 13, :func:`dace_ai.plugin.gpu_build_blocker`; a CMake that cannot set
 up CUDA; a context without its program), the tasklet is
 compiled with nvcc in a standalone unit that rebuilds what DaCe gives it (see
-:mod:`dace_ai.checking.units`), and the report says the program itself will not
+:mod:`dace_ai.compilation.units`), and the report says the program itself will not
 build here and why. ``<dace/dace.h>`` does not compile with nvcc 13 (it uses cub
 iterators CUDA 13 removed), so from CUDA 13 on that unit gets a minimal set of
 DaCe's definitions instead.
@@ -14,16 +14,7 @@ DaCe's definitions instead.
 
 from __future__ import annotations
 
-from dace_ai.plugin import (
-    CMAKE_CANNOT,
-    CheckReport,
-    CheckRequest,
-    GpuPack,
-    check_gpu_build,
-    gpu_build_blocker,
-    gpu_compute_capability,
-    nvcc_version,
-)
+from dace_ai.plugin import CheckReport, CheckRequest, GpuPack, gpu_compute_capability, nvcc_version
 
 #: What device and host tasklets may rely on from <dace/dace.h>, for nvcc versions that cannot include it.
 MINIMAL_DACE = """\
@@ -86,6 +77,7 @@ PACK = GpuPack(
     description="NVIDIA GPUs in CUDA C++ (checked by DaCe's own GPU build with nvcc)",
     checker_description="Builds device tasklets and host tasklets over GPU data through DaCe's GPU build (nvcc); "
     "a standalone nvcc unit where DaCe cannot build GPU code",
+    dace_backend="cuda",
 )
 
 
@@ -101,17 +93,4 @@ def check_cuda(request: CheckRequest) -> CheckReport:
     """Build the tasklet as device code (in a GPU map) or host code over GPU data: DaCe's build, else a unit."""
     if nvcc_version() is None:
         return CheckReport(PACK.checker_name, "inconclusive", "nvcc not found on PATH; CUDA code was not checked")
-    blocker = gpu_build_blocker()
-    if blocker is None and not (request.node.live or {}).get("sdfg"):
-        blocker = "no program holds the node (a context read back from disk), so DaCe has nothing to build"
-    if blocker is None:
-        built = check_gpu_build(request, PACK.checker_name)
-        if built.reason != CMAKE_CANNOT:
-            return built
-        blocker = built.diagnostics
-    report = PACK.check_unit(request, prelude=prelude())
-    report.details["built_by"] = "standalone unit"
-    report.details["program_builds"] = blocker
-    if report.status == "passed":
-        report.diagnostics += f"; compiled in a standalone unit only: {blocker}"
-    return report
+    return PACK.check_build(request, prelude=prelude())

@@ -21,4 +21,6 @@ def dace_ai_targets():
 
 @hookimpl
 def dace_ai_checkers():
+    """The compile check, and the CPU twin of device tasklets (``cuda-cpu-twin``, shared by every GPU pack)."""
     yield PACK.checker(check_cuda)
+    yield PACK.twin_checker()

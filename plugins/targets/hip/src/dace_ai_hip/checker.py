@@ -1,11 +1,17 @@
-"""The ``hip-hipcc`` checker: GPU tasklets compiled with hipcc for an AMD architecture.
+"""The ``hip-hipcc`` checker: GPU tasklets built by DaCe's HIP build, or compiled with hipcc alone.
 
-Like the CUDA check it builds a standalone unit (see :mod:`dace_ai.checking.units`):
-device tasklets inside a ``__global__`` kernel with thread indices and no
-``__state``, host tasklets with ``hipStream_t __dace_current_stream``. hipcc
-picks the NVIDIA platform when nvcc is installed and enumerates GPUs when no
-architecture is given, so it runs with ``HIP_PLATFORM=amd`` and an explicit
-``--offload-arch``. Without hipcc the report is inconclusive and says why.
+As for CUDA (:meth:`dace_ai.plugin.GpuPack.check_build`), the candidate's one-node
+program is built by DaCe with its HIP backend (``compiler.cuda.backend = "hip"``)
+and hipcc, as the user's build does, where DaCe can build HIP programs here.
+Where it cannot (:func:`dace_ai.plugin.gpu_build_blocker` with ``"hip"``: the HIP
+runtime headers missing, DaCe 2's headers needing a newer HIP, a CMake that cannot
+set up HIP), the tasklet is compiled in a standalone unit (see
+:mod:`dace_ai.compilation.units`) and the report says why: device tasklets inside
+a ``__global__`` kernel with thread indices and no ``__state``, host tasklets with
+``hipStream_t __dace_current_stream``. hipcc picks the NVIDIA platform when nvcc
+is installed and enumerates GPUs when no architecture is given, so the unit is
+compiled with ``HIP_PLATFORM=amd`` and an explicit ``--offload-arch``. Without
+hipcc the report is inconclusive and says why.
 """
 
 from __future__ import annotations
@@ -69,18 +75,20 @@ PACK = GpuPack(
     "at most 1024 threads per block; 64 KiB of LDS (shared memory) per block.",
     guidance=GUIDANCE,
     priority=45,
-    description="AMD GPUs in HIP C++ (checked with hipcc for an explicit --offload-arch)",
-    checker_description="Compiles HIP device tasklets and host tasklets over GPU data with hipcc",
+    description="AMD GPUs in HIP C++ (checked by DaCe's HIP build, or hipcc alone for an explicit --offload-arch)",
+    checker_description="Builds HIP device tasklets and host tasklets over GPU data through DaCe's HIP build "
+    "(hipcc); a standalone hipcc unit where DaCe cannot build HIP code",
     compiler_env={"HIP_PLATFORM": "amd"},
+    dace_backend="hip",
 )
 
 
 def check_hip(request: CheckRequest) -> CheckReport:
-    """Compile the tasklet as HIP device code (in a GPU map) or host code over GPU data."""
+    """Build the tasklet as HIP device code (in a GPU map) or host code over GPU data: DaCe's build, else a unit."""
     if shutil.which("hipcc") is None:
         return CheckReport(
             PACK.checker_name,
             "inconclusive",
             "hipcc not found on PATH (Debian: hipcc, or ROCm); HIP code was not checked",
         )
-    return PACK.check_unit(request, prelude=PRELUDE)
+    return PACK.check_build(request, prelude=PRELUDE)

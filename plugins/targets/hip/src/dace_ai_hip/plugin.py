@@ -20,4 +20,6 @@ def dace_ai_targets():
 
 @hookimpl
 def dace_ai_checkers():
+    """The compile check, and the CPU twin of device tasklets (``hip-cpu-twin``, shared by every GPU pack)."""
     yield PACK.checker(check_hip)
+    yield PACK.twin_checker()

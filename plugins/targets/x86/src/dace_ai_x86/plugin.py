@@ -33,7 +33,8 @@ def _detect(needs: tuple[str, ...]) -> Detection:
         return Detection(False, f"not an x86-64 machine ({cpu.machine})", details)
     lacking = [f for f in needs if f not in cpu.flags]
     if lacking:
-        return Detection(False, f"this CPU ({cpu.model}) lacks {', '.join(lacking)}", details)
+        hidden = " (hidden by the setting hide_cpu_features)" if set(lacking) <= cpu.hidden else ""
+        return Detection(False, f"this CPU ({cpu.model}) lacks {', '.join(lacking)}{hidden}", details)
     return Detection(True, f"this CPU ({cpu.model}) has {', '.join(needs)}", details)
 
 
@@ -142,6 +143,7 @@ def dace_ai_targets():
         kind="cpu",
         priority=30,
         detect=lambda: _detect(AVX512_NEEDS),
+        cpu_features=AVX512_NEEDS,
         describe=_describe("x86-64-v4", 512),
         guidance=GUIDANCE_AVX512,
         compiler=_compiler(),
@@ -156,6 +158,7 @@ def dace_ai_targets():
         kind="cpu",
         priority=20,
         detect=lambda: _detect(AVX2_NEEDS),
+        cpu_features=AVX2_NEEDS,
         describe=_describe("x86-64-v3", 256),
         guidance=GUIDANCE_AVX2,
         compiler=_compiler(),
