@@ -110,3 +110,24 @@ def test_doctor_lists_a_tool_declared_by_a_runtime_plugin(register_dace_ai_plugi
 def test_console_script_is_installed():
     proc = subprocess.run([sys.executable, "-m", "dace_ai.cli.main", "plugins", "list"], capture_output=True, text=True)
     assert "host-target" in proc.stdout and "dace-ai" in proc.stdout
+
+
+def test_doctor_says_whether_dace_can_build_hip_here_and_why_not(monkeypatch, capsys):
+    import shutil
+
+    from dace_ai.compilation.gpu_toolchain import gpu_build_blocker
+
+    main(["doctor", "--json"])
+    hip = json.loads(capsys.readouterr().out)["hip_build"]
+    if shutil.which("hipcc") is None:
+        assert hip == {"hipcc": None, "can_build": False, "reason": "no hipcc on PATH"}
+    else:
+        blocker = gpu_build_blocker("hip")
+        assert hip["can_build"] is (blocker is None)
+        assert hip["reason"] == (blocker or "")
+        main(["doctor"])
+        line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("HIP build"))
+        assert (blocker or "DaCe can build HIP programs") in line
+    monkeypatch.setenv("PATH", "/nonexistent")  # no hipcc: said so, and no HIP line in the text
+    main(["doctor", "--json"])
+    assert json.loads(capsys.readouterr().out)["hip_build"]["reason"] == "no hipcc on PATH"

@@ -146,6 +146,19 @@ def gpu_build_report() -> dict[str, Any]:
     }
 
 
+def hip_build_report() -> dict[str, Any]:
+    """Whether DaCe can build HIP programs here (hipcc, HIP headers, CMake's HIP set-up), and if not, why."""
+    from dace_ai.compilation.gpu_toolchain import gpu_build_blocker  # local: CLI startup (loaded when the command runs)
+
+    hipcc = shutil.which("hipcc")
+    blocker = gpu_build_blocker("hip") if hipcc is not None else None
+    return {
+        "hipcc": hipcc,
+        "can_build": hipcc is not None and blocker is None,
+        "reason": blocker or ("" if hipcc is not None else "no hipcc on PATH"),
+    }
+
+
 def cmake_note(nvcc: tuple[int, int] | None, cmake: str) -> str:
     """What is known of this CMake with this nvcc: CMake 3.x (3.25 seen) cannot set up CUDA 13, CMake 4 can."""
     if nvcc is None or nvcc[0] < 13 or not cmake[:1].isdigit() or int(cmake.split(".")[0]) >= 4:
@@ -180,6 +193,7 @@ def doctor_report() -> dict[str, Any]:
     return {
         "dace": dace_report(),
         "gpu_build": gpu_build_report(),
+        "hip_build": hip_build_report(),
         "tools": tools,
         "api_keys_set": keys,
         "targets": targets,
@@ -290,6 +304,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             if gpu["can_build"] and gpu["cmake_note"]:
                 state += f" where CMake can set up CUDA ({gpu['cmake_note']})"
             print(f"GPU build (nvcc {gpu['nvcc']}, CMake {gpu['cmake']}): {state}")
+        hip = report["hip_build"]
+        if hip["hipcc"] is not None:
+            print(
+                f"HIP build (hipcc at {hip['hipcc']}): {'DaCe can build HIP programs' if hip['can_build'] else hip['reason']}"
+            )
         print("Tools:")
         for name, info in report["tools"].items():
             state = f"found at {info['path']} ({info['version']})" if info["path"] else "not found"

@@ -36,11 +36,18 @@ def evaluate(expr: Any, values: Mapping[str, Any]) -> int:
     """An integer from a symbolic expression and symbol values (``KeyError`` names a missing symbol)."""
     value = _sym(expr) if isinstance(expr, str) else expr
     if hasattr(value, "free_symbols"):
-        missing = [str(s) for s in value.free_symbols if str(s) not in values]
+        names = _free_names(value)
+        missing = [name for name in names if name not in values]
         if missing:
-            raise KeyError(", ".join(sorted(missing)))
-        return _substituted(value, tuple(sorted((str(s), values[str(s)]) for s in value.free_symbols)))
+            raise KeyError(", ".join(missing))
+        return _substituted(value, tuple((name, values[name]) for name in names))
     return int(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _free_names(value: Any) -> tuple[str, ...]:
+    """The names of ``value``'s free symbols, sorted: remembered (printing a symbol is slow)."""
+    return tuple(sorted({str(s) for s in value.free_symbols}))
 
 
 @functools.lru_cache(maxsize=16384)
@@ -366,10 +373,11 @@ def add_in_place_calls(request: CheckRequest, cases: list[Case]) -> None:
     scale: Change = {"kind": "scale", "by": 1.5}
     made: list[Case] = []
     changes: list[Change] = []
+    # the same drawn inputs (the host's seed), then the changes so far
+    base = make_case(request, host["seed"], host["sizes"], host["point"] or None, host["rung"], host["point_words"])
     for change in [*_element_changes(host), shift, scale]:
         changes.append(change)
-        # the same drawn inputs (the host's seed), then the changes so far
-        case = make_case(request, host["seed"], host["sizes"], host["point"] or None, host["rung"], host["point_words"])
+        case = copy.deepcopy(base)
         case["changes"] = copy.deepcopy(changes)
         made.append(case)
     host["in_place"] = made

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -251,9 +252,28 @@ def map_points(program: ProgramSizes, values: Mapping[str, int], fractions: Sequ
     return found
 
 
+#: :func:`program_sizes` of the last few nodes :func:`first_point` was asked about (every case asks it).
+_RECENT: dict[int, tuple[Any, ProgramSizes]] = {}
+_RECENT_LOCK = threading.Lock()
+
+
+def _program_sizes_of(request: CheckRequest) -> ProgramSizes:
+    """:func:`program_sizes`, remembered for the node object (a node's program does not change between its cases)."""
+    node = request.node
+    held = _RECENT.get(id(node))
+    if held is not None and held[0] is node:
+        return held[1]
+    program = program_sizes(request)
+    with _RECENT_LOCK:
+        while len(_RECENT) >= 8:
+            _RECENT.pop(next(iter(_RECENT)))
+        _RECENT[id(node)] = (node, program)
+    return program
+
+
 def first_point(request: CheckRequest, values: Mapping[str, int]) -> dict[str, int]:
     """The enclosing maps' parameters at the first point of their ranges (``{}`` outside maps)."""
-    (point,) = map_points(program_sizes(request), values, (0.0,))
+    (point,) = map_points(_program_sizes_of(request), values, (0.0,))
     return point
 
 

@@ -34,6 +34,7 @@ import signal
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,21 @@ MOST_CALLS = 25_000
 RECORD_BYTES = 8 << 20
 #: How many distinct results per thread are compared in full (the others are bit for bit equal to one of them).
 DISTINCT_RESULTS = 16
+
+
+@dataclass(frozen=True)
+class _Calls:
+    """What the rounds of calls at once work on: one entry per thread (its case, inputs, buffers, prepared
+    arguments and recorded output ranges), the library, the OpenMP runtime and the number of rounds."""
+
+    cases: list[Case]
+    datas: list[dict[str, np.ndarray]]
+    buffers: list[dict[str, GuardedBuffer]]
+    prepared: list[CandidateArgs]
+    ranges: list[list[tuple[int, int, Connector]]]
+    candidate: CandidateLibrary
+    threads: Threads
+    rounds: int
 
 
 def _one_core() -> int | None:
@@ -151,25 +167,18 @@ def call_at_once(
                     buffers=[b.layout() for bs in buffers for b in bs.values()],
                 )
                 run = _run_team_rounds if team else _run_rounds
-                records = run(cases, datas, buffers, prepared, ranges, candidate, threads, rounds)
+                records = run(_Calls(cases, datas, buffers, prepared, ranges, candidate, threads, rounds))
                 phase(who="candidate", step="done", seed=cases[0]["seed"], sizes=cases[0]["sizes"])
                 return _judge(cases, datas, records, ranges, candidate, natives, phase)
         finally:
             candidate.finish(state)
 
 
-def _run_rounds(
-    cases: list[Case],
-    datas: list[dict[str, np.ndarray]],
-    buffers: list[dict[str, GuardedBuffer]],
-    prepared: list[CandidateArgs],
-    ranges: list[list[tuple[int, int, Connector]]],
-    candidate: CandidateLibrary,
-    threads: Threads,
-    rounds: int,
-) -> list[np.ndarray]:
+def _run_rounds(calls: _Calls) -> list[np.ndarray]:
     """The threads' rounds of calls, the main thread sending the yield signals; each thread's recorded
     results (one row of bytes per call)."""
+    cases, datas, buffers, prepared, ranges = calls.cases, calls.datas, calls.buffers, calls.prepared, calls.ranges
+    candidate, threads, rounds = calls.candidate, calls.threads, calls.rounds
     count = len(cases)
     per_call, most = _calls_per_round(cases[0], ranges[0], rounds)
     rows: list[list[np.ndarray]] = [[] for _ in cases]
@@ -275,18 +284,11 @@ def _set_member(
     return record
 
 
-def _run_team_rounds(
-    cases: list[Case],
-    datas: list[dict[str, np.ndarray]],
-    buffers: list[dict[str, GuardedBuffer]],
-    prepared: list[CandidateArgs],
-    ranges: list[list[tuple[int, int, Connector]]],
-    candidate: CandidateLibrary,
-    threads: Threads,
-    rounds: int,
-) -> list[np.ndarray]:
+def _run_team_rounds(calls: _Calls) -> list[np.ndarray]:
     """The rounds made by an OpenMP team (one member per case), the main thread sending the yield signals;
     each member's recorded results (one row of bytes per call)."""
+    cases, datas, buffers, prepared, ranges = calls.cases, calls.datas, calls.buffers, calls.prepared, calls.ranges
+    candidate, threads, rounds = calls.candidate, calls.threads, calls.rounds
     count = len(cases)
     per_call, most = _calls_per_round(cases[0], ranges[0], rounds)
     rows: list[list[np.ndarray]] = [[] for _ in cases]
