@@ -215,3 +215,30 @@ def test_the_child_package_ships_with_the_wheel():
     src = Path(__file__).resolve().parents[1] / "core" / "src"
     assert "dace_ai.sandbox.child" in find_packages(str(src))
     assert CHILD.is_file() and CHILD.parent.name == "child"
+
+
+def test_the_bench_lock_excludes_another_process_holding_it_as_filelock_does(tmp_path):
+    """Timed runs of two benches never overlap: the child's lock is the one ``filelock`` takes (``flock``)."""
+    import threading
+    import time
+
+    from filelock import FileLock
+
+    path = str(tmp_path / "bench.lock")
+    entered = threading.Event()
+
+    def child_side() -> None:
+        with timing.bench_lock(path):
+            entered.set()
+
+    with FileLock(path):
+        waiter = threading.Thread(target=child_side)
+        waiter.start()
+        time.sleep(0.3)
+        assert not entered.is_set()  # blocked while the other holder has it
+    waiter.join(timeout=10)
+    assert entered.is_set()
+    with timing.bench_lock(path), pytest.raises(TimeoutError):
+        FileLock(path, timeout=0.1).acquire()  # and the other way round
+    with timing.bench_lock(None):  # no lock asked: nothing taken
+        pass

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dace_ai.compat import symbolic
+from dace_ai.context.per_node import PerNode
 
 if TYPE_CHECKING:
     from dace_ai.context.types import NodeContext
@@ -175,7 +176,12 @@ def ai_flops(ctx: NodeContext) -> str:
 
 
 def node_work(ctx: NodeContext) -> Work:
-    """The :class:`Work` of the node of ``ctx`` (``ValueError`` when its traffic cannot be told)."""
+    """The :class:`Work` of the node of ``ctx`` (``ValueError`` when its traffic cannot be told); worked out
+    once per context object (every candidate of the node asks)."""
+    return _NODE_WORK(ctx)
+
+
+def _node_work(ctx: NodeContext) -> Work:
     traffic = symbolic.text(_bytes(ctx))
     dtype = _dtype(ctx)
     given = ai_flops(ctx)
@@ -187,3 +193,6 @@ def node_work(ctx: NodeContext) -> Work:
         what = "an AI node without flops=" if ctx.node_type == "AINode" else f"{ctx.node_type} (no rule)"
         return Work(None, traffic, dtype, what, note="no flops known: judged as memory-bound only")
     return Work(symbolic.text(flops), traffic, dtype, f"{ctx.node_type} semantics")
+
+
+_NODE_WORK: PerNode[Work] = PerNode(_node_work)

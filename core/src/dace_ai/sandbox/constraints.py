@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from dace_ai.checking.api import CheckRequest
 from dace_ai.compat import viewed_subsets
+from dace_ai.context.per_node import PerNode
+from dace_ai.context.types import NodeContext
 
 
 # ----------------------------------------------------------------------------- symbolic helpers
@@ -138,26 +139,38 @@ def _loop_scope(param: str, header: str) -> Scope | None:
 
 def scope_params(request: CheckRequest) -> list[str]:
     """Every parameter of an enclosing map, consume scope or loop, outermost first."""
-    return list(dict.fromkeys(p for scope in request.node.scopes for p in scope.params if p))
+    return _scope_params(request.node)
+
+
+def _scope_params(node: NodeContext) -> list[str]:
+    return list(dict.fromkeys(p for scope in node.scopes for p in scope.params if p))
 
 
 def size_symbols(request: CheckRequest) -> list[str]:
     """Integer symbols of the node that take sizes: symbols in scope, without the enclosing maps' parameters."""
-    params = set(scope_params(request))
+    return _size_symbols(request.node)
+
+
+def _size_symbols(node: NodeContext) -> list[str]:
+    params = set(_scope_params(node))
     return [
         name
-        for name, ctype in request.node.symbols.items()
+        for name, ctype in node.symbols.items()
         if name not in params and not any(t in ctype for t in ("float", "double", "complex"))
     ]
 
 
 def program_sizes(request: CheckRequest) -> ProgramSizes:
+    """What the sizes of the node's program must respect (read once per node object: every case asks)."""
+    return _PROGRAM_SIZES(request.node)
+
+
+def _program_sizes(node: NodeContext) -> ProgramSizes:
     from dace import subsets
 
-    node = request.node
     live = node.live or {}
     sdfg, state = live.get("sdfg"), live.get("state")
-    symbols = size_symbols(request)
+    symbols = _size_symbols(node)
     scopes: list[Scope] = []
     problems: list[str] = []
     for scope in node.scopes:
@@ -252,28 +265,13 @@ def map_points(program: ProgramSizes, values: Mapping[str, int], fractions: Sequ
     return found
 
 
-#: :func:`program_sizes` of the last few nodes :func:`first_point` was asked about (every case asks it).
-_RECENT: dict[int, tuple[Any, ProgramSizes]] = {}
-_RECENT_LOCK = threading.Lock()
-
-
-def _program_sizes_of(request: CheckRequest) -> ProgramSizes:
-    """:func:`program_sizes`, remembered for the node object (a node's program does not change between its cases)."""
-    node = request.node
-    held = _RECENT.get(id(node))
-    if held is not None and held[0] is node:
-        return held[1]
-    program = program_sizes(request)
-    with _RECENT_LOCK:
-        while len(_RECENT) >= 8:
-            _RECENT.pop(next(iter(_RECENT)))
-        _RECENT[id(node)] = (node, program)
-    return program
+#: :func:`_program_sizes` per node object.
+_PROGRAM_SIZES: PerNode[ProgramSizes] = PerNode(_program_sizes)
 
 
 def first_point(request: CheckRequest, values: Mapping[str, int]) -> dict[str, int]:
     """The enclosing maps' parameters at the first point of their ranges (``{}`` outside maps)."""
-    (point,) = map_points(_program_sizes_of(request), values, (0.0,))
+    (point,) = map_points(program_sizes(request), values, (0.0,))
     return point
 
 

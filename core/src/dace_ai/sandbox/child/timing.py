@@ -10,8 +10,11 @@ noise. The per-case timing of the ``time`` mode is the same function with one si
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -97,12 +100,16 @@ def measure_bandwidth(nbytes: int) -> float:
     return 2 * src.nbytes / best
 
 
-def bench_lock(path: str | None) -> Any:
-    """The machine-wide lock around timed runs, so two benches never share the cores."""
-    import contextlib
-
+@contextlib.contextmanager
+def bench_lock(path: str | None) -> Iterator[None]:
+    """The machine-wide lock around timed runs, so two benches never share the cores (``flock`` on ``path``,
+    as ``filelock`` takes it; the lock goes with the descriptor)."""
     if not path:
-        return contextlib.nullcontext()
-    from filelock import FileLock
-
-    return FileLock(path)
+        yield
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
