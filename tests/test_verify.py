@@ -324,3 +324,21 @@ def test_sizes_setting_is_parsed_and_used():
     )
     assert report.status == "passed" and report.sizes == [{"N": 5}, {"N": 9}]
     assert report.seeds == 2
+
+
+def test_a_library_that_does_not_link_is_refused_in_the_default_linkers_words():
+    """The candidate's library is linked by GNU gold where installed (faster); what does not link is said as
+    the compiler's default linker says it."""
+    from dace_ai.compilation.candidate import _gold
+    from dace_ai.prompt.answer import EnvironmentRequest
+
+    request = request_for(_softmax_program("softmax_unlinkable"), SOFTMAX)
+    need = EnvironmentRequest(name="NoSuchLib", libraries=["dace_ai_no_such_library"])
+    request.answer = request.answer.model_copy(update={"environments": [need]})
+    request.workdir = check_workdir(request.node, request.answer)
+    (report,) = run_checks(request)
+    assert report.status == "failed"
+    assert "does not link into a shared library" in report.diagnostics
+    assert "dace_ai_no_such_library" in report.diagnostics
+    if _gold(("c++",)):
+        assert "ld.gold" not in report.diagnostics  # the retry with the default linker gave the words

@@ -11,7 +11,9 @@ environments' libraries). The library is only ever loaded by the child.
 
 from __future__ import annotations
 
+import functools
 import os
+import shutil
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +26,17 @@ if TYPE_CHECKING:
     from dace_ai.compilation.compile import CandidateBuild
 
 LIBRARY = "candidate.so"
+
+
+@functools.lru_cache(maxsize=8)
+def _gold(compiler: tuple[str, ...]) -> list[str]:
+    """``-fuse-ld=gold`` where the compiler's GNU gold is installed (it links a candidate in a third of the
+    default linker's time), else nothing. GCC only: clang picks its linkers otherwise."""
+    name = Path(compiler[0]).name if compiler else ""
+    if "clang" in name or not name.endswith(("g++", "gcc", "c++")):
+        return []
+    prefix = name[: -len("g++")] if name.endswith("g++") else name[: -len("gcc")] if name.endswith("gcc") else ""
+    return ["-fuse-ld=gold"] if shutil.which(f"{prefix}ld.gold") else []
 
 
 def candidate_library(request: CheckRequest) -> tuple[Path | None, CandidateBuild, ToolResult | None]:
@@ -50,7 +63,10 @@ def candidate_library(request: CheckRequest) -> tuple[Path | None, CandidateBuil
     # child loading candidate.so must never see a half-written file (nor one a killed linker left).
     partial = folder / f".{LIBRARY}.{os.getpid()}.{threading.get_ident()}"
     argv = [*build.compiler, *build.flags, "-shared", str(build.object), "-o", str(partial), *libs]
-    result = run_tool(argv, cwd=folder, timeout=300, env={"LC_ALL": "C"})
+    gold = _gold(tuple(build.compiler))
+    result = run_tool([*argv, *gold], cwd=folder, timeout=300, env={"LC_ALL": "C"})
+    if not result.ok and gold:  # the default linker's own words for what does not link
+        result = run_tool(argv, cwd=folder, timeout=300, env={"LC_ALL": "C"})
     if not result.ok:
         partial.unlink(missing_ok=True)
         return None, build, result
