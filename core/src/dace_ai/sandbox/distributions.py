@@ -34,6 +34,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dace_ai.sandbox.run_records import DistributionSkip, DistributionsRun
+
 #: Magnitudes ``large`` scales by and ``heavy`` is bounded by, tried from the first.
 MAGNITUDES = (1e4, 1e3, 1e2, 10.0)
 #: The distributions each rung adds to its ``unit`` cases.
@@ -84,10 +86,10 @@ def planned(rung: str, input_kinds: set[str], reference: str | None) -> list[tup
     return out
 
 
-def summary(cases: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def summary(cases: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, Any]]) -> DistributionsRun:
     """Which distributions ran (and at which magnitudes), and which cases were skipped and why."""
     ran: dict[str, list[float]] = {}
-    skipped = []
+    skipped: list[DistributionSkip] = []
     for case, record in zip(cases, records):
         name = case.get("distribution") or "unit"
         reason = record.get("skipped")
@@ -108,7 +110,7 @@ def summary(cases: Sequence[Mapping[str, Any]], records: Sequence[Mapping[str, A
     return {"ran": ran, "skipped": skipped, "never": never}
 
 
-def summary_words(found: Mapping[str, Any]) -> str:
+def summary_words(found: DistributionsRun) -> str:
     """``distributions unit, small, large (|x| < 1e+03), ...; not run: edge (the reference raised ...)``."""
     parts = []
     for name, magnitudes in found["ran"].items():

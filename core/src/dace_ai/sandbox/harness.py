@@ -79,6 +79,7 @@ from dace_ai.sandbox.run_plan import (
     thread_counts,
     uses_openmp,
 )
+from dace_ai.sandbox.run_records import DistributionsRun, ReferenceInfo, RungRecord, RunSeconds, RunThreads
 from dace_ai.sandbox.sandbox_run import RunProblem, SandboxRun
 from dace_ai.sandbox.wording import access_word, describe_outcome, describe_problem
 from dace_ai.state import STATE
@@ -104,14 +105,14 @@ class RunDraft(TypedDict, total=False):
     seeds: list[int]
     sizes: list[dict[str, int]]
     skipped: list[SkippedSize]
-    ladder: list[dict[str, Any]]
+    ladder: list[RungRecord]
     cases: list[CaseRecord]
-    distributions: dict[str, Any]
-    reference: dict[str, Any]
-    threads: dict[str, Any]
+    distributions: DistributionsRun
+    reference: ReferenceInfo
+    threads: RunThreads
     bench: dict[str, Any] | None
     library: str
-    seconds: dict[str, float]
+    seconds: RunSeconds
 
 
 def case_problem(reason: str, problem: Problem, case: Case) -> RunProblem:

@@ -57,6 +57,7 @@ from dace_ai.sandbox.constraints import (
     satisfy,
 )
 from dace_ai.sandbox.distributions import words as distribution_words
+from dace_ai.sandbox.run_records import RungRecord
 from dace_ai.targets.cpu import read_cpu
 
 #: Small rung: odd primes, a different one per symbol, so no size is a multiple of a vector width
@@ -137,7 +138,7 @@ class Rung:
     def words(self) -> str:
         return RUNG_WORDS.get(self.name, self.name)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> RungRecord:
         return {
             "rung": self.name,
             "sizes": dict(self.sizes),
@@ -187,7 +188,7 @@ class Ladder:
                 )
         return cases
 
-    def describe(self) -> list[dict[str, Any]]:
+    def describe(self) -> list[RungRecord]:
         return [r.as_dict() for r in self.rungs]
 
 

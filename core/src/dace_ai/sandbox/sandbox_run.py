@@ -12,9 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from dace_ai.plugins.artefacts import Artefact
+from dace_ai.sandbox.run_records import (
+    DistributionsRun,
+    ReferenceInfo,
+    RungRecord,
+    RunSeconds,
+    RunThreads,
+)
 
 if TYPE_CHECKING:
     from dace_ai.checking.api import Status
@@ -48,14 +55,14 @@ class SandboxRun:
     seeds: tuple[int, ...] = ()
     sizes: tuple[dict[str, int], ...] = ()
     skipped: tuple[SkippedSize, ...] = ()
-    ladder: tuple[dict[str, Any], ...] = ()
+    ladder: tuple[RungRecord, ...] = ()
     cases: tuple[CaseRecord, ...] = ()  #: the child's records, in the order of the cases
-    distributions: Mapping[str, Any] = field(default_factory=dict)
-    reference: Mapping[str, Any] = field(default_factory=dict)  #: ``kind`` and ``implementation``
-    threads: Mapping[str, Any] = field(default_factory=dict)  #: ``count``, ``runs``, ``runtime``
+    distributions: DistributionsRun = field(default_factory=lambda: DistributionsRun())
+    reference: ReferenceInfo = field(default_factory=lambda: ReferenceInfo(kind=None, implementation=None))
+    threads: RunThreads = field(default_factory=lambda: RunThreads(count=0, runs=[], runtime=None))
     bench: Mapping[str, Any] | None = None  #: the bench section's figures
     library: str = ""
-    seconds: Mapping[str, float] = field(default_factory=dict)  #: compile, reference, run, total
+    seconds: RunSeconds = field(default_factory=lambda: RunSeconds(compile=0.0, reference=0.0, run=0.0, total=0.0))
 
     @classmethod
     def from_draft(cls, draft: Mapping[str, Any]) -> SandboxRun:
@@ -71,12 +78,12 @@ class SandboxRun:
             skipped=tuple(draft.get("skipped") or ()),
             ladder=tuple(draft.get("ladder") or ()),
             cases=tuple(draft.get("cases") or ()),
-            distributions=dict(draft.get("distributions") or {}),
-            reference=dict(draft.get("reference") or {}),
-            threads=dict(draft.get("threads") or {}),
+            distributions=cast(DistributionsRun, dict(draft.get("distributions") or {})),
+            reference=cast(ReferenceInfo, dict(draft.get("reference") or {})),
+            threads=cast(RunThreads, dict(draft.get("threads") or {})),
             bench=dict(draft["bench"]) if draft.get("bench") is not None else None,
             library=str(draft.get("library") or ""),
-            seconds=dict(draft.get("seconds") or {}),
+            seconds=cast(RunSeconds, dict(draft.get("seconds") or {})),
         )
 
 
