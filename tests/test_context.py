@@ -250,3 +250,32 @@ def test_environments_are_split_by_installation_check():
     sdfg, state, probe = strided_sdfg()
     listed = {e.name for e in collect_sdfg_context(sdfg).node_context(state, probe).environments}
     assert _HeaderPresent.full_class_path() in listed
+
+
+def test_what_the_checks_remember_per_node_is_asked_again_for_a_new_context_or_new_live_objects():
+    from dace_ai.context.per_node import PerNode
+
+    from .test_checking import node_context
+
+    asked: list[object] = []
+
+    def make(node):
+        asked.append(node)
+        if node.name == "broken":
+            raise ValueError("cannot tell")
+        return len(asked)
+
+    remembered = PerNode(make, size=2)
+    first = node_context()
+    assert remembered(first) == remembered(first) == 1  # asked once for one context
+    first.live = {"sdfg": None}  # live objects given afresh (a revision's reference node, a rebuilt program)
+    assert remembered(first) == 2
+    assert remembered(node_context()) == 3  # another context
+    broken = node_context(name="broken")
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            remembered(broken)
+    assert len(asked) == 5  # a failure is not kept
+    for _ in range(3):
+        remembered(node_context())
+    assert len(remembered._held) == 2  # only the last few contexts are kept

@@ -2,8 +2,8 @@
 
 The checks of one node ask the same questions of its context for every case and every
 candidate (its program's sizes, its work); :class:`PerNode` answers them once per
-context object. Keyed by identity, so a new context (a new expansion) is asked afresh;
-the last few contexts are kept.
+context object. Keyed by identity (the context's and its live objects'), so a new context
+(a new expansion) or live objects given to it afresh are asked again; the last few contexts are kept.
 """
 
 from __future__ import annotations
@@ -18,21 +18,22 @@ T = TypeVar("T")
 
 
 class PerNode(Generic[T]):
-    """``make(node)``, remembered for the node object (its last :attr:`size` nodes); an exception is not kept."""
+    """``make(node)``, remembered for the node object and its ``live`` mapping (the last :attr:`size` nodes); an
+    exception is not kept."""
 
     def __init__(self, make: Callable[[NodeContext], T], size: int = 8) -> None:
         self.make = make
         self.size = size
-        self._held: dict[int, tuple[NodeContext, T]] = {}
+        self._held: dict[int, tuple[NodeContext, object, T]] = {}
         self._lock = threading.Lock()
 
     def __call__(self, node: NodeContext) -> T:
         held = self._held.get(id(node))
-        if held is not None and held[0] is node:
-            return held[1]
+        if held is not None and held[0] is node and held[1] is node.live:
+            return held[2]
         value = self.make(node)
         with self._lock:
             while len(self._held) >= self.size:
                 self._held.pop(next(iter(self._held)))
-            self._held[id(node)] = (node, value)
+            self._held[id(node)] = (node, node.live, value)
         return value
