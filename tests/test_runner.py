@@ -107,6 +107,31 @@ def test_bench_times_the_library_verify_linked_and_no_candidate_is_built_by_dace
 
 
 @pytest.mark.own_builds
+def test_a_nodes_native_reference_is_found_again_without_remaking_its_program(monkeypatch, tmp_path):
+    """A node's next candidates take its native program as found before (no program made and hashed again),
+    while its library is there and under the same build root; otherwise it is looked for (or built) anew."""
+    from dace_ai.sandbox import reference
+
+    request = _request(matmul.to_sdfg(), Answer(code="x"), "ai")
+    first = reference.build_native_reference(request)
+    made: list[int] = []
+    real = reference.reference_sdfg
+    monkeypatch.setattr(reference, "reference_sdfg", lambda *a, **k: made.append(1) or real(*a, **k))
+    again = reference.build_native_reference(request)
+    assert (again.library, again.seconds, made) == (first.library, 0.0, [])
+    first.library.rename(first.library.with_suffix(".gone"))  # its library removed: built again
+    rebuilt = reference.build_native_reference(request)
+    assert made == [1] and rebuilt.library.is_file() and rebuilt.seconds > 0
+    root = dace.Config.get("default_build_folder")
+    dace.Config.set("default_build_folder", value=str(tmp_path))
+    try:
+        elsewhere = reference.build_native_reference(request)  # another build root: its own program there
+    finally:
+        dace.Config.set("default_build_folder", value=root)
+    assert made == [1, 1] and str(tmp_path) in str(elsewhere.library)
+
+
+@pytest.mark.own_builds
 def test_the_native_reference_is_reused_by_another_process(tmp_path):
     """A second process with the same build root finds the reference built (no DaCe build, 0 s)."""
     script = textwrap.dedent("""

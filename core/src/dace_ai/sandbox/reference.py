@@ -21,6 +21,7 @@ for one output, a tuple in output order, or a dict keyed by connector or keyword
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import inspect
 import itertools
@@ -35,6 +36,7 @@ from dace_ai.checking.api import CheckRequest
 from dace_ai.compat import compile_without_loading, debugprint_off, expand_with, init_symbols
 from dace_ai.compat import native_implementation as native
 from dace_ai.compilation.one_node import one_node_program
+from dace_ai.context.per_node import PerNode
 from dace_ai.context.types import NodeContext
 from dace_ai.storage.files import ai_folder, atomic_write_json, lock_for
 from dace_ai.targets.build_flags import build_command
@@ -238,6 +240,11 @@ def build_native_reference(request: CheckRequest, implementation: str | None = N
 
     import dace
 
+    known = _BUILT(request.node)
+    reuse = (implementation, str(ai_folder("ai-check")), json.dumps(build_command(request.node.target)))
+    found = known.get(reuse)
+    if found is not None and found.library.is_file():  # this node's program, found before under this build root
+        return found
     baseline = implementation is not None  # another of DaCe's implementations: nested nodes take it too
     sdfg, implementation = reference_sdfg(request, implementation)
     key = json.dumps(
@@ -254,7 +261,7 @@ def build_native_reference(request: CheckRequest, implementation: str | None = N
         if spec_file.is_file():
             spec = json.loads(spec_file.read_text())
             if Path(spec["library"]).is_absolute() and Path(spec["library"]).is_file():
-                return NativeReference(
+                known[reuse] = NativeReference(
                     Path(spec["library"]),
                     spec["name"],
                     [(symbol, ctype) for symbol, ctype in spec["init"]],
@@ -262,6 +269,7 @@ def build_native_reference(request: CheckRequest, implementation: str | None = N
                     implementation,
                     0.0,
                 )
+                return known[reuse]
         _expand_natively(sdfg, top=implementation, nested=baseline)
         sdfg.build_folder = str(folder / "program")
         with debugprint_off():
@@ -270,7 +278,7 @@ def build_native_reference(request: CheckRequest, implementation: str | None = N
         spec = program_spec(sdfg, library)
 
         atomic_write_json(spec_file, spec)
-    return NativeReference(
+    built = NativeReference(
         Path(library),
         spec["name"],
         [(symbol, ctype) for symbol, ctype in spec["init"]],
@@ -278,6 +286,13 @@ def build_native_reference(request: CheckRequest, implementation: str | None = N
         implementation,
         time.perf_counter() - start,
     )
+    known[reuse] = dataclasses.replace(built, seconds=0.0)
+    return built
+
+
+#: The native programs each node context was given (by implementation, build root and build command): a node's
+#: next candidates skip rebuilding its program text and hashing it.
+_BUILT: PerNode[dict[tuple[str | None, str, str], NativeReference]] = PerNode(lambda node: {})
 
 
 def program_spec(sdfg: Any, library: str | Path) -> LibrarySpec:
