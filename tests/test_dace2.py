@@ -95,7 +95,7 @@ def test_dace_response_files_are_read():
 
 
 def test_doctor_says_who_implements_ai():
-    from dace_ai.cli.main import dace_report
+    from dace_ai.cli.doctor import dace_report
 
     report = dace_report()
     assert report["version"] == dace.__version__ and report["in_charge"] == "dace-ai"

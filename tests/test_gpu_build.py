@@ -154,7 +154,7 @@ def test_dace1_with_cuda13_says_in_one_sentence_that_gpu_programs_cannot_build(g
 
 
 def test_doctor_says_whether_dace_can_build_gpu_programs_here():
-    from dace_ai.cli.main import doctor_report
+    from dace_ai.cli.doctor import doctor_report
 
     gpu = doctor_report()["gpu_build"]
     assert gpu["nvcc"] == ".".join(map(str, nvcc_version()))

@@ -852,3 +852,53 @@ def test_benchmarks_and_samples_import_names_that_exist():
                 except ImportError:
                     missing.append(f"{path.relative_to(ROOT)}:{line}: {module}.{name}")
     assert len(scripts) > 10 and not missing, "imports that no longer resolve:\n" + "\n".join(missing)
+
+
+#: The most imports of dace_ai modules that may wait inside a function (each says why on its line).
+MOST_LOCAL_IMPORTS = 40
+
+
+def _local_imports(tree: ast.Module, lines: list[str]) -> list[tuple[int, str]]:
+    """(line, the import's text with its comment) of every import of a dace_ai module inside a function."""
+    found = []
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and node.level == 0
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            if any(n == "dace_ai" or n.startswith("dace_ai.") for n in names):
+                found.append((node.lineno, "\n".join(lines[node.lineno - 1 : node.end_lineno])))
+    return sorted(set(found))
+
+
+def test_imports_wait_inside_functions_only_with_their_reason_and_few():
+    """Imports between dace_ai modules sit at module top; the few that wait inside a function (the cost of
+    ``import dace_ai`` or of a command's start, the installed DaCe's own module) say why: ``# local: <why>``."""
+    waiting, unexplained = [], []
+    for path, _, tree in _core_modules():
+        for line, text in _local_imports(tree, path.read_text(encoding="utf-8").splitlines()):
+            where = f"{path.relative_to(PACKAGE.parent)}:{line}"
+            waiting.append(where)
+            if not re.search(r"# local: \S", text):
+                unexplained.append(where)
+    assert not unexplained, "imports inside functions without '# local: <why>':\n" + "\n".join(unexplained)
+    assert len(waiting) <= MOST_LOCAL_IMPORTS, f"{len(waiting)} imports wait inside functions:\n" + "\n".join(waiting)
+
+
+def test_local_imports_are_found_in_every_spelling():
+    source = (
+        "import dace_ai.a\n"
+        "def f():\n    import dace_ai.b  # local: why\n"
+        "def g():\n    def h():\n        from dace_ai import c\n"
+        "async def k():\n    from dace_ai.d import (\n        x,\n    )  # local: why\n"
+        "def m():\n    import numpy\n    from . import rel\n"
+    )
+    found = _local_imports(ast.parse(source), source.splitlines())
+    assert [line for line, _ in found] == [3, 6, 8]
+    assert [bool(re.search(r"# local: \S", text)) for _, text in found] == [True, False, True]

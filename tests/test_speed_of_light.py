@@ -142,7 +142,7 @@ def main_text(capsys) -> str:
 
 @pytest.mark.own_builds
 def test_doctor_shows_the_stored_roofline_or_how_to_measure_it_without_measuring(capsys):
-    from dace_ai.cli.main import doctor_report
+    from dace_ai.cli.doctor import doctor_report
     from dace_ai.performance import store
 
     store.clear_memo()

@@ -21,6 +21,7 @@ from dace_ai.compilation.gpu_build import CMAKE_CANNOT, check_gpu_build
 from dace_ai.compilation.gpu_toolchain import gpu_build_blocker
 from dace_ai.compilation.units import check_gpu_unit, touches_gpu
 from dace_ai.plugins.registrations import Checker, Detection, Target
+from dace_ai.sandbox.cpu_twin import check_cpu_twin, has_reference
 
 
 def _unchanged(arch: str) -> str:
@@ -114,14 +115,10 @@ class GpuPack:
         """A device tasklet (inside a GPU map) of this pack with a reference to run its CPU twin against."""
         if not (request.node.in_gpu_kernel and self.applies(request)):
             return False
-        from dace_ai.sandbox.cpu_twin import has_reference  # the sandbox only for device tasklets
-
         return has_reference(request)
 
     def check_twin(self, request: CheckRequest) -> CheckReport:
         """Verify the device tasklet on its CPU twin (:func:`dace_ai.sandbox.cpu_twin.check_cpu_twin`)."""
-        from dace_ai.sandbox.cpu_twin import check_cpu_twin  # the sandbox only when a twin runs
-
         return check_cpu_twin(request, self.twin_checker_name)
 
     def check_unit(self, request: CheckRequest, *, prelude: str) -> CheckReport:

@@ -13,12 +13,10 @@ attempts scored; 1 with a short message when it could not.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
 from dace_ai.cli.help import add_example
-from dace_ai.errors import SettingsError
 
 SHIPPED = "shipped"
 
@@ -69,82 +67,8 @@ def add_parser(sub: Any) -> None:
     add_example(p, "dace-ai bench --offline --tasks axpy,gemm --out bench-results")
 
 
-def configurations(args: argparse.Namespace) -> list[Any]:
-    from dace_ai.evaluation.campaign import (  # local: CLI startup (loaded when the command runs)
-        Configuration,
-        shipped_answers,
-    )
-
-    targets = args.target or [None]
-    if args.offline:
-        if args.provider or args.model:
-            raise SettingsError("--offline replays recorded answers; it takes no --provider/--model")
-        if args.record:
-            raise SettingsError("--record records live answers; it cannot be combined with --offline")
-        folder = shipped_answers(args.suite) if args.offline == SHIPPED else Path(args.offline)
-        if not folder.is_dir():
-            raise SettingsError(f"--offline {args.offline}: no such folder")
-        model = "recorded" if args.offline == SHIPPED else f"recorded:{folder.name}"
-        return [Configuration("offline", model, t, str(folder.resolve())) for t in targets]
-    if not args.provider:
-        raise SettingsError("give --offline to replay recorded answers, or --provider P --model M for a live run")
-    providers, models = args.provider, args.model or [""]
-    if len(providers) == 1:
-        pairs = [(providers[0], m) for m in models]
-    elif len(providers) == len(models):
-        pairs = list(zip(providers, models))
-    else:
-        raise SettingsError(
-            f"{len(providers)} --provider but {len(models)} --model: give one provider for "
-            "several models, or one --model per --provider"
-        )
-    return [Configuration(p, m, t) for p, m in pairs for t in targets]
-
-
 def main(args: argparse.Namespace) -> int:
-    from dace_ai.evaluation.campaign import (  # local: CLI startup (loaded when the command runs)
-        EvaluationPlan,
-        run_evaluation,
-    )
-    from dace_ai.evaluation.export import (  # local: CLI startup (loaded when the command runs)
-        export_jsonl,
-        parse_weights,
-    )
-    from dace_ai.evaluation.report import write_reports  # local: CLI startup (loaded when the command runs)
-    from dace_ai.execution.jobs import ExecutorOptions  # local: CLI startup (loaded when the command runs)
+    """Run the bench command (:mod:`dace_ai.cli.bench_run`)."""
+    from dace_ai.cli.bench_run import main as run  # local: CLI startup (the evaluation loads when the command runs)
 
-    if args.samples < 1:
-        raise SettingsError(f"--samples must be at least 1, got {args.samples}")
-    weights = parse_weights(args.reward)
-    plan = EvaluationPlan(
-        suite=args.suite,
-        configurations=configurations(args),
-        samples=args.samples,
-        out=args.out,
-        tasks=[t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None,
-        executor=args.executor,
-        options=ExecutorOptions(workers=args.workers, scheduler=args.scheduler),
-        record=args.record,
-        repeats=args.repeats,
-        build=args.build,
-    )
-
-    def progress(a: dict[str, Any]) -> None:
-        if args.quiet:
-            return
-        from dace_ai.evaluation.report import attempt_verdict  # local: CLI startup (loaded when the command runs)
-
-        state = attempt_verdict(a)
-        retry = f" (retried {a['retries']}x)" if a.get("retries") else ""
-        print(f"{a['configuration']}  {a['task']}#{a['sample']}: {state}{retry}", file=sys.stderr)
-
-    try:
-        data = run_evaluation(plan, progress)
-        md, png, hint = write_reports(data, args.out)
-    except OSError as exc:  # an output or build folder that cannot be written: a short message, no traceback
-        raise SettingsError(f"bench: {exc.strerror or exc}: {exc.filename or args.out}") from None
-    print(f"results: {args.out / 'results.json'}\nreport: {md}\nplot: {png if png else hint}")
-    if args.export_jsonl:
-        count = export_jsonl(data, args.export_jsonl, weights)
-        print(f"exported {count} attempt(s) to {args.export_jsonl}")
-    return 0
+    return run(args, SHIPPED)

@@ -82,20 +82,7 @@ def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def dry_run(args: argparse.Namespace) -> int:
-    """Print what the executor of these options would start, without starting it."""
-    from dace_ai.config.settings import resolve_settings  # local: CLI startup (loaded when the command runs)
-    from dace_ai.dispatch.dispatcher import executor_options  # local: CLI startup (loaded when the command runs)
-    from dace_ai.execution.jobs import ExecutorOptions  # local: CLI startup (loaded when the command runs)
-    from dace_ai.plugins.manager import get_plugin_manager  # local: CLI startup (loaded when the command runs)
-    from dace_ai.plugins.registrations import Executor  # local: CLI startup (loaded when the command runs)
+    """Print what the executor of these options would start, without starting it (:mod:`dace_ai.cli.dry_run`)."""
+    from dace_ai.cli.dry_run import show  # local: CLI startup (the executors load when the command runs)
 
-    settings = resolve_settings(settings_overrides(args))
-    given = (
-        ExecutorOptions(workers=args.workers, scheduler=args.scheduler) if (args.workers or args.scheduler) else None
-    )
-    name, options = executor_options(settings, args.executor, given)
-    runner = get_plugin_manager().get_as("executors", name, Executor).factory(options)
-    show = getattr(runner, "dry_run", None)
-    text = show() if callable(show) else f"# executor {name!r} writes no job script"
-    print(text.rstrip("\n"))
-    return 0
+    return show(args, settings_overrides(args))

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import dace_ai
+from dace_ai.cli.executor_args import add_executor_arguments, settings_overrides
+from dace_ai.cli.generate import load_sdfg
 from dace_ai.cli.help import add_example
 from dace_ai.errors import AIUsageError
 
@@ -34,8 +36,6 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--sizes", default=None, help="symbol values for timing, e.g. N=4096,M=512")
     parser.add_argument("--output", default=None, help="where to save the optimized SDFG (default FILE.optimized.sdfg)")
     parser.add_argument("--json", action="store_true", help="machine-readable report")
-    from dace_ai.cli.executor_args import add_executor_arguments  # local: CLI startup (loaded when the command runs)
-
     add_executor_arguments(parser)
     parser.set_defaults(func=run)
     add_example(
@@ -46,7 +46,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dace_ai.cli.generate import load_sdfg  # local: CLI startup (loaded when the command runs)
     from dace_ai.sandbox.bench_sizes import parse_sizes  # local: CLI startup (loaded when the command runs)
 
     path = Path(args.file)
@@ -57,8 +56,6 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise AIUsageError(f"dace-ai optimize --sizes {args.sizes!r}: {exc}") from None
     sdfg = load_sdfg(path, "optimize")
-    from dace_ai.cli.executor_args import settings_overrides  # local: CLI startup (loaded when the command runs)
-
     report = dace_ai.optimize(
         sdfg,
         args.node,

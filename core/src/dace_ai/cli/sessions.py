@@ -14,6 +14,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from dace_ai import compat
@@ -80,18 +81,21 @@ def _emit(data: Any, args: argparse.Namespace, text: Any) -> None:
         text()
 
 
-def cmd_sessions(args: argparse.Namespace) -> int:
-    from dace_ai.workflows.sessions import sessions  # local: CLI startup (loaded when the command runs)
+def _workflow() -> ModuleType:
+    """The session workflows (:mod:`dace_ai.workflows.sessions`), loaded when a session command runs."""
+    from dace_ai.workflows import sessions  # local: CLI startup (the session workflows load the pipeline)
 
-    rows = sessions(_load(args.file))
+    return sessions
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    rows = _workflow().sessions(_load(args.file))
     _emit(rows, args, lambda: _table(rows, COLUMNS, f"Generated tasklets of {args.file}"))
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from dace_ai.workflows.sessions import show  # local: CLI startup (loaded when the command runs)
-
-    info = show(_load(args.file), args.node)
+    info = _workflow().show(_load(args.file), args.node)
 
     def text() -> None:
         for key in COLUMNS + ("provider", "model", "folder"):
@@ -107,20 +111,17 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from dace_ai.workflows.sessions import history  # local: CLI startup (loaded when the command runs)
-
-    rounds = history(_load(args.file), args.node)
+    rounds = _workflow().history(_load(args.file), args.node)
     _emit(rounds, args, lambda: _table(rounds, HISTORY_COLUMNS, f"Rounds of {args.node or 'the tasklet'}"))
     return 0
 
 
 def _change(args: argparse.Namespace, action: Any, verb: str) -> int:
-    from dace_ai.workflows.sessions import select, show  # local: CLI startup (loaded when the command runs)
-
     sdfg = _load(args.file)
     action(sdfg)
     _save(sdfg, args.file)
-    info = show(sdfg, select(sdfg, args.node).tasklet)
+    workflow = _workflow()
+    info = workflow.show(sdfg, workflow.select(sdfg, args.node).tasklet)
     _emit(
         info,
         args,
@@ -133,27 +134,19 @@ def _change(args: argparse.Namespace, action: Any, verb: str) -> int:
 
 
 def cmd_refine(args: argparse.Namespace) -> int:
-    from dace_ai.workflows.sessions import refine  # local: CLI startup (loaded when the command runs)
-
-    return _change(args, lambda sdfg: refine(sdfg, args.node, args.feedback), "refined")
+    return _change(args, lambda sdfg: _workflow().refine(sdfg, args.node, args.feedback), "refined")
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
-    from dace_ai.workflows.sessions import rollback  # local: CLI startup (loaded when the command runs)
-
-    return _change(args, lambda sdfg: rollback(sdfg, args.node, round=args.round), "rolled back")
+    return _change(args, lambda sdfg: _workflow().rollback(sdfg, args.node, round=args.round), "rolled back")
 
 
 def cmd_pin(args: argparse.Namespace) -> int:
-    from dace_ai.workflows.sessions import pin  # local: CLI startup (loaded when the command runs)
-
-    return _change(args, lambda sdfg: pin(sdfg, args.node), "pinned")
+    return _change(args, lambda sdfg: _workflow().pin(sdfg, args.node), "pinned")
 
 
 def cmd_unpin(args: argparse.Namespace) -> int:
-    from dace_ai.workflows.sessions import unpin  # local: CLI startup (loaded when the command runs)
-
-    return _change(args, lambda sdfg: unpin(sdfg, args.node), "unpinned")
+    return _change(args, lambda sdfg: _workflow().unpin(sdfg, args.node), "unpinned")
 
 
 def add_commands(sub: Any) -> None:

@@ -11,11 +11,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from dace_ai.cli.help import add_example
 from dace_ai.config.settings import resolve_settings
 from dace_ai.errors import DaceAIError
+from dace_ai.performance import machine_roofline
+from dace_ai.performance.measure import RooflineError
+from dace_ai.performance.store import folder
 from dace_ai.plugins.manager import PluginManager, get_plugin_manager
 from dace_ai.targets.select import detect, resolve_target
 
@@ -79,11 +83,6 @@ def roofline_report(
     The JSON form: ``{"peak_gflops": {"float32": ..., "float64": ...}, "bandwidth_gbs": ..., "threads": ...,
     ...details, "vendor": {target name: its VendorPeaks, for the CPU target chosen}}``.
     """
-    from dataclasses import asdict
-
-    from dace_ai.performance import machine_roofline  # local: CLI startup (loaded when the command runs)
-    from dace_ai.performance.store import folder  # local: CLI startup (loaded when the command runs)
-
     manager = manager or get_plugin_manager()
     settings = settings or resolve_settings()
     roofline = machine_roofline(remeasure=remeasure)
@@ -143,8 +142,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--remeasure", action="store_true", help="with --roofline: measure again")
     add_example(parser, "DACE_ai_target=sve dace-ai targets --json", "dace-ai targets --roofline --json")
     args = parser.parse_args(argv)
-    from dace_ai.performance.measure import RooflineError  # local: CLI startup (loaded when the command runs)
-
     try:
         report = roofline_report(args.remeasure) if args.roofline else collect()
     except (DaceAIError, RooflineError) as exc:
