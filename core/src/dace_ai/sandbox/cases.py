@@ -89,18 +89,24 @@ def _param_values(request: CheckRequest, values: dict[str, int]) -> dict[str, in
 
 def _dims(conn: ConnectorInfo, values: Mapping[str, int]) -> tuple[list[int], list[int]]:
     """Shape and element strides of what a connector sees (size-1 dimensions squeezed like DaCe does)."""
-    from dace import subsets
-
-    rng = subsets.Range.from_string(conn.subset)
-    strides = [evaluate(s, values) for s in conn.container_strides] or [1] * len(rng.ranges)
+    ranges = _ranges(conn.subset)
+    strides = [evaluate(s, values) for s in conn.container_strides] or [1] * len(ranges)
     dims = []
-    for (b, e, s), stride in zip(rng.ranges, strides):
+    for (b, e, s), stride in zip(ranges, strides):
         begin, end, step = evaluate(b, values), evaluate(e, values), evaluate(s, values)
         dims.append((max(0, (end - begin) // step + 1), stride * step))
     keep = len(conn.shape)
     while len(dims) > keep and any(n == 1 for n, _ in dims):
         dims.pop(next(i for i, (n, _) in enumerate(dims) if n == 1))
     return [n for n, _ in dims], [s for _, s in dims]
+
+
+@functools.lru_cache(maxsize=4096)
+def _ranges(subset: str) -> tuple[tuple[Any, Any, Any], ...]:
+    """(begin, end, step) of each dimension of a memlet subset's text, parsed once (every case reads the same)."""
+    from dace import subsets
+
+    return tuple(tuple(r) for r in subsets.Range.from_string(subset).ranges)
 
 
 def _live_sdfg(request: CheckRequest) -> Any:
