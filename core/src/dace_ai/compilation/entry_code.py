@@ -68,7 +68,15 @@ static void dace_ai_on_fault(int sig, siginfo_t* info, void* ctx) {
     if (dace_ai_fault_fd >= 0) { ssize_t r = write(dace_ai_fault_fd, line, 28); (void)r; }
     /* SA_RESETHAND restored the default action: returning faults again and ends the process. */
 }
-static void dace_ai_on_yield(int) { sched_yield(); }
+/* Whether this thread is inside a call of the candidate (initial-exec: read safely in a signal handler), and how
+   many yields landed there: only those let another thread's calls run in the middle of a call. */
+static __thread int dace_ai_in_call __attribute__((tls_model("initial-exec")));
+static long dace_ai_yields_in_call;
+static void dace_ai_on_yield(int) {
+    if (dace_ai_in_call) __atomic_fetch_add(&dace_ai_yields_in_call, 1L, __ATOMIC_RELAXED);
+    sched_yield();
+}
+extern "C" long dace_ai_in_call_yields(void) { return __atomic_load_n(&dace_ai_yields_in_call, __ATOMIC_RELAXED); }
 extern "C" int dace_ai_install_yield_handler(int sig) {
     struct sigaction sa; memset(&sa, 0, sizeof(sa));
     sa.sa_handler = dace_ai_on_yield;
@@ -146,7 +154,9 @@ def entry_points(node: NodeContext) -> str:
         + "        void** from, const long* bytes, long count, unsigned char* to, const volatile int* stop) {\n"
         + "    long k = 0;\n"
         + "    do {\n"
+        + "        dace_ai_in_call = 1;\n"
         + "        dace_ai_entry_run(st, b, s, p);\n"
+        + "        dace_ai_in_call = 0;\n"
         + "        for (long i = 0; i < count; ++i) { memcpy(to, from[i], (size_t) bytes[i]); to += bytes[i]; }\n"
         + "        ++k;\n"
         + "    } while (k < n && !*stop);\n"

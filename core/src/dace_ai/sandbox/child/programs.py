@@ -71,6 +71,12 @@ class CandidateLibrary:
                 raise OSError(f"could not handle signal {signal}")
             self._yield_signal = signal
 
+    def in_call_yields(self) -> int:
+        """How many yield signals so far landed inside a call of the candidate (the others fell between calls)."""
+        count = self.lib.dace_ai_in_call_yields
+        count.restype = ctypes.c_long
+        return int(count())
+
     def prepare(self, case: Case, buffers: dict[str, GuardedBuffer]) -> CandidateArgs:
         syms, params, ptrs = self._arguments(case, buffers)
         return CandidateArgs(self.init(syms), syms, params, ptrs)
