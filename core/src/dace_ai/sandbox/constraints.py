@@ -137,21 +137,13 @@ def _loop_scope(param: str, header: str) -> Scope | None:
     return Scope("loop", param, begin, bound - 1 if cond.group(2) == "<" else bound, step)
 
 
-def scope_params(request: CheckRequest) -> list[str]:
-    """Every parameter of an enclosing map, consume scope or loop, outermost first."""
-    return _scope_params(request.node)
-
-
 def _scope_params(node: NodeContext) -> list[str]:
+    """Every parameter of an enclosing map, consume scope or loop, outermost first."""
     return list(dict.fromkeys(p for scope in node.scopes for p in scope.params if p))
 
 
-def size_symbols(request: CheckRequest) -> list[str]:
-    """Integer symbols of the node that take sizes: symbols in scope, without the enclosing maps' parameters."""
-    return _size_symbols(request.node)
-
-
 def _size_symbols(node: NodeContext) -> list[str]:
+    """Integer symbols of the node that take sizes: symbols in scope, without the enclosing maps' parameters."""
     params = set(_scope_params(node))
     return [
         name
